@@ -1,0 +1,46 @@
+# The two commands (README): `make run` starts the embedded platform, `make test` runs the tests.
+# Both set up what they need inside the checkout first: a .venv and node packages.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.yitong-installed
+DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
+SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
+PYTEST_ARGS ?=
+
+.PHONY: run test install labextension docs clean
+
+run: install
+	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
+	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+install: $(STAMP)
+
+$(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions/pyproject.toml \
+          extensions/package.json requirements-dev.txt kernels/yitong-python3/kernel.json
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Yitong needs Python 3.11+")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -U pip wheel
+	npm install --no-audit --no-fund --loglevel=error
+	$(MAKE) labextension
+	$(BIN)/python -m pip install -q -r requirements-dev.txt \
+	    -e 'spawner[kubernetes,slurm]' -e 'services[postgres]' -e extensions
+	$(BIN)/jupyter labextension develop --overwrite extensions >/dev/null
+	$(BIN)/jupyter kernelspec install --sys-prefix --replace kernels/yitong-python3 >/dev/null
+	touch $@
+
+# Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
+# the venv for the builder, hence the ordered install).
+labextension:
+	$(BIN)/python -m pip install -q 'jupyterlab>=4,<5' 'hatch-jupyter-builder>=0.9' hatchling
+	cd extensions && npm install --no-audit --no-fund --loglevel=error && \
+	    PATH="$(CURDIR)/$(BIN):$$PATH" npm run build:prod
+
+docs: install
+	$(BIN)/python docs/generate.py
+
+clean:
+	rm -rf $(VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

@@ -1,0 +1,180 @@
+"""The Python SDK: one small synchronous client of the platform REST API.
+
+Inside a user's server the spawner sets ``YITONG_API_URL`` and ``JUPYTERHUB_API_TOKEN``;
+elsewhere set ``YT_API_URL`` and ``YT_TOKEN``. Every failure raises :class:`YitongError`
+carrying the service's ``detail`` sentence. ``httpx`` is imported on the first request,
+so ``import yitong_lab.client`` stays cheap (it is loaded by the ``%yt`` magic).
+
+>>> from yitong_lab.client import Client
+>>> [vc["name"] for vc in Client().vcs()]  # doctest: +SKIP
+['default', 'vision']
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TypedDict
+
+Resources = dict[str, float]
+
+
+class Me(TypedDict):
+    name: str
+    admin: bool
+    groups: list[str]
+    vcs: list[str]
+
+
+class VC(TypedDict):
+    name: str
+    description: str
+    quota: Resources
+    groups: list[str]
+    profiles: list[str]
+    user_caps: Resources
+    used: Resources
+    free: Resources
+
+
+class Profile(TypedDict):
+    name: str
+    display_name: str
+    description: str
+    image: str
+    kernel: str
+    cpu: float
+    memory: int
+    accelerator: dict[str, Any] | None
+    arch: str | None
+
+
+def api_url() -> str:
+    """The platform API base (``.../services/yitong/api/v1``), or ``""`` when not configured."""
+    return (os.environ.get("YITONG_API_URL") or os.environ.get("YT_API_URL") or "").rstrip("/")
+
+
+def api_token() -> str:
+    return os.environ.get("JUPYTERHUB_API_TOKEN") or os.environ.get("YT_TOKEN") or ""
+
+
+class YitongError(Exception):
+    """A refused or failed API call: ``status`` (0 when nothing answered) and ``detail``."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def error_detail(body: Any, status: int) -> str:
+    """The sentence a person reads, from an error body (FastAPI's 422 list included)."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, str) and detail:
+        return detail
+    if isinstance(detail, list):  # FastAPI validation errors
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                loc = ".".join(str(p) for p in item.get("loc", ()) if p != "body")
+                parts.append(f"{loc}: {item.get('msg', '')}" if loc else str(item.get("msg", "")))
+        if parts:
+            return "; ".join(parts)
+    return f"the platform API answered HTTP {status}"
+
+
+class Client:
+    """``Client(url=None, token=None)``; defaults come from the environment (see module doc)."""
+
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
+        self.url = (url or api_url()).rstrip("/")
+        self.token = token if token is not None else api_token()
+        self.timeout = timeout
+        self._http = None
+
+    def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
+        """One call; returns the decoded JSON body (``None`` for 204)."""
+        if not self.url:
+            raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
+        import httpx  # lazy: keep `import yitong_lab` and `%load_ext yitong_lab` instant
+
+        if self._http is None:
+            headers = {"Accept": "application/json"}
+            if self.token:
+                headers["Authorization"] = f"token {self.token}"
+            self._http = httpx.Client(headers=headers, timeout=self.timeout)
+        try:
+            response = self._http.request(method, self.url + path, json=json, params=params)
+        except httpx.HTTPError as exc:
+            raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
+        try:
+            body = response.json() if response.content else None
+        except ValueError:
+            body = None
+        if response.is_error:
+            raise YitongError(response.status_code, error_detail(body, response.status_code))
+        return body
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- typed calls, one per contract route -------------------------------------------------
+
+    def me(self) -> Me:
+        return self.request("GET", "/me")
+
+    def vcs(self) -> list[VC]:
+        return self.request("GET", "/vcs")
+
+    def vc(self, name: str) -> VC:
+        return self.request("GET", f"/vcs/{_segment(name)}")
+
+    def create_vc(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        quota: Resources | None = None,
+        groups: list[str] | None = None,
+        profiles: list[str] | None = None,
+        user_caps: Resources | None = None,
+    ) -> VC:
+        body = {
+            "name": name,
+            "description": description,
+            "quota": quota or {},
+            "groups": list(groups or []),
+            "profiles": list(profiles or []),
+            "user_caps": user_caps or {},
+        }
+        return self.request("POST", "/vcs", json=body)
+
+    def update_vc(self, name: str, **changes: Any) -> VC:
+        """PATCH only the given fields (description, quota, groups, profiles, user_caps)."""
+        body = {key: value for key, value in changes.items() if value is not None}
+        return self.request("PATCH", f"/vcs/{_segment(name)}", json=body)
+
+    def delete_vc(self, name: str) -> None:
+        self.request("DELETE", f"/vcs/{_segment(name)}")
+
+    def profiles(self) -> list[Profile]:
+        return self.request("GET", "/profiles")
+
+    def usage(self) -> Any:
+        return self.request("GET", "/usage")
+
+
+def _segment(name: str) -> str:
+    from urllib.parse import quote
+
+    return quote(name, safe="")

@@ -1,0 +1,1 @@
+"""The Jupyter server extension: ``/yitong/api/<path>`` forwards to the platform API."""

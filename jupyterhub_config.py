@@ -1,0 +1,45 @@
+"""JupyterHub configuration for Yitong's embedded default.
+
+Everything comes from one settings file (``YITONG_SETTINGS``, default ``yitong.example.yaml``
+beside this file) and one data directory (``YITONG_DATA_DIR``, default ``.yitong`` beside this
+file) that holds the databases, secrets, logs and user homes. ``make run`` sets both.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from yitong_spawner.hubconfig import apply, hub_config, load_settings, read_or_create_secret
+from yitong_spawner.passwords import ensure_admin
+
+c = get_config()  # noqa: F821 (provided by JupyterHub)
+
+root = Path(__file__).resolve().parent
+settings_path = os.path.abspath(os.environ.get("YITONG_SETTINGS") or root / "yitong.example.yaml")
+data_dir = os.path.abspath(os.environ.get("YITONG_DATA_DIR") or root / ".yitong")
+os.makedirs(os.path.join(data_dir, "secrets"), mode=0o700, exist_ok=True)
+
+settings = load_settings(settings_path)
+proxy = root / "node_modules" / ".bin" / "configurable-http-proxy"
+cfg = hub_config(
+    settings,
+    settings_path=settings_path,
+    data_dir=data_dir,
+    service_token=read_or_create_secret(Path(data_dir, "secrets", "service-token")),
+    proxy_command=[str(proxy)] if proxy.exists() else None,
+    bin_dir=os.path.dirname(sys.executable),
+)
+apply(c, cfg)
+
+# First start: give every configured admin a generated password, shown once.
+for admin in sorted(cfg["Authenticator"]["admin_users"]):
+    password = ensure_admin(cfg["YitongAuthenticator"]["password_file"], admin)
+    if password:
+        bar = "=" * 64
+        print(
+            f"\n{bar}\n Yitong: first start. Admin account created.\n"
+            f"   user:     {admin}\n   password: {password}\n"
+            f" It is shown only this once (stored hashed in {data_dir}/secrets).\n{bar}\n",
+            file=sys.stderr,
+            flush=True,
+        )

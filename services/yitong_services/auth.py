@@ -1,0 +1,85 @@
+"""Identity from JupyterHub: a token header (``token``/``Bearer``) or the HubOAuth cookie.
+
+The token is identified by the hub (``GET /hub/api/user`` with that token) and must carry
+``access:services!service=<name>``; a user's admin flag and groups come from
+``GET /hub/api/users/{name}`` with the service's own token. The service's own token is trusted
+to act for any user. Cookies are only honoured for GET/HEAD (no XSRF on mutations).
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi import Depends, HTTPException, Request
+from jupyterhub.services.auth import check_scopes
+from tornado.web import decode_signed_value
+
+from .authz import Identity, Person
+from .context import Context, get_context
+
+_HEADER = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
+
+
+def request_token(request: Request, ctx: Context) -> str | None:
+    header = request.headers.get("authorization", "")
+    match = _HEADER.match(header)
+    if match:
+        return match.group(1)
+    if request.method in ("GET", "HEAD"):
+        signed = request.cookies.get(ctx.cookie_name)
+        if signed and ctx.cookie_secret:
+            value = decode_signed_value(ctx.cookie_secret, ctx.cookie_name, signed, max_age_days=1)
+            if value:
+                return value.decode()
+    return None
+
+
+async def identify(request: Request, ctx: Context) -> Identity | None:
+    """The caller, or None when the request carries no valid token."""
+    token = request_token(request, ctx)
+    if not token:
+        return None
+    if token == ctx.hub.token:
+        return Identity(kind="service", name=ctx.service_name, trusted=True)
+    model = await ctx.hub.identify(token)
+    if model is None:
+        return None
+    if not check_scopes(set(ctx.access_scopes), set(model.get("scopes") or [])):
+        raise HTTPException(
+            403,
+            f"this token lacks the scope access:services!service={ctx.service_name}"
+            " (give it to users in the hub's roles and Spawner.server_token_scopes)",
+        )
+    if model.get("kind") == "service":
+        return Identity(kind="service", name=model["name"])
+    person = await lookup(ctx, model["name"])
+    return Identity(kind="user", name=person.name, admin=person.admin, groups=person.groups)
+
+
+async def lookup(ctx: Context, name: str) -> Person:
+    """A hub user by name (404 when the hub does not know them)."""
+    model = await ctx.hub.user(name)
+    if model is None:
+        raise HTTPException(404, f"JupyterHub has no user {name}")
+    return Person(name=model["name"], admin=bool(model.get("admin")), groups=tuple(sorted(model.get("groups") or ())))
+
+
+async def current_identity(request: Request, ctx: Context = Depends(get_context)) -> Identity:
+    """FastAPI dependency: 401 without a valid token or cookie."""
+    identity = await identify(request, ctx)
+    if identity is None:
+        raise HTTPException(
+            401,
+            "authentication required: send 'Authorization: token <JupyterHub token>'",
+            headers={"WWW-Authenticate": "token"},
+        )
+    return identity
+
+
+async def person_for(ctx: Context, caller: Identity, name: str | None) -> Person:
+    """The user a request is about: ``name`` if given, else the calling user."""
+    if name is None or (caller.kind == "user" and name == caller.name):
+        if caller.kind != "user":
+            raise HTTPException(422, "a service must say which user: pass user=NAME")
+        return Person(name=caller.name, admin=caller.admin, groups=caller.groups)
+    return await lookup(ctx, name)

@@ -1,0 +1,62 @@
+"""Pure authorisation rules: who may see and do what. No I/O; tested against literals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is calling: a hub user, or a hub service (``trusted`` for this service's own token)."""
+
+    kind: Literal["user", "service"]
+    name: str
+    admin: bool = False
+    groups: tuple[str, ...] = field(default_factory=tuple)
+    trusted: bool = False
+
+    @property
+    def privileged(self) -> bool:
+        """Admins and this service itself see and change everything."""
+        return self.admin or self.trusted
+
+
+@dataclass(frozen=True)
+class Person:
+    """A hub user that a request is about (``?user=`` / ``user``)."""
+
+    name: str
+    admin: bool = False
+    groups: tuple[str, ...] = ()
+
+
+def is_member(person: Person, vc_groups: Iterable[str]) -> bool:
+    """Admins belong to every VC; others through one of the VC's hub groups."""
+    return person.admin or bool(set(person.groups) & set(vc_groups))
+
+
+def act_for_refusal(caller: Identity, user: str) -> str | None:
+    """Why ``caller`` may not act for ``user`` (None: it may)."""
+    if caller.privileged or (caller.kind == "user" and caller.name == user):
+        return None
+    return f"{caller.name} may not act for {user}"
+
+
+def admin_refusal(caller: Identity, what: str) -> str | None:
+    if caller.privileged:
+        return None
+    return f"only admins may {what}"
+
+
+def member_refusal(person: Person, vc: str, vc_groups: Iterable[str]) -> str | None:
+    if is_member(person, vc_groups):
+        return None
+    return f"{person.name} is not a member of VC {vc}"
+
+
+def release_refusal(caller: Identity, owner: str, allocation_id: int) -> str | None:
+    if caller.privileged or (caller.kind == "user" and caller.name == owner):
+        return None
+    return f"{caller.name} may not release allocation {allocation_id} of {owner}"

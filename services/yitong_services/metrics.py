@@ -1,0 +1,69 @@
+"""Prometheus metrics: VC quota/usage and allocations (read at scrape time) and HTTP requests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from fastapi import FastAPI, Request
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import select
+
+from .db import Database
+from .models import VC
+from .quantities import Resources
+from .views import allocations_by_vc, vc_dict
+
+
+class StateCollector(Collector):
+    def __init__(self, db: Database, inventory: Resources) -> None:
+        self.db = db
+        self.inventory = inventory
+
+    def collect(self) -> Iterator[Metric]:
+        quota = GaugeMetricFamily("yitong_vc_quota", "VC quota per resource", labels=["vc", "resource"])
+        used = GaugeMetricFamily("yitong_vc_used", "Resources allocated in a VC", labels=["vc", "resource"])
+        allocs = GaugeMetricFamily("yitong_allocations", "Live allocations", labels=["vc", "kind"])
+        inv = GaugeMetricFamily("yitong_inventory", "What the backend offers", labels=["resource"])
+        with self.db.session() as s:
+            by_vc = allocations_by_vc(s)
+            for vc in s.scalars(select(VC).order_by(VC.name)):
+                d = vc_dict(vc, by_vc.get(vc.name, []))
+                for resource, amount in d["quota"].items():
+                    quota.add_metric([vc.name, resource], amount)
+                for resource, amount in d["used"].items():
+                    used.add_metric([vc.name, resource], amount)
+                kinds: dict[str, int] = {"server": 0, "job": 0}
+                for a in by_vc.get(vc.name, []):
+                    kinds[a.kind] = kinds.get(a.kind, 0) + 1
+                for kind, count in kinds.items():
+                    allocs.add_metric([vc.name, kind], count)
+        for resource, amount in self.inventory.items():
+            inv.add_metric([resource], amount)
+        yield from (quota, used, allocs, inv)
+
+
+class Metrics:
+    """One registry per app (tests run several apps in one process)."""
+
+    def __init__(self, db: Database, inventory: Resources) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "yitong_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "yitong_http_request_duration_seconds", "HTTP latency", ["method", "route"], registry=self.registry
+        )
+        self.registry.register(StateCollector(db, inventory))
+
+    def install(self, app: FastAPI) -> None:
+        @app.middleware("http")
+        async def _count(request: Request, call_next):  # type: ignore[no-untyped-def]
+            start = time.perf_counter()
+            response = await call_next(request)
+            route = getattr(request.scope.get("route"), "path", "unmatched")
+            self.requests.labels(request.method, route, str(response.status_code)).inc()
+            self.latency.labels(request.method, route).observe(time.perf_counter() - start)
+            return response

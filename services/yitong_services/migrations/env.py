@@ -1,0 +1,23 @@
+"""Alembic environment: run with the connection handed over by ``Database.upgrade``."""
+
+from alembic import context
+from sqlalchemy import create_engine
+
+from yitong_services.models import Base
+
+config = context.config
+connection = config.attributes.get("connection")
+
+
+def _run(conn) -> None:  # type: ignore[no-untyped-def]
+    context.configure(connection=conn, target_metadata=Base.metadata, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if connection is not None:
+    _run(connection)
+else:  # `alembic -x url=... revision --autogenerate` by hand
+    url = context.get_x_argument(as_dictionary=True).get("url", "sqlite:///.yitong/yitong.sqlite")
+    with create_engine(url).begin() as conn:
+        _run(conn)

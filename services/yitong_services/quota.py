@@ -1,0 +1,105 @@
+"""Pure quota arithmetic: usage sums, free capacity and the admission check.
+
+Nothing here touches the database or the network; every function takes plain values and
+returns plain values, so the rules are tested against literals (tests/services/test_quota.py).
+
+Rules (docs/architecture.md):
+
+- a device (``vendor/name``) the backend's inventory lacks is refused first;
+- a resource absent from a VC's quota is not granted by that VC;
+- a VC's allocations never exceed its quota, and one user's never exceed ``user_caps``;
+- devices are also limited by the backend inventory across all VCs (cpu and memory are
+  over-committed on purpose: a notebook rarely uses what it asks for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .quantities import Resources, format_amount, tidy
+
+
+@dataclass(frozen=True)
+class VCLimits:
+    name: str
+    quota: Resources
+    user_caps: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What one existing allocation holds."""
+
+    user: str
+    resources: Resources
+
+
+def is_device(resource: str) -> bool:
+    return "/" in resource
+
+
+def total(resources: Iterable[Resources]) -> Resources:
+    out: dict[str, float] = {}
+    for res in resources:
+        for name, amount in res.items():
+            out[name] = out.get(name, 0) + amount
+    return {name: tidy(name, amount) for name, amount in out.items()}
+
+
+def used(quota: Resources, held: Iterable[Held]) -> Resources:
+    """Usage with every quota key present (0 when unused)."""
+    out = {name: tidy(name, 0) for name in quota}
+    out.update(total(h.resources for h in held))
+    return out
+
+
+def free(quota: Resources, usage: Resources) -> Resources:
+    return {name: tidy(name, max(limit - usage.get(name, 0), 0)) for name, limit in quota.items()}
+
+
+def _of(resource: str, have: float, limit: float) -> str:
+    return f"{format_amount(resource, have)} of {format_amount(resource, limit)} {resource}"
+
+
+def check(
+    request: Resources,
+    vc: VCLimits,
+    held: Iterable[Held],
+    user: str,
+    inventory: Resources,
+    cluster_used: Resources | None = None,
+) -> str | None:
+    """The reason ``user`` may not take ``request`` in ``vc``, or None when it fits.
+
+    ``held`` are the VC's current allocations; ``cluster_used`` is the usage across all VCs
+    (only devices are checked against the inventory).
+    """
+    wanted = {name: amount for name, amount in request.items() if amount > 0}
+    for name in wanted:
+        if is_device(name) and inventory.get(name, 0) <= 0:
+            return f"this cluster has no {name}"
+    held = list(held)
+    vc_used = total(h.resources for h in held)
+    user_used = total(h.resources for h in held if h.user == user)
+    for name, amount in wanted.items():
+        limit = vc.quota.get(name, 0)
+        if limit <= 0:
+            return f"VC {vc.name} has no {name} in its quota"
+        in_use = vc_used.get(name, 0)
+        if in_use + amount > limit + 1e-9:
+            return f"VC {vc.name}: {_of(name, in_use, limit)} in use"
+    for name, amount in wanted.items():
+        if name not in vc.user_caps:
+            continue
+        cap = vc.user_caps[name]
+        mine = user_used.get(name, 0)
+        if mine + amount > cap + 1e-9:
+            return f"user cap in VC {vc.name}: {user} uses {_of(name, mine, cap)}"
+    for name, amount in wanted.items():
+        if not is_device(name) or cluster_used is None:
+            continue
+        in_use = cluster_used.get(name, 0)
+        if in_use + amount > inventory[name]:
+            return f"this cluster: {_of(name, in_use, inventory[name])} in use"
+    return None

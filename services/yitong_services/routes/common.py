@@ -1,0 +1,35 @@
+"""Dependencies shared by the route modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any, TypeVar
+
+from anyio import to_thread
+from fastapi import Depends
+
+from ..auth import current_identity
+from ..authz import Identity, Person, admin_refusal
+from ..context import Context, get_context
+from ..errors import Refusal
+
+T = TypeVar("T")
+
+Caller = Annotated[Identity, Depends(current_identity)]
+Ctx = Annotated[Context, Depends(get_context)]
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run blocking database work in the threadpool (never on the event loop)."""
+    return await to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+def require_admin(caller: Identity, what: str) -> None:
+    refused = admin_refusal(caller, what)
+    if refused:
+        raise Refusal(403, refused)
+
+
+def as_person(caller: Identity) -> Person:
+    return Person(name=caller.name, admin=caller.privileged, groups=caller.groups)

@@ -1,0 +1,44 @@
+from fastapi import APIRouter, Query
+from sqlalchemy import select
+
+from ..allocations import reason
+from ..auth import person_for
+from ..authz import Person, act_for_refusal, is_member
+from ..errors import Refusal
+from ..models import VC, Profile
+from ..schemas import SpawnOptions
+from ..views import allocations_by_vc, profile_dict, profile_resources, vc_dict
+from .common import Caller, Ctx, in_thread
+
+router = APIRouter(tags=["spawn-options"])
+
+
+def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
+    """The picker's model: the user's VCs, each profile marked ``available`` with a ``reason``."""
+    with ctx.db.session() as s:
+        by_vc = allocations_by_vc(s)
+        profiles = {p.name: p for p in s.scalars(select(Profile))}
+        vcs = []
+        for vc in s.scalars(select(VC).order_by(VC.name)):
+            if not is_member(person, vc.groups):
+                continue
+            d = vc_dict(vc, by_vc.get(vc.name, []))
+            options = []
+            for name in vc.profiles:
+                if name not in profiles:
+                    continue
+                why = reason(s, vc, person, profile_resources(profiles[name]), ctx.inventory)
+                options.append(profile_dict(profiles[name]) | {"available": why is None, "reason": why})
+            vcs.append({k: d[k] for k in ("name", "description", "quota", "used", "free")} | {"profiles": options})
+    return {"user": person.name, "vcs": vcs}
+
+
+@router.get("/spawn-options", response_model=SpawnOptions)
+async def spawn_options(caller: Caller, ctx: Ctx, user: str | None = Query(None)) -> dict:
+    """The user themself, an admin, or this service (``?user=`` required for a service)."""
+    if user is not None:
+        refused = act_for_refusal(caller, user)
+        if refused:
+            raise Refusal(403, refused)
+    person = await person_for(ctx, caller, user)
+    return await in_thread(build, ctx, person)

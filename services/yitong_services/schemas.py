@@ -1,0 +1,165 @@
+"""Pydantic models of the REST API and of the settings file (``extra="forbid"`` everywhere)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from .quantities import check_resource_name, parse_amount, parse_resources
+
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+
+
+def check_name(value: str) -> str:
+    if not NAME_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid name: use 1-32 lowercase letters, digits and '-',"
+            " starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _device(value: str) -> str:
+    check_resource_name(value)
+    if value in ("cpu", "memory"):
+        raise ValueError(f"accelerator type must be a device like nvidia.com/gpu, not {value!r}")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
+Cpu = Annotated[float, BeforeValidator(lambda v: parse_amount("cpu", v))]
+Memory = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
+Arch = Literal["amd64", "arm64"] | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Accelerator(Strict):
+    type: Annotated[str, AfterValidator(_device)]
+    count: int = Field(ge=1)
+
+
+class ProfileSpec(Strict):
+    display_name: str = ""
+    description: str = ""
+    image: str = ""
+    kernel: str = "python3"
+    cpu: Cpu = 1.0
+    memory: Memory = 2**31
+    accelerator: Accelerator | None = None
+    arch: Arch = None
+
+
+class _Named(Strict):
+    name: Name
+
+
+class ProfileIn(ProfileSpec, _Named):
+    pass
+
+
+class ProfileOut(ProfileIn):
+    pass
+
+
+class ProfilePatch(Strict):
+    display_name: str | None = None
+    description: str | None = None
+    image: str | None = None
+    kernel: str | None = None
+    cpu: Cpu | None = None
+    memory: Memory | None = None
+    accelerator: Accelerator | None = None
+    arch: Arch = None
+
+
+class VCSpec(Strict):
+    description: str = ""
+    quota: Resources = Field(default_factory=dict)
+    groups: list[str] = Field(default_factory=list)
+    profiles: list[Name] = Field(default_factory=list)
+    user_caps: Resources = Field(default_factory=dict)
+
+
+class VCIn(VCSpec, _Named):
+    pass
+
+
+class VCPatch(Strict):
+    description: str | None = None
+    quota: Resources | None = None
+    groups: list[str] | None = None
+    profiles: list[Name] | None = None
+    user_caps: Resources | None = None
+
+
+class VCOut(VCIn):
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+
+
+class AllocationIn(Strict):
+    user: str | None = Field(None, description="whose allocation; default: the caller")
+    vc: Name
+    profile: Name
+    kind: Literal["server", "job"] = "server"
+    ref: str = Field(min_length=1, max_length=255, description="server: 'user/servername'")
+
+
+class AllocationOut(Strict):
+    id: int
+    user: str
+    vc: str
+    profile: str
+    kind: str
+    ref: str
+    resources: dict[str, float | int]
+    created: datetime
+
+
+class Me(Strict):
+    name: str
+    kind: Literal["user", "service"]
+    admin: bool
+    groups: list[str]
+    vcs: list[str]
+
+
+class ProfileOption(ProfileOut):
+    available: bool
+    reason: str | None = None
+
+
+class VCOption(Strict):
+    name: str
+    description: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+    profiles: list[ProfileOption]
+
+
+class SpawnOptions(Strict):
+    user: str
+    vcs: list[VCOption]
+
+
+class VCUsage(Strict):
+    name: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+    allocations: int
+
+
+class Usage(Strict):
+    backend: str
+    inventory: dict[str, float | int]
+    used: dict[str, float | int]
+    vcs: list[VCUsage]

@@ -1,0 +1,100 @@
+"""The settings file (YAML): the sections the platform service reads.
+
+``backend``, ``service``, ``database``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
+here. Inside the sections the service owns, unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .schemas import ProfileSpec, Resources, VCSpec, check_name
+
+DEFAULT_SETTINGS = "yitong.example.yaml"
+DEFAULT_DATA_DIR = ".yitong"
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ServiceSettings(Lenient):
+    ip: str = "127.0.0.1"
+    port: int = 8010
+    reconcile_interval: float = Field(
+        30.0, ge=0, description="seconds between reconciler runs (0: only at start)"
+    )
+
+
+class DatabaseSettings(Lenient):
+    url: str | None = None
+
+
+class BackendSettings(Lenient):
+    inventory: Resources = Field(default_factory=dict)
+
+
+class Settings(Lenient):
+    backend: Literal["local", "kubernetes", "slurm"] = "local"
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    backends: dict[str, BackendSettings] = Field(default_factory=dict)
+    profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
+    vcs: dict[str, VCSpec] = Field(default_factory=dict)
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+
+    @model_validator(mode="after")
+    def _names(self) -> Settings:
+        for name in [*self.profiles, *self.vcs]:
+            check_name(name)
+        for vc_name, vc in self.vcs.items():
+            missing = [p for p in vc.profiles if p not in self.profiles]
+            if missing:
+                raise ValueError(f"VC {vc_name} offers unknown profiles: {', '.join(missing)}")
+        return self
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url or f"sqlite:///{self.data_dir / 'yitong.sqlite'}"
+
+    def backend_inventory(self) -> Resources:
+        section = self.backends.get(self.backend)
+        return dict(section.inventory) if section else {}
+
+
+class SettingsError(Exception):
+    pass
+
+
+def load_settings(path: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None) -> Settings:
+    """Read the YAML file (``--settings`` / ``YITONG_SETTINGS``); a missing default file is empty."""
+    explicit = path or os.environ.get("YITONG_SETTINGS")
+    file = Path(explicit or DEFAULT_SETTINGS)
+    raw: dict = {}
+    if file.exists():
+        raw = yaml.safe_load(file.read_text()) or {}
+        if not isinstance(raw, dict):
+            raise SettingsError(f"{file}: the settings file must be a YAML mapping")
+    elif explicit:
+        raise SettingsError(f"settings file {file} does not exist")
+    raw["data_dir"] = data_dir or os.environ.get("YITONG_DATA_DIR") or DEFAULT_DATA_DIR
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as e:
+        raise SettingsError(f"{file}: {describe(e)}") from e
+
+
+def describe(error: ValidationError) -> str:
+    """One readable line per problem: ``vcs.vision.quota: memory: '2Gx' is not a quantity``."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        msg = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)

@@ -1,0 +1,81 @@
+"""ORM rows -> API dicts, with usage computed by the pure functions in ``quota``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from . import quota
+from .models import VC, Allocation, Profile
+
+
+def held(allocations: Iterable[Allocation]) -> list[quota.Held]:
+    return [quota.Held(user=a.user, resources=a.resources) for a in allocations]
+
+
+def allocations_by_vc(session: Session) -> dict[str, list[Allocation]]:
+    out: dict[str, list[Allocation]] = {}
+    for a in session.scalars(select(Allocation).order_by(Allocation.id)):
+        out.setdefault(a.vc, []).append(a)
+    return out
+
+
+def vc_dict(vc: VC, allocations: Iterable[Allocation]) -> dict:
+    used = quota.used(vc.quota, held(allocations))
+    return {
+        "name": vc.name,
+        "description": vc.description,
+        "quota": vc.quota,
+        "groups": vc.groups,
+        "profiles": vc.profiles,
+        "user_caps": vc.user_caps,
+        "used": used,
+        "free": quota.free(vc.quota, used),
+    }
+
+
+def profile_dict(p: Profile) -> dict:
+    return {
+        "name": p.name,
+        "display_name": p.display_name,
+        "description": p.description,
+        "image": p.image,
+        "kernel": p.kernel,
+        "cpu": p.cpu,
+        "memory": p.memory,
+        "accelerator": p.accelerator,
+        "arch": p.arch,
+    }
+
+
+def profile_resources(p: Profile) -> dict[str, float | int]:
+    """What one server of this profile takes: ``{"cpu": 1.0, "memory": ..., "nvidia.com/gpu": 1}``."""
+    out: dict[str, float | int] = {"cpu": float(p.cpu), "memory": int(p.memory)}
+    if p.accelerator:
+        out[p.accelerator["type"]] = int(p.accelerator["count"])
+    return out
+
+
+def allocation_dict(a: Allocation) -> dict:
+    return {
+        "id": a.id,
+        "user": a.user,
+        "vc": a.vc,
+        "profile": a.profile,
+        "kind": a.kind,
+        "ref": a.ref,
+        "resources": a.resources,
+        "created": a.created,
+    }
+
+
+def usage(session: Session, backend: str, inventory: dict) -> dict:
+    by_vc = allocations_by_vc(session)
+    vcs = []
+    for vc in session.scalars(select(VC).order_by(VC.name)):
+        d = vc_dict(vc, by_vc.get(vc.name, []))
+        vcs.append({k: d[k] for k in ("name", "quota", "used", "free")} | {"allocations": len(by_vc.get(vc.name, []))})
+    cluster = quota.total(a.resources for group in by_vc.values() for a in group)
+    return {"backend": backend, "inventory": inventory, "used": cluster, "vcs": vcs}

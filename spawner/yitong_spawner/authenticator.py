@@ -1,0 +1,60 @@
+"""`YitongAuthenticator`: hub login against the PBKDF2 password file (no sign-up page).
+
+Users are created by an administrator (`yitong-passwd set NAME`, or the admin created on first
+start by `passwords.ensure_admin`). Set `c.JupyterHub.authenticator_class = "yitong"`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from jupyterhub.auth import Authenticator
+from traitlets import Unicode, default
+
+from . import passwords
+
+# a well-formed hash nobody's password matches, to spend equal time on unknown names
+_DUMMY_HASH = f"{passwords.ALGORITHM}${passwords.ITERATIONS}${'00' * 16}${'00' * 32}"
+
+
+class YitongAuthenticator(Authenticator):
+    data_dir = Unicode(
+        help="Yitong's data directory. Default: `$YITONG_DATA_DIR` or `./.yitong`."
+    ).tag(config=True)
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        return os.path.abspath(os.environ.get("YITONG_DATA_DIR", ".yitong"))
+
+    password_file = Unicode(
+        help="""JSON file of PBKDF2-SHA256 password hashes (mode 0600), written by `yitong-passwd`.
+        Default: `<data_dir>/passwords.json`.""",
+    ).tag(config=True)
+
+    @default("password_file")
+    def _default_password_file(self) -> str:
+        return os.path.join(self.data_dir, "passwords.json")
+
+    @default("allow_all")
+    def _default_allow_all(self) -> bool:
+        # whoever has a password in the file may log in; there is no open sign-up
+        return True
+
+    async def authenticate(self, handler, data):
+        name = self.normalize_username((data or {}).get("username", ""))
+        password = (data or {}).get("password", "")
+        if not name or not isinstance(password, str) or not password:
+            return None
+        # PBKDF2 takes ~0.1 s: keep it off the event loop
+        users = await asyncio.to_thread(passwords.load, self.password_file)
+        encoded = users.get(name)
+        if encoded is None:
+            # spend the same time on unknown names so they cannot be told apart by timing
+            await asyncio.to_thread(passwords.verify_password, password, _DUMMY_HASH)
+            self.log.warning("Failed login for unknown user %s", name)
+            return None
+        if await asyncio.to_thread(passwords.verify_password, password, encoded):
+            return name
+        self.log.warning("Failed login for %s", name)
+        return None

@@ -1,0 +1,78 @@
+"""Backend spawner classes and how overrides are applied to them.
+
+`local`: `YitongLocalProcessSpawner` (no system users needed; home under `<data_dir>/home/<user>`).
+`kubernetes`: `kubespawner.KubeSpawner`. `slurm`: `yitong_spawner.slurm.YitongSlurmSpawner`.
+Imported lazily so a hub without kubespawner/batchspawner still loads.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+from typing import Any
+
+from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
+
+BACKEND_CLASSES = {
+    "local": "yitong_spawner.backends.YitongLocalProcessSpawner",
+    "kubernetes": "kubespawner.KubeSpawner",
+    "slurm": "yitong_spawner.slurm.YitongSlurmSpawner",
+}
+
+
+def resolve_backend(name: str) -> type[Spawner]:
+    """'local' | 'kubernetes' | 'slurm' -> spawner class (ImportError names the missing extra)."""
+    module_name, _, attr = BACKEND_CLASSES[name].rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        extra = {"kubernetes": "jupyterhub-kubespawner", "slurm": "batchspawner"}.get(name, name)
+        raise ImportError(f"backend {name!r} needs {extra} installed: {e}") from e
+    return getattr(module, attr)
+
+
+def apply_overrides(spawner: Spawner, overrides: dict[str, Any]) -> None:
+    """Set traits on a fresh child spawner from a per-spawn deep copy.
+
+    Dicts are merged over the configured value, lists are appended to it, anything else
+    replaces it, so deployment config (e.g. extra node selectors) and the profile combine and
+    nothing from one spawn leaks into the next.
+    """
+    for name, value in copy.deepcopy(overrides).items():
+        if not spawner.has_trait(name):
+            spawner.log.warning("%s has no trait %s; ignoring the override", type(spawner).__name__, name)
+            continue
+        current = getattr(spawner, name)
+        if isinstance(value, dict) and isinstance(current, dict):
+            value = {**copy.deepcopy(current), **value}
+        elif isinstance(value, list) and isinstance(current, list):
+            value = copy.deepcopy(current) + value
+        setattr(spawner, name, value)
+
+
+def allow_root_args(args: list[str]) -> list[str]:
+    """Jupyter Server refuses to run as root without --allow-root (the embedded default runs as root)."""
+    if os.geteuid() == 0 and "--allow-root" not in args:
+        return [*args, "--allow-root"]
+    return args
+
+
+class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
+    """Local processes for the embedded default: no system users, one home per hub user.
+
+    `YitongSpawner` sets `home_dir` to `<data_dir>/home/<username>` (directory mode 0700).
+    All servers run as the hub's own Unix user: this is a single-machine, trusted-users setup.
+    """
+
+    def make_preexec_fn(self, name: str):
+        home = self.home_dir
+
+        def preexec() -> None:
+            os.makedirs(home, 0o700, exist_ok=True)
+            os.chdir(home)
+
+        return preexec
+
+    def get_args(self) -> list[str]:
+        return allow_root_args(super().get_args())

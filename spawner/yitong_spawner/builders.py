@@ -1,0 +1,152 @@
+"""Pure builders: (VC, profile, allocated resources) -> trait overrides for each backend's spawner.
+
+Each returns a fresh dict `{trait name: value}` for the child spawner (KubeSpawner, SlurmSpawner,
+the local process spawner). Dict values are merged into, and list values appended to, what the
+deployment configured (see `backends.apply_overrides`). No I/O here; tests compare dict literals.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+MIB = 1024 * 1024
+
+Resources = Mapping[str, float | int]
+
+
+class BuildError(ValueError):
+    """The profile cannot be expressed on this backend (a sentence for the user)."""
+
+
+def devices(resources: Resources) -> dict[str, int]:
+    """Device counts (`vendor/device` keys with a positive count) in a resource map."""
+    return {k: int(v) for k, v in sorted(resources.items()) if "/" in k and int(v) > 0}
+
+
+def profile_resources(profile: Mapping[str, Any]) -> dict[str, float | int]:
+    """The resources a profile asks for, as the platform would allocate them."""
+    out: dict[str, float | int] = {}
+    if profile.get("cpu") is not None:
+        out["cpu"] = float(profile["cpu"])
+    if profile.get("memory") is not None:
+        out["memory"] = int(profile["memory"])
+    acc = profile.get("accelerator") or None
+    if acc and acc.get("type") and int(acc.get("count") or 0) > 0:
+        out[acc["type"]] = int(acc["count"])
+    return out
+
+
+def server_env(api_url: str, vc: str, profile: str, allocation_id: Any = None, kernel: str | None = None) -> dict[str, str]:
+    """The `YITONG_*` variables every backend gives the user's server (docs/architecture.md)."""
+    env = {"YITONG_API_URL": api_url, "YITONG_VC": vc, "YITONG_PROFILE": profile}
+    if allocation_id is not None:
+        env["YITONG_ALLOCATION_ID"] = str(allocation_id)
+    if kernel:
+        env["YITONG_KERNEL"] = kernel
+    return env
+
+
+def limits(resources: Resources) -> dict[str, Any]:
+    """cpu/memory as Spawner limit and guarantee traits (guarantee = limit: what was reserved)."""
+    out: dict[str, Any] = {}
+    if resources.get("cpu"):
+        out["cpu_limit"] = out["cpu_guarantee"] = float(resources["cpu"])
+    if resources.get("memory"):
+        out["mem_limit"] = out["mem_guarantee"] = int(resources["memory"])
+    return out
+
+
+def kube_overrides(
+    *,
+    vc: str,
+    profile: Mapping[str, Any],
+    resources: Resources,
+    env: Mapping[str, str],
+    namespace_prefix: str = "yitong-",
+    node_selectors: Mapping[str, Mapping[str, str]] | None = None,
+    tolerations: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """KubeSpawner traits: namespace per VC, Kueue queue label, device resources, placement."""
+    out: dict[str, Any] = {"namespace": f"{namespace_prefix}{vc}"}
+    if profile.get("image"):
+        out["image"] = profile["image"]
+    out.update(limits(resources))
+    devs = devices(resources)
+    selector: dict[str, str] = {}
+    tols: list[dict[str, Any]] = []
+    if devs:
+        out["extra_resource_limits"] = {k: str(n) for k, n in devs.items()}
+        out["extra_resource_guarantees"] = {k: str(n) for k, n in devs.items()}
+        for kind in devs:
+            selector.update((node_selectors or {}).get(kind, {}))
+            tols.extend(dict(t) for t in (tolerations or {}).get(kind, []))
+    if selector:
+        out["node_selector"] = selector
+    if tols:
+        out["tolerations"] = tols
+    if profile.get("arch"):
+        out["node_affinity_required"] = [
+            {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": [profile["arch"]]}]}
+        ]
+    out["extra_labels"] = {
+        "kueue.x-k8s.io/queue-name": vc,
+        "yitong.io/vc": vc,
+        "yitong.io/profile": str(profile.get("name", "")),
+    }
+    out["environment"] = dict(env)
+    return out
+
+
+def slurm_overrides(
+    *,
+    vc: str,
+    profile: Mapping[str, Any],
+    resources: Resources,
+    env: Mapping[str, str],
+    partition: str = "",
+    account_template: str = "{vc}",
+    gres_names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """batchspawner SlurmSpawner `req_*` traits: partition, account, cpus, memory, GRES."""
+    out: dict[str, Any] = {}
+    if partition:
+        out["req_partition"] = partition
+    if account_template:
+        out["req_account"] = account_template.format(vc=vc, profile=profile.get("name", ""))
+    if resources.get("cpu"):
+        out["req_nprocs"] = str(max(1, math.ceil(float(resources["cpu"]))))
+    if resources.get("memory"):
+        out["req_memory"] = f"{max(1, math.ceil(int(resources['memory']) / MIB))}M"
+    gres = []
+    for kind, n in devices(resources).items():
+        name = (gres_names or {}).get(kind)
+        if not name:
+            raise BuildError(f"this Slurm cluster has no GRES configured for {kind}")
+        gres.append(f"{name}:{n}")
+    if gres:
+        out["req_gres"] = ",".join(gres)
+    out.update(limits(resources))
+    out["environment"] = dict(env)
+    return out
+
+
+def local_overrides(
+    *,
+    resources: Resources,
+    env: Mapping[str, str],
+    visible_device_envs: Mapping[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """Local process traits: limits (informational) and device visibility variables numbered 0..n-1.
+
+    Every known device kind gets its variables, empty when none was allocated, so a CPU profile
+    on a machine with GPUs sees none.
+    """
+    environment = dict(env)
+    devs = devices(resources)
+    for kind, names in sorted((visible_device_envs or {}).items()):
+        for name in names:
+            environment[name] = ",".join(str(i) for i in range(devs.get(kind, 0)))
+    out = limits(resources)
+    out["environment"] = environment
+    return out

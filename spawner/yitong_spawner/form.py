@@ -1,0 +1,93 @@
+"""The profile picker: a pure view model from `/spawn-options`, rendered by Jinja2 with autoescape.
+
+VC names, descriptions and profile texts are tenant-supplied: they are only ever inserted as
+escaped text or attribute values. HTML hooks for browser tests are listed in templates/picker.html.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import jinja2
+
+_env = jinja2.Environment(
+    loader=jinja2.PackageLoader("yitong_spawner", "templates"),
+    autoescape=True,  # never turn this off: descriptions come from tenants
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def fmt_bytes(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:g} {unit}" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{value:g}"  # pragma: no cover
+
+
+def fmt_cpu(n: float | int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{float(n):g} core" + ("" if float(n) == 1 else "s")
+
+
+def fmt_resources(resources: Mapping[str, Any] | None) -> str:
+    """`{"cpu": 7.0, "memory": 2**31, "nvidia.com/gpu": 1}` -> "7 cores, 2 GiB, 1 nvidia.com/gpu"."""
+    parts = []
+    for key, value in (resources or {}).items():
+        if key == "cpu":
+            parts.append(fmt_cpu(value))
+        elif key == "memory":
+            parts.append(fmt_bytes(value))
+        else:
+            parts.append(f"{value:g} {key}" if isinstance(value, float) else f"{value} {key}")
+    return ", ".join(parts) or "-"
+
+
+def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Plain dict the template renders: VCs with their profiles, one radio button checked."""
+    selected = selected or {}
+    wanted = f"{selected.get('vc', '')}/{selected.get('profile', '')}"
+    groups = []
+    for vc in spawn_options.get("vcs") or []:
+        rows = []
+        for p in vc.get("profiles") or []:
+            acc = p.get("accelerator") or None
+            available = bool(p.get("available", True))
+            rows.append({
+                "vc": vc.get("name", ""),
+                "name": p.get("name", ""),
+                "value": f"{vc.get('name', '')}/{p.get('name', '')}",
+                "display_name": p.get("display_name") or p.get("name", ""),
+                "description": p.get("description") or "",
+                "image": p.get("image") or "-",
+                "kernel": p.get("kernel") or "-",
+                "cpu": fmt_cpu(p.get("cpu")),
+                "memory": fmt_bytes(p.get("memory")),
+                "accelerator": f"{acc.get('type')} × {acc.get('count')}" if acc else "none",
+                "arch": p.get("arch") or "any",
+                "available": available,
+                "reason": "" if available else (p.get("reason") or "not available"),
+                "checked": False,
+            })
+        groups.append({
+            "name": vc.get("name", ""),
+            "description": vc.get("description") or "",
+            "free": fmt_resources(vc.get("free")),
+            "quota": fmt_resources(vc.get("quota")),
+            "profiles": rows,
+        })
+    rows = [r for g in groups for r in g["profiles"] if r["available"]]
+    chosen = next((r for r in rows if r["value"] == wanted), rows[0] if rows else None)
+    if chosen:
+        chosen["checked"] = True
+    return {"user": spawn_options.get("user", ""), "vcs": groups, "any_available": bool(rows)}
+
+
+def render_picker(model: Mapping[str, Any] | None = None, error: str = "") -> str:
+    """HTML snippet for JupyterHub's spawn page (the hub supplies <form> and the submit button)."""
+    return _env.get_template("picker.html").render(model=model or {"vcs": []}, error=error)

@@ -1,0 +1,163 @@
+"""Turn the Yitong settings file into JupyterHub configuration.
+
+``jupyterhub_config.py`` (embedded default) and, later, the Helm chart's hub config call
+:func:`configure`. :func:`hub_config` is pure: settings in, a ``{Class: {trait: value}}``
+mapping out, so it is tested against dict literals.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SERVICE_NAME = "yitong"
+BACKENDS = ("local", "kubernetes", "slurm")
+HERE = Path(__file__).parent
+
+
+def load_settings(path: str | os.PathLike) -> dict[str, Any]:
+    """Read the YAML settings file; a missing or non-mapping file is a clear error."""
+    text = Path(path).read_text()
+    data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: the settings file must be a YAML mapping")
+    backend = data.get("backend", "local")
+    if backend not in BACKENDS:
+        raise ValueError(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    return data
+
+
+def read_or_create_secret(path: Path, nbytes: int = 32) -> str:
+    """A random token kept in the data directory (0600), created atomically once."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    value = secrets.token_hex(nbytes)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(value + "\n")
+    os.replace(tmp, path)
+    return value
+
+
+def hub_config(
+    settings: dict[str, Any],
+    *,
+    settings_path: str,
+    data_dir: str,
+    service_token: str,
+    proxy_command: list[str] | None = None,
+    bin_dir: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Pure: the hub's configuration for these settings."""
+    hub = settings.get("hub") or {}
+    service = settings.get("service") or {}
+    backends = settings.get("backends") or {}
+    backend = settings.get("backend", "local")
+    bin_dir = bin_dir or os.path.dirname(sys.executable)
+    ip = hub.get("ip", "127.0.0.1")
+    port = int(hub.get("port", 8000))
+    service_port = int(service.get("port", 8010))
+    service_url = f"http://127.0.0.1:{service_port}"
+    prefix = f"/services/{SERVICE_NAME}/"
+    api_path = f"{prefix}api/v1"
+    public_url = hub.get("public_url") or f"http://{'127.0.0.1' if ip in ('', '0.0.0.0') else ip}:{port}"
+    admin_users = list(hub.get("admin_users") or ["admin"])
+
+    groups = {
+        name: {"users": list(members or [])}
+        for name, members in (settings.get("groups") or {}).items()
+    }
+    cfg: dict[str, dict[str, Any]] = {
+        "JupyterHub": {
+            "bind_url": f"http://{ip}:{port}",
+            "hub_ip": "127.0.0.1",
+            "db_url": f"sqlite:///{os.path.join(data_dir, 'jupyterhub.sqlite')}",
+            "cookie_secret_file": os.path.join(data_dir, "secrets", "jupyterhub_cookie_secret"),
+            "pid_file": os.path.join(data_dir, "jupyterhub.pid"),
+            "authenticator_class": "yitong",
+            "spawner_class": "yitong",
+            "template_paths": [str(HERE / "hub_templates")],
+            "template_vars": {"yitong_admin_url": f"{prefix}admin"},
+            "load_groups": groups,
+            "services": [
+                {
+                    "name": SERVICE_NAME,
+                    "display": True,
+                    "url": service_url,
+                    "api_token": service_token,
+                    "oauth_no_confirm": True,
+                    "command": [
+                        os.path.join(bin_dir, "yitong-service"),
+                        "--settings", settings_path,
+                        "--data-dir", data_dir,
+                        "--port", str(service_port),
+                    ],
+                    "environment": {"YITONG_DATA_DIR": data_dir, "YITONG_SETTINGS": settings_path},
+                }
+            ],
+            "load_roles": [
+                {
+                    "name": "yitong-service",
+                    "description": "What the platform service needs from the hub",
+                    "scopes": [
+                        "list:users", "read:users", "read:groups", "list:groups",
+                        "read:servers", "list:servers", "read:roles:users",
+                    ],
+                    "services": [SERVICE_NAME],
+                },
+                {
+                    "name": "user",
+                    "description": "Default user role, plus access to the Yitong service",
+                    "scopes": ["self", f"access:services!service={SERVICE_NAME}"],
+                },
+                {
+                    "name": "server",
+                    "description": "A user's server may call the Yitong service as its owner",
+                    "scopes": [
+                        "users:activity!user", "access:servers!server",
+                        f"access:services!service={SERVICE_NAME}",
+                        "read:users:name!user", "read:users:groups!user",
+                    ],
+                },
+            ],
+        },
+        "Authenticator": {"admin_users": set(admin_users), "allow_all": True},
+        "YitongAuthenticator": {"password_file": os.path.join(data_dir, "secrets", "passwords.json")},
+        "YitongSpawner": {
+            "backend": backend,
+            "data_dir": data_dir,
+            "platform_api_url": f"{service_url}{api_path}",
+            "platform_api_token": service_token,
+            "user_api_url": f"{public_url}{api_path}",
+        },
+        "Spawner": {
+            "default_url": "/lab",
+            "http_timeout": 60,
+            "start_timeout": 120,
+        },
+    }
+    if proxy_command:
+        cfg["ConfigurableHTTPProxy"] = {"command": proxy_command}
+    if backend == "kubernetes":
+        kube = backends.get("kubernetes") or {}
+        cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
+    elif backend == "slurm":
+        slurm = backends.get("slurm") or {}
+        if slurm.get("partition"):
+            cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
+    return cfg
+
+
+def apply(c: Any, cfg: dict[str, dict[str, Any]]) -> None:
+    """Copy a :func:`hub_config` mapping onto a traitlets config object."""
+    for cls, traits in cfg.items():
+        section = getattr(c, cls)
+        for name, value in traits.items():
+            setattr(section, name, value)

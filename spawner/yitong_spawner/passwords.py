@@ -1,0 +1,119 @@
+"""Password file for the embedded default: PBKDF2-SHA256 hashes in a JSON file (mode 0600).
+
+Format: `{"users": {"alice": "pbkdf2_sha256$<iterations>$<salt hex>$<hash hex>"}}`.
+CLI: `yitong-passwd set NAME [--generate] [--file PATH]` (same as `python -m yitong_spawner.passwords`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sys
+import tempfile
+
+ALGORITHM = "pbkdf2_sha256"
+ITERATIONS = 310_000
+
+
+def hash_password(password: str, *, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    return f"{ALGORITHM}${iterations}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """Constant-time check of `password` against an encoded hash; malformed hashes never match."""
+    try:
+        algorithm, iterations, salt, expected = encoded.split("$")
+        if algorithm != ALGORITHM:
+            return False
+        digest = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
+    except (ValueError, AttributeError):
+        return False
+    return hmac.compare_digest(digest.hex(), expected)
+
+
+def load(path: str) -> dict[str, str]:
+    """name -> encoded hash; a missing file is empty."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {}
+    users = data.get("users", {}) if isinstance(data, dict) else {}
+    return {str(k): str(v) for k, v in users.items()}
+
+
+def save(path: str, users: dict[str, str]) -> None:
+    """Write atomically (temp file + rename in the same directory), readable by the owner only."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, 0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".passwords-", suffix=".json")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"users": dict(sorted(users.items()))}, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def set_password(path: str, name: str, password: str) -> None:
+    users = load(path)
+    users[name] = hash_password(password)
+    save(path, users)
+
+
+def generate_password() -> str:
+    return secrets.token_urlsafe(12)
+
+
+def ensure_admin(path: str, name: str) -> str | None:
+    """Create `name`'s password on first start and return it (to print once); None if it exists."""
+    if name in load(path):
+        return None
+    password = generate_password()
+    set_password(path, name, password)
+    return password
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="yitong-passwd", description="Set a Yitong hub user's password.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("set", help="set (or reset) NAME's password")
+    cmd.add_argument("name")
+    cmd.add_argument("--generate", action="store_true", help="generate a random password and print it once")
+    default = os.path.join(os.environ.get("YITONG_DATA_DIR", ".yitong"), "passwords.json")
+    cmd.add_argument("--file", default=default, help=f"password file (default: {default})")
+    args = parser.parse_args(argv)
+    if args.generate:
+        password = generate_password()
+    elif not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"New password for {args.name}: ")
+        if password != getpass.getpass("Again: "):
+            print("Passwords differ; nothing changed.", file=sys.stderr)
+            return 1
+    if len(password) < 8:
+        print("A password needs at least 8 characters; nothing changed.", file=sys.stderr)
+        return 1
+    set_password(args.file, args.name, password)
+    if args.generate:
+        print(f"Password for {args.name}: {password}")
+    else:
+        print(f"Password for {args.name} set in {args.file}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

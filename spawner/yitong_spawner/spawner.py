@@ -1,0 +1,225 @@
+"""`YitongSpawner`: the VC-aware profile picker and quota check in front of a backend spawner.
+
+start(): ask the platform what this user may start, validate `user_options` against it, reserve
+the profile's resources (`POST /allocations`), build a fresh child spawner of the backend class
+with the profile applied, and delegate. The allocation is released when the server stops, when
+poll() finds it gone, or when the child fails to start. Derived names live in state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jupyterhub.spawner import Spawner
+from jupyterhub.utils import maybe_future
+from traitlets import Any as AnyTrait
+from traitlets import default, observe
+
+from . import builders
+from .backends import apply_overrides, resolve_backend
+from .errors import spawn_error
+from .form import picker_model, render_picker
+from .options import OptionsError, parse_form, validate_options
+from .platform_client import PlatformClient, PlatformError
+from .traits import YitongSpawnerTraits
+
+# Traits the hub sets on the spawner it knows (this one) that the child must see too.
+HUB_SET_TRAITS = ("api_token", "admin_access", "cert_paths", "oauth_client_allowed_scopes", "port")
+# Constructor arguments JupyterHub passes (jupyterhub.user.User._new_spawner), forwarded to the child.
+CONSTRUCTOR_TRAITS = (
+    "user", "orm_spawner", "hub", "authenticator", "config", "proxy_spec", "_deprecated_db_session",
+    "oauth_client_id", "cookie_options", "cookie_host_prefix_enabled", "trusted_alt_names", "public_url",
+    "public_hub_url", "internal_ssl", "internal_trust_bundles", "internal_certs_location",
+)
+
+
+SPAWNER_TRAITS = set(Spawner.class_trait_names())
+OWN_TRAITS = {"options_form", "options_from_form", "server_token_scopes", "start_timeout"}
+
+
+async def _render_form(spawner: "YitongSpawner") -> str:
+    return await spawner.render_options_form()
+
+
+class YitongSpawner(Spawner, YitongSpawnerTraits):
+    child = AnyTrait(None, allow_none=True, help="The backend spawner of the current server (not config).")
+    allocation: dict[str, Any] | None = None
+    saved: dict[str, Any] = {}
+
+    @default("options_form")
+    def _default_options_form(self):
+        return _render_form
+
+    @default("options_from_form")
+    def _default_options_from_form(self):
+        return parse_form
+
+    def options_from_query(self, query_data: dict[str, Any]) -> dict[str, str]:
+        return parse_form(query_data)
+
+    @default("server_token_scopes")
+    def _default_server_token_scopes(self) -> list[str]:
+        # jupyterhub's 'server' role plus the platform service (the user must hold it too: see README)
+        return ["users:activity!user", "access:servers!server", f"access:services!service={self.platform_service_name}"]
+
+    @default("start_timeout")
+    def _default_start_timeout(self) -> int:
+        return 300 if self.backend in ("slurm", "kubernetes") else 60
+
+    @observe("port")
+    def _forward_port(self, change) -> None:
+        # batchspawner-singleuser reports its port to the hub, which sets it on *this* spawner
+        if self.child is not None and change.new:
+            self.child.port = change.new
+
+    def platform(self) -> PlatformClient:
+        return PlatformClient(self.platform_api_url, self.platform_api_token, self.platform_timeout)
+
+    async def render_options_form(self) -> str:
+        try:
+            spawn_options = await self.platform().spawn_options(self.user.name)
+        except PlatformError as e:
+            self.log.error("Profile picker for %s: %s", self.user.name, e.detail)
+            return render_picker(error=e.detail)
+        return render_picker(picker_model(spawn_options, self.user_options))
+
+    # -- the child spawner ------------------------------------------------------------------
+
+    def backend_cls(self) -> type[Spawner]:
+        return self.backend_class or resolve_backend(self.backend)
+
+    def profile_overrides(self, vc: dict[str, Any], profile: dict[str, Any], allocation: dict[str, Any]) -> dict[str, Any]:
+        resources = allocation.get("resources") or builders.profile_resources(profile)
+        env = builders.server_env(self.user_api_url, vc["name"], profile["name"], allocation.get("id"), profile.get("kernel"))
+        home = f"{self.data_dir}/home/{self.user.name}"
+        if self.backend == "kubernetes":
+            return builders.kube_overrides(
+                vc=vc["name"], profile=profile, resources=resources, env=env,
+                namespace_prefix=self.kube_namespace_prefix,
+                node_selectors=self.accelerator_node_selectors, tolerations=self.accelerator_tolerations,
+            )
+        if self.backend == "slurm":
+            out = builders.slurm_overrides(
+                vc=vc["name"], profile=profile, resources=resources, env=env, partition=self.slurm_partition,
+                account_template=self.slurm_account_template, gres_names=self.accelerator_slurm_gres,
+            )
+            return {"home_dir": home, **out}
+        out = builders.local_overrides(resources=resources, env=env, visible_device_envs=self.accelerator_visible_devices_env)
+        return {"home_dir": home, **out}
+
+    def build_child(self, overrides: dict[str, Any]) -> Spawner:
+        """A fresh backend spawner: same hub wiring, scalars as constructor args, then overrides."""
+        kwargs = {name: getattr(self, name) for name in CONSTRUCTOR_TRAITS if self.has_trait(name)}
+        kwargs["user_options"] = {k: self.saved[k] for k in ("vc", "profile") if k in self.saved}
+        # c.YitongSpawner.<any Spawner trait> (cmd, environment, default_url, ...) reaches the child
+        own = self.config.get("YitongSpawner", {})
+        kwargs.update({k: v for k, v in own.items() if k in SPAWNER_TRAITS and k not in OWN_TRAITS})
+        kwargs.update({k: v for k, v in overrides.items() if not isinstance(v, (dict, list))})
+        child = self.backend_cls()(**kwargs)
+        apply_overrides(child, overrides)
+        for name in HUB_SET_TRAITS:
+            value = getattr(self, name)
+            if value and child.has_trait(name):
+                setattr(child, name, value)
+        self.child = child
+        return child
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def start(self):
+        client = self.platform()
+        try:
+            spawn_options = await client.spawn_options(self.user.name)
+            vc, profile = validate_options(self.user_options, spawn_options)
+        except OptionsError as e:
+            raise spawn_error(str(e), reason="options", status=400) from None
+        except PlatformError as e:
+            raise spawn_error(e.detail, reason="platform", status=e.status) from None
+        ref = f"{self.user.name}/{self.name}"
+        try:
+            allocation = await client.allocate(self.user.name, vc["name"], profile["name"], ref)
+        except PlatformError as e:
+            raise spawn_error(e.detail, reason="quota", status=e.status) from None
+        self.allocation = {"id": allocation.get("id"), "vc": vc["name"], "profile": profile["name"]}
+        try:
+            overrides = self.profile_overrides(vc, profile, allocation)
+            self.saved = {"vc": vc["name"], "profile": profile["name"], "overrides": overrides}
+            child = self.build_child(overrides)
+            return await maybe_future(child.start())
+        except BaseException as e:
+            await asyncio.shield(self.release())
+            if isinstance(e, builders.BuildError):
+                raise spawn_error(str(e), reason="backend", status=409) from None
+            raise
+
+    async def release(self) -> None:
+        """Give the allocation back (idempotent; a platform outage is logged, not raised)."""
+        allocation, self.allocation = self.allocation, None
+        if not allocation or allocation.get("id") is None:
+            return
+        try:
+            await self.platform().release(allocation["id"])
+            self.log.info("Released allocation %s of %s", allocation["id"], self._log_name)
+        except PlatformError as e:
+            self.log.error("Could not release allocation %s of %s: %s", allocation["id"], self._log_name, e.detail)
+
+    async def poll(self):
+        if self.child is None:
+            await self.release()
+            return 0
+        status = await maybe_future(self.child.poll())
+        if status is not None:
+            await self.release()
+        return status
+
+    async def stop(self, now: bool = False) -> None:
+        try:
+            if self.child is not None:
+                await maybe_future(self.child.stop(now=now))
+        finally:
+            await self.release()
+
+    async def progress(self):
+        for _ in range(600):
+            if self.child is not None:
+                break
+            yield {"message": "Reserving resources with the platform service..."}
+            await asyncio.sleep(0.5)
+        if self.child is not None:
+            async for event in self.child.progress():
+                yield event
+
+    async def move_certs(self, paths):
+        return paths  # internal_ssl: the child is built in start(); see README
+
+    # -- state (derived names are saved, never recomputed) ------------------------------------
+
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        if self.child is not None:
+            state["backend"] = self.backend
+            state["child_state"] = self.child.get_state()
+            state.update({k: v for k, v in self.saved.items()})
+            for name in ("namespace", "req_account", "req_partition", "home_dir"):
+                if self.child.has_trait(name):
+                    state[name] = getattr(self.child, name)
+        if self.allocation:
+            state["allocation"] = dict(self.allocation)
+        return state
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.allocation = dict(state["allocation"]) if state.get("allocation") else None
+        if "child_state" in state and state.get("backend", self.backend) == self.backend:
+            self.saved = {k: state[k] for k in ("vc", "profile", "overrides") if k in state}
+            overrides = dict(self.saved.get("overrides") or {})
+            overrides.update({k: state[k] for k in ("namespace", "req_account", "req_partition", "home_dir") if k in state})
+            self.build_child(overrides).load_state(state["child_state"])
+
+    def clear_state(self) -> None:
+        super().clear_state()
+        if self.child is not None:
+            self.child.clear_state()
+        self.child = None
+        self.saved = {}

@@ -1,0 +1,116 @@
+"""The configuration of `YitongSpawner` (the traits are its documentation; set them as `c.YitongSpawner.<name>`)."""
+
+from __future__ import annotations
+
+import os
+
+from jupyterhub.spawner import Spawner
+from traitlets import CaselessStrEnum, Dict, Float, Type, Unicode, default
+from traitlets.config import LoggingConfigurable
+
+
+class YitongSpawnerTraits(LoggingConfigurable):
+    platform_api_url = Unicode(
+        help="""Base URL of the platform API as the hub reaches it.
+
+        Example: `http://127.0.0.1:8010/services/yitong/api/v1`. Default: `$YITONG_PLATFORM_API_URL`.
+        """,
+    ).tag(config=True)
+
+    @default("platform_api_url")
+    def _default_platform_api_url(self) -> str:
+        return os.environ.get("YITONG_PLATFORM_API_URL", "")
+
+    platform_api_token = Unicode(
+        help="""Token the spawner presents to the platform API (the `yitong` service's own token,
+        trusted to act for any user). Default: `$YITONG_PLATFORM_API_TOKEN`.""",
+    ).tag(config=True)
+
+    @default("platform_api_token")
+    def _default_platform_api_token(self) -> str:
+        return os.environ.get("YITONG_PLATFORM_API_TOKEN", "")
+
+    platform_service_name = Unicode(
+        "yitong",
+        help="""Name of the hub-managed platform service; the server's token gets
+        `access:services!service=<name>` so the lab extension and SDK can call the platform API.""",
+    ).tag(config=True)
+
+    platform_timeout = Float(10.0, help="Seconds to wait for one platform API request.").tag(config=True)
+
+    user_api_url = Unicode(
+        help="""Platform API base URL as the user's server reaches it, given to the server as
+        `YITONG_API_URL`. Default: `platform_api_url`. On Kubernetes or Slurm use an address
+        reachable from pods/compute nodes, e.g. `http://proxy-public/services/yitong/api/v1`.""",
+    ).tag(config=True)
+
+    @default("user_api_url")
+    def _default_user_api_url(self) -> str:
+        return self.platform_api_url
+
+    backend = CaselessStrEnum(
+        ["local", "kubernetes", "slurm"],
+        default_value="local",
+        help="""Where servers run: `local` (processes on the hub's machine), `kubernetes`
+        (KubeSpawner; pods in namespace `<kube_namespace_prefix><vc>`), `slurm` (batchspawner's
+        SlurmSpawner; jobs in `slurm_partition`). Example: `c.YitongSpawner.backend = "kubernetes"`.""",
+    ).tag(config=True)
+
+    backend_class = Type(
+        None,
+        klass=Spawner,
+        allow_none=True,
+        help="""Spawner class to delegate to instead of the one `backend` names, e.g. a KubeSpawner
+        subclass. Its config section (`c.KubeSpawner...`) applies as usual; the profile's
+        overrides for `backend` are applied on top.""",
+    ).tag(config=True)
+
+    data_dir = Unicode(
+        help="""Yitong's data directory; local and Slurm servers get `<data_dir>/home/<username>`
+        as their home. Default: `$YITONG_DATA_DIR` or `./.yitong`.""",
+    ).tag(config=True)
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        return os.path.abspath(os.environ.get("YITONG_DATA_DIR", ".yitong"))
+
+    kube_namespace_prefix = Unicode(
+        "yitong-", help="Kubernetes namespace of a VC's servers: `<prefix><vc>`, e.g. `yitong-vision`."
+    ).tag(config=True)
+
+    slurm_partition = Unicode("", help="Slurm partition for server jobs, e.g. `debug`; empty: Slurm's default.").tag(
+        config=True
+    )
+
+    slurm_account_template = Unicode(
+        "{vc}",
+        help="""Slurm account for a server job; `{vc}` and `{profile}` are replaced.
+        Empty: no `--account` (e.g. a Slurm without an accounting database, where accounts are
+        not enforced). Example: `"yt-{vc}"`.""",
+    ).tag(config=True)
+
+    accelerator_node_selectors = Dict(
+        {"nvidia.com/gpu": {"accelerator": "nvidia"}, "huawei.com/Ascend910": {"accelerator": "huawei-Ascend910"}},
+        help="""Kubernetes node selector added per accelerator type a profile requests.
+        Example: `{"nvidia.com/gpu": {"accelerator": "nvidia"}}`.""",
+    ).tag(config=True)
+
+    accelerator_tolerations = Dict(
+        {
+            "nvidia.com/gpu": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "huawei.com/Ascend910": [{"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+        help="""Kubernetes tolerations (lists of Toleration dicts) added per accelerator type,
+        so device nodes can be tainted for device workloads only.""",
+    ).tag(config=True)
+
+    accelerator_slurm_gres = Dict(
+        {"nvidia.com/gpu": "gpu", "huawei.com/Ascend910": "npu"},
+        help="""Slurm GRES name per accelerator type: 2 x nvidia.com/gpu -> `--gres=gpu:2`.""",
+    ).tag(config=True)
+
+    accelerator_visible_devices_env = Dict(
+        {"nvidia.com/gpu": ["CUDA_VISIBLE_DEVICES"], "huawei.com/Ascend910": ["ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"]},
+        help="""Local backend: environment variables that list the visible devices (numbered
+        0..n-1) per accelerator type; set empty when a profile has none of that type.""",
+    ).tag(config=True)

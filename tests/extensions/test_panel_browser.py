@@ -1,0 +1,141 @@
+"""The JupyterLab "Yitong" panel in a real browser: a real ``jupyter lab`` (with the installed
+prebuilt labextension and the server extension) against the stand-in platform API, driven
+by headless Chromium over the DevTools protocol."""
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from tornado.httpclient import AsyncHTTPClient
+from tornado.websocket import websocket_connect
+
+from helpers import free_port, require
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+TOKEN = "browser-test-token"
+BASE = "/user/alice/"
+
+
+def labextension_installed() -> bool:
+    from jupyter_core.paths import jupyter_path
+
+    return any(Path(p, "yitong-lab", "package.json").exists() for p in jupyter_path("labextensions"))
+
+
+async def wait_for(probe, timeout=90.0, what="condition"):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            value = await probe()
+            if value:
+                return value
+        except Exception:  # not up yet
+            pass
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.5)
+
+
+@pytest.fixture
+async def lab(yt_env, tmp_path):
+    require("the yitong-lab labextension", labextension_installed(), "run: pip install -e extensions")
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "YITONG_VC": "vision"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.base_url={BASE}",
+         f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate"],
+        env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"))
+    url = f"http://127.0.0.1:{port}{BASE}"
+    try:
+        await wait_for(lambda: AsyncHTTPClient().fetch(f"{url}api/status?token={TOKEN}"),
+                       timeout=60, what=f"jupyter lab (log: {tmp_path / 'lab.log'})")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+class Page:
+    """The smallest DevTools client: evaluate JavaScript in one page."""
+
+    def __init__(self, ws):
+        self.ws, self.next_id = ws, 0
+
+    async def send(self, method, **params):
+        self.next_id += 1
+        await self.ws.write_message(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(await self.ws.read_message())
+            if message.get("id") == self.next_id:
+                return message.get("result", {})
+
+    async def eval(self, expression):
+        result = await self.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        return result.get("result", {}).get("value")
+
+
+@pytest.fixture
+async def page(tmp_path):
+    require("chromium", os.path.exists(CHROMIUM), "apt-get install chromium")
+    port = free_port()
+    proc = subprocess.Popen(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'chromium'}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        async def target():
+            listing = urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2).read()
+            return next(t["webSocketDebuggerUrl"] for t in json.loads(listing) if t["type"] == "page")
+
+        ws = await websocket_connect(await wait_for(target, what="chromium"), max_message_size=2**26)
+        yield Page(ws)
+        ws.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+PANEL_STATE = """JSON.stringify({
+  vcs: [...document.querySelectorAll('#yitong-panel .yt-vc')].map(e => e.dataset.vc),
+  current: document.querySelector('#yitong-panel .yt-vc.yt-current')?.dataset.vc,
+  gpu: document.querySelector('.yt-vc[data-vc=vision] .yt-resource[data-resource="nvidia.com/gpu"]')?.dataset,
+  memory: document.querySelector('.yt-vc[data-vc=vision] .yt-resource[data-resource=memory] .yt-resource-amounts')?.textContent,
+  error: document.querySelector('#yitong-panel .yt-error')?.hidden ? null
+         : document.querySelector('#yitong-panel .yt-error')?.textContent,
+})"""
+
+
+async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
+    await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}")
+
+    async def panel():
+        state = json.loads(await page.eval(PANEL_STATE))
+        return state if state["vcs"] else None
+
+    state = await wait_for(panel, timeout=120, what="the Yitong panel")
+    assert state["vcs"] == ["default", "vision"]
+    assert state["current"] == "vision"
+    assert {k: state["gpu"][k] for k in ("quota", "used", "free")} == {"quota": "2", "used": "1", "free": "1"}
+    assert state["memory"] == "2 GiB / 16 GiB used · 14 GiB free"
+    assert state["error"] is None
+    assert any(r[1].endswith("/vcs") and r[2] == "token alice-token" for r in yt_env.requests)
+
+    # the sidebar tab opens it; the refresh button shows the service's sentence on failure
+    await page.eval("document.querySelector('[data-id=\"yitong-panel\"]').click()")
+    yt_env.fail = (503, "the platform service is restarting")
+    await page.eval("document.querySelector('#yitong-panel .yt-refresh').click()")
+
+    async def error():
+        return json.loads(await page.eval(PANEL_STATE))["error"]
+
+    assert await wait_for(error, timeout=30, what=".yt-error") == "the platform service is restarting"

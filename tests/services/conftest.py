@@ -1,0 +1,228 @@
+"""Fixtures for the platform service tests.
+
+- ``hub`` (session): a real JupyterHub subprocess (random ports, SQLite in tmp, real
+  configurable-http-proxy) with users admin/alice/bob/carol/dave/erin/frank, groups
+  vision (alice, erin, frank), nlp (bob), everyone (all but dave), and a token per user.
+- ``db_url`` (session, parametrized ``sqlite`` / ``postgresql``): an empty database; the
+  PostgreSQL leg reads ``YITONG_TEST_POSTGRES_URL`` and is skipped locally / failed in CI
+  when unreachable.
+- ``service`` (function): the FastAPI app, migrated and seeded on a wiped database, served
+  in-process (ASGI) against the hub; ``service.call(who, method, path, **kw)``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from helpers import free_port, require
+from sqlalchemy import create_engine, text
+
+from yitong_services.app import create_app
+from yitong_services.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+CHP = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
+USERS = ["admin", "alice", "bob", "carol", "dave", "erin", "frank"]
+GROUPS = {"vision": ["alice", "erin", "frank"], "nlp": ["bob"], "everyone": [u for u in USERS if u != "dave"]}
+PREFIX = "/services/yitong/"
+
+SETTINGS = {
+    "backend": "local",
+    "backends": {"local": {"inventory": {"nvidia.com/gpu": 4}}},
+    "profiles": {
+        "cpu-small": {"display_name": "CPU small", "cpu": 1, "memory": "2Gi"},
+        "gpu-1": {"cpu": 1, "memory": "2Gi", "accelerator": {"type": "nvidia.com/gpu", "count": 1}},
+        "ascend-1": {"cpu": 1, "memory": "2Gi", "accelerator": {"type": "huawei.com/Ascend910", "count": 1}},
+    },
+    "vcs": {
+        "vision": {
+            "description": "Computer vision",
+            "quota": {"cpu": 8, "memory": "16Gi", "nvidia.com/gpu": 2, "huawei.com/Ascend910": 2},
+            "groups": ["vision"],
+            "profiles": ["cpu-small", "gpu-1", "ascend-1"],
+            "user_caps": {"nvidia.com/gpu": 1},
+        },
+        "nlp": {"quota": {"cpu": 4, "memory": "8Gi", "nvidia.com/gpu": 1}, "groups": ["nlp"], "profiles": ["cpu-small", "gpu-1"]},
+        "default": {"quota": {"cpu": 4, "memory": "8Gi"}, "groups": ["everyone"], "profiles": ["cpu-small"]},
+    },
+}
+
+
+@dataclass
+class Hub:
+    url: str
+    api_url: str
+    service_token: str
+    admin_token: str
+    other_token: str
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def api(self, method: str, path: str, token: str | None = None, **kw) -> httpx.Response:
+        headers = {"Authorization": f"token {token or self.admin_token}"}
+        r = httpx.request(method, self.api_url + path, headers=headers, timeout=30, **kw)
+        r.raise_for_status()
+        return r
+
+
+def _wait_for(url: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyterhub exited:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"jupyterhub did not answer at {url}:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def hub(tmp_path_factory: pytest.TempPathFactory):
+    require("configurable-http-proxy", CHP.exists() and shutil.which("node") is not None, str(CHP))
+    tmp = tmp_path_factory.mktemp("hub")
+    hub_port = free_port()
+    env = os.environ | {
+        "YT_TEST_DIR": str(tmp),
+        "YT_TEST_HUB_PORT": str(hub_port),
+        "YT_TEST_PROXY_PORT": str(free_port()),
+        "YT_TEST_PROXY_API_PORT": str(free_port()),
+        "YT_TEST_CHP": str(CHP),
+        "YT_TEST_SERVICE_TOKEN": secrets.token_hex(16),
+        "YT_TEST_ADMIN_TOKEN": secrets.token_hex(16),
+        "YT_TEST_OTHER_TOKEN": secrets.token_hex(16),
+        "PATH": f"{VENV_BIN}:{os.environ.get('PATH', '')}",
+    }
+    log = tmp / "hub.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [str(VENV_BIN / "jupyterhub"), "-f", str(Path(__file__).with_name("hub_config.py"))],
+            cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    api_url = f"http://127.0.0.1:{hub_port}/hub/api"
+    try:
+        _wait_for(api_url, proc, log)
+        h = Hub(
+            url=f"http://127.0.0.1:{env['YT_TEST_PROXY_PORT']}",
+            api_url=api_url,
+            service_token=env["YT_TEST_SERVICE_TOKEN"],
+            admin_token=env["YT_TEST_ADMIN_TOKEN"],
+            other_token=env["YT_TEST_OTHER_TOKEN"],
+        )
+        h.api("POST", "/users", json={"usernames": [u for u in USERS if u != "admin"]})
+        for group, members in GROUPS.items():
+            h.api("POST", f"/groups/{group}", json={"users": members})
+        for user in USERS:
+            h.tokens[user] = h.api("POST", f"/users/{user}/tokens", json={"note": "tests"}).json()["token"]
+        h.tokens["noscope"] = h.api(
+            "POST", "/users/alice/tokens", json={"note": "no access", "scopes": ["read:users:name!user"]}
+        ).json()["token"]
+        h.tokens["service"] = h.service_token
+        h.tokens["other"] = h.other_token
+        yield h
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _postgres_url() -> str | None:
+    url = os.environ.get("YITONG_TEST_POSTGRES_URL")
+    if not url:
+        return None
+    try:
+        with create_engine(url, connect_args={"connect_timeout": 3}).connect() as conn:
+            conn.execute(text("select 1"))
+    except Exception:
+        return None
+    return url
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def db_kind(request) -> str:
+    if request.param == "postgresql":
+        require("PostgreSQL", _postgres_url() is not None, "set YITONG_TEST_POSTGRES_URL to a reachable database")
+    return request.param
+
+
+def wipe(url: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for table in ("allocations", "seed_log", "profiles", "vcs", "alembic_version"):
+            conn.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture
+def db_url(db_kind: str, tmp_path: Path) -> str:
+    if db_kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'yitong.sqlite'}"
+    url = os.environ["YITONG_TEST_POSTGRES_URL"]
+    wipe(url)
+    return url
+
+
+def make_settings(db_url: str, data_dir: Path, **overrides) -> Settings:
+    raw = {**SETTINGS, "database": {"url": db_url}, "data_dir": str(data_dir), **overrides}
+    return Settings.model_validate(raw)
+
+
+class Service:
+    def __init__(self, app, hub: Hub) -> None:
+        self.app = app
+        self.hub = hub
+        self.ctx = app.state.yitong
+        self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://yitong.test")
+
+    def headers(self, who: str | None) -> dict[str, str]:
+        return {"Authorization": f"token {self.hub.tokens[who]}"} if who else {}
+
+    async def call(self, who: str | None, method: str, path: str, **kw) -> httpx.Response:
+        url = path if path.startswith("/") else f"{PREFIX}api/v1/{path}"
+        return await self.client.request(method, url, headers=self.headers(who), **kw)
+
+    async def allocate(self, user: str, vc: str, profile: str, ref: str, kind: str = "server", who: str = "service"):
+        body = {"user": user, "vc": vc, "profile": profile, "kind": kind, "ref": ref}
+        return await self.call(who, "POST", "allocations", json=body)
+
+
+def build_app(db_url: str, data_dir: Path, hub: Hub, **overrides):
+    return create_app(
+        make_settings(db_url, data_dir, **overrides),
+        hub_api_url=hub.api_url,
+        hub_api_token=hub.service_token,
+        prefix=PREFIX,
+        reconcile_interval=-1,
+    )
+
+
+@pytest.fixture
+async def service(hub: Hub, db_url: str, tmp_path: Path):
+    app = build_app(db_url, tmp_path / "data", hub)
+    async with app.router.lifespan_context(app):
+        svc = Service(app, hub)
+        yield svc
+        await svc.client.aclose()
+
+
+@pytest.fixture
+async def second_service(hub: Hub, db_url: str, tmp_path: Path, service: Service):
+    """Another app instance (own engine, own process locks) on the same database."""
+    app = build_app(db_url, tmp_path / "data2", hub)
+    async with app.router.lifespan_context(app):
+        svc = Service(app, hub)
+        yield svc
+        await svc.client.aclose()

@@ -1,0 +1,57 @@
+"""OpenAPI, Swagger UI, Prometheus metrics, the admin page (escaping!), the OAuth redirect."""
+
+from urllib.parse import parse_qs, urlparse
+
+PREFIX = "/services/yitong/"
+
+
+async def test_openapi_and_docs(service):
+    r = await service.call(None, "GET", f"{PREFIX}openapi.json")
+    assert r.status_code == 200
+    paths = r.json()["paths"]
+    for path in ("vcs", "vcs/{vc}", "profiles", "profiles/{name}", "spawn-options", "allocations",
+                 "allocations/{allocation_id}", "usage", "me", "health"):
+        assert f"{PREFIX}api/v1/{path}" in paths
+    r = await service.call(None, "GET", f"{PREFIX}docs")
+    assert r.status_code == 200 and "swagger" in r.text.lower()
+    assert (await service.call(None, "GET", "health")).json() == {"status": "ok"}
+
+
+async def test_metrics(service):
+    assert (await service.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
+    r = await service.call(None, "GET", f"{PREFIX}metrics")
+    assert r.status_code == 200
+    text = r.text
+    assert 'yitong_vc_quota{resource="nvidia.com/gpu",vc="vision"} 2.0' in text
+    assert 'yitong_vc_used{resource="nvidia.com/gpu",vc="vision"} 1.0' in text
+    assert 'yitong_allocations{kind="server",vc="vision"} 1.0' in text
+    assert 'yitong_inventory{resource="nvidia.com/gpu"} 4.0' in text
+    assert 'yitong_http_requests_total{method="POST",route="/services/yitong/api/v1/allocations",status="201"} 1.0' in text
+    assert "yitong_http_request_duration_seconds_bucket" in text
+
+
+async def test_admin_page_escapes_tenant_text(service):
+    evil = '<script>alert("x")</script>'
+    body = {"name": "evil", "description": evil, "groups": ["<b>grp</b>"], "quota": {"cpu": 1, "memory": "1Gi"}}
+    assert (await service.call("admin", "POST", "vcs", json=body)).status_code == 201
+    r = await service.call("admin", "GET", f"{PREFIX}admin")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    assert "<script>" not in r.text and "<b>grp</b>" not in r.text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in r.text
+    assert "&lt;b&gt;grp&lt;/b&gt;" in r.text
+    assert "vision" in r.text and "16Gi" in r.text
+
+
+async def test_admin_page_refuses_users_and_redirects_browsers(service):
+    r = await service.call("alice", "GET", f"{PREFIX}admin")
+    assert r.status_code == 403 and "alice is not a JupyterHub admin" in r.text
+    r = await service.call(None, "GET", f"{PREFIX}admin")
+    assert r.status_code == 302
+    location = urlparse(r.headers["location"])
+    assert location.path == "/hub/api/oauth2/authorize"
+    query = parse_qs(location.query)
+    assert query["client_id"] == ["service-yitong"]
+    assert query["redirect_uri"] == [f"{PREFIX}oauth_callback"]
+    assert r.cookies.get("yitong-oauth-state") == query["state"][0]
+    r = await service.call(None, "GET", f"{PREFIX}oauth_callback?code=x&state=forged")
+    assert r.status_code == 400 and "OAuth state does not match" in r.json()["detail"]

@@ -1,0 +1,39 @@
+"""The picker's model: each user sees only their VCs; unavailable profiles say why."""
+
+
+def summary(payload: dict) -> dict:
+    return {
+        vc["name"]: {p["name"]: p["reason"] for p in vc["profiles"]}
+        for vc in payload["vcs"]
+    }
+
+
+async def test_each_user_sees_their_vcs_with_reasons(service):
+    r = await service.call("service", "GET", "spawn-options?user=alice")
+    assert r.status_code == 200
+    assert r.json()["user"] == "alice"
+    assert summary(r.json()) == {
+        "default": {"cpu-small": None},
+        "vision": {"cpu-small": None, "gpu-1": None, "ascend-1": "this cluster has no huawei.com/Ascend910"},
+    }
+    assert summary((await service.call("bob", "GET", "spawn-options")).json()) == {
+        "default": {"cpu-small": None},
+        "nlp": {"cpu-small": None, "gpu-1": None},
+    }
+    assert (await service.call("dave", "GET", "spawn-options")).json() == {"user": "dave", "vcs": []}
+
+
+async def test_reasons_follow_usage(service):
+    assert (await service.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
+    alice = summary((await service.call("alice", "GET", "spawn-options")).json())
+    assert alice["vision"]["gpu-1"] == "user cap in VC vision: alice uses 1 of 1 nvidia.com/gpu"
+    erin = (await service.call("service", "GET", "spawn-options?user=erin")).json()
+    vision = next(vc for vc in erin["vcs"] if vc["name"] == "vision")
+    gpu = next(p for p in vision["profiles"] if p["name"] == "gpu-1")
+    assert gpu["available"] is True and gpu["reason"] is None
+    assert vision["used"]["nvidia.com/gpu"] == 1 and vision["free"]["nvidia.com/gpu"] == 1
+    assert gpu["accelerator"] == {"type": "nvidia.com/gpu", "count": 1}
+    assert (await service.allocate("erin", "vision", "gpu-1", "erin/")).status_code == 201
+    frank = summary((await service.call("service", "GET", "spawn-options?user=frank")).json())
+    assert frank["vision"]["gpu-1"] == "VC vision: 2 of 2 nvidia.com/gpu in use"
+    assert frank["vision"]["cpu-small"] is None

@@ -1,0 +1,147 @@
+"""YitongSpawner with the local backend: a real jupyterhub-singleuser process, a stand-in platform."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import httpx
+import pytest
+from jupyterhub.spawner import SpawnException
+from traitlets.config import Config
+
+from spawner.platform_standin import GiB, profile, vc
+
+SINGLEUSER = [sys.executable, "-m", "jupyterhub.singleuser"]
+
+
+def cmd(argv: list[str]) -> Config:
+    """`c.YitongSpawner.cmd`: Spawner traits configured on YitongSpawner reach the child."""
+    return Config({"YitongSpawner": {"cmd": argv}})
+
+
+async def wait_http(url: str, timeout: float = 60) -> httpx.Response:
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with httpx.AsyncClient() as client:
+        while True:
+            try:
+                r = await client.get(url)
+                if r.status_code < 500:
+                    return r
+            except httpx.HTTPError:
+                pass
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(url)
+            await asyncio.sleep(0.3)
+
+
+@pytest.fixture
+def vision(platform):
+    platform.spawn_options["alice"] = [
+        vc("vision", [profile("cpu-small"), profile("gpu-2", accelerator={"type": "nvidia.com/gpu", "count": 2})],
+           description="Vision team"),
+    ]
+
+
+async def test_local_start_poll_stop(make_spawner, platform, vision):
+    spawner = make_spawner("alice", config=cmd(SINGLEUSER), user_options={"vc": "vision", "profile": "gpu-2"})
+    ip, port = await spawner.start()
+    try:
+        r = await wait_http(f"http://{ip}:{port}/user/alice/api")
+        assert r.status_code == 200 and "version" in r.json()
+        assert await spawner.poll() is None
+        env = spawner.child.get_env()
+        assert env["YITONG_API_URL"] == platform.url
+        assert (env["YITONG_VC"], env["YITONG_PROFILE"]) == ("vision", "gpu-2")
+        assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+        assert env["ASCEND_RT_VISIBLE_DEVICES"] == ""
+        assert env["HOME"] == os.path.join(spawner.data_dir, "home", "alice")
+        assert env["MEM_LIMIT"] == str(2 * GiB)
+        [allocation] = platform.allocations.values()
+        assert allocation["ref"] == "alice/" and allocation["kind"] == "server"
+        state = spawner.get_state()
+        assert state["allocation"]["id"] == allocation["id"] and state["child_state"]["pid"]
+        assert state["vc"] == "vision" and state["home_dir"].endswith("/home/alice")
+    finally:
+        await spawner.stop()
+    assert await spawner.poll() is not None
+    assert platform.released == [allocation["id"]] and not platform.allocations
+
+
+async def test_state_survives_hub_restart(make_spawner, platform, vision):
+    """A second spawner loading the first's state tracks the same process and releases on stop."""
+    config = cmd([sys.executable, "-c", "import time; time.sleep(60)"])
+    # the process is this test's child: after a signal it stays a zombie (kill -0 succeeds) until
+    # `first` reaps it, so keep the graceful-stop waits short
+    config.LocalProcessSpawner.update(interrupt_timeout=1, term_timeout=1, kill_timeout=1)
+    first = make_spawner("alice", config=config)
+    await first.start()
+    state = first.get_state()
+    second = make_spawner("bob", config=config)  # any spawner object; load_state is what matters
+    second.load_state(state)
+    assert second.child.pid == first.child.pid
+    assert await second.poll() is None
+    await second.stop()
+    assert await first.poll() is not None
+    assert platform.released == [state["allocation"]["id"]]
+
+
+async def test_failed_child_start_releases(make_spawner, platform, vision):
+    spawner = make_spawner("alice", config=cmd(["/nonexistent/jupyterhub-singleuser"]))
+    with pytest.raises(FileNotFoundError):
+        await spawner.start()
+    assert platform.released == [1] and not platform.allocations
+
+
+async def test_server_gone_poll_releases(make_spawner, platform, vision):
+    spawner = make_spawner("alice", config=cmd([sys.executable, "-c", "pass"]))
+    await spawner.start()
+    for _ in range(50):
+        if await spawner.poll() is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert platform.released == [1]
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        (409, "VC vision: 2 of 2 nvidia.com/gpu in use"),
+        (403, "alice is not a member of VC vision"),
+        (422, "profile gpu-2 is not offered by VC vision"),
+        (409, "this cluster has no huawei.com/Ascend910"),
+    ],
+)
+async def test_platform_refusal_is_shown(make_spawner, platform, vision, refusal):
+    platform.refusals[("vision", "gpu-2")] = refusal
+    spawner = make_spawner("alice", config=cmd(SINGLEUSER), user_options={"vc": "vision", "profile": "gpu-2"})
+    with pytest.raises(SpawnException) as info:
+        await spawner.start()
+    assert info.value.status_code == refusal[0]
+    assert info.value.message == refusal[1]
+    assert spawner.child is None and await spawner.poll() == 0
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"image": "evil"}, "Unknown server option(s): image. Allowed: vc, profile."),
+        ({"vc": "gone", "profile": "cpu-small"}, "VC gone does not exist or you are not a member of it."),
+        ({"vc": "vision", "profile": "removed"}, "Profile removed is not offered by VC vision."),
+    ],
+)
+async def test_bad_options_refused(make_spawner, platform, vision, options, message):
+    spawner = make_spawner("alice", config=cmd(SINGLEUSER), user_options=options)
+    with pytest.raises(SpawnException) as info:
+        await spawner.start()
+    assert (info.value.status_code, info.value.message) == (400, message)
+    assert not platform.allocations
+
+
+async def test_platform_unreachable(make_spawner, platform, vision):
+    spawner = make_spawner("alice", platform_api_url="http://127.0.0.1:9/api")
+    with pytest.raises(SpawnException) as info:
+        await spawner.start()
+    assert info.value.status_code == 503
+    assert "not reachable" in info.value.message

@@ -1,0 +1,127 @@
+"""Start the whole embedded platform (real hub, real proxy, real platform service) for tests
+and benchmarks.
+
+``Stack(tmp_path, settings).start()`` writes the settings file, sets passwords, launches
+``jupyterhub -f jupyterhub_config.py`` from the checkout on free ports with its own data
+directory, and waits until the hub and the platform service answer. ``stop()`` sends SIGINT
+(what Ctrl-C does) and waits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from helpers import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+class Stack:
+    def __init__(self, workdir: Path, settings: dict[str, Any], passwords: dict[str, str]):
+        self.workdir = Path(workdir)
+        self.data_dir = self.workdir / "data"
+        self.settings = json.loads(json.dumps(settings))
+        self.passwords = passwords
+        self.port = free_port()
+        self.service_port = free_port()
+        self.settings.setdefault("hub", {}).update(ip="127.0.0.1", port=self.port)
+        self.settings.setdefault("service", {})["port"] = self.service_port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.api = f"{self.url}/hub/api"
+        self.platform = f"{self.url}/services/yitong/api/v1"
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.workdir / "hub.log"
+        self.admin_token: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self, timeout: float = 90) -> "Stack":
+        from yitong_spawner.passwords import set_password
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        settings_path = self.workdir / "yitong.yaml"
+        settings_path.write_text(yaml.safe_dump(self.settings))
+        pwfile = self.data_dir / "secrets" / "passwords.json"
+        pwfile.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for name, password in self.passwords.items():
+            set_password(pwfile, name, password)
+        env = dict(os.environ, YITONG_SETTINGS=str(settings_path), YITONG_DATA_DIR=str(self.data_dir))
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [str(VENV_BIN / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
+            cwd=self.workdir, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"hub exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                ok = httpx.get(f"{self.api}/", timeout=2).status_code == 200
+                ok = ok and httpx.get(f"{self.platform}/health", timeout=2).status_code == 200
+                if ok:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise TimeoutError(f"stack did not come up in {timeout}s:\n{self.tail()}")
+
+    def stop(self, timeout: float = 30) -> int | None:
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+    def tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+    # -- people ------------------------------------------------------------------------
+    def login(self, name: str) -> httpx.Client:
+        """A browser-like session logged in over HTTP with the user's password."""
+        client = httpx.Client(base_url=self.url, follow_redirects=True, timeout=60)
+        r = client.get("/hub/login")
+        xsrf = client.cookies.get("_xsrf") or re.search(r'name="_xsrf" value="([^"]+)"', r.text).group(1)
+        r = client.post(
+            "/hub/login",
+            data={"username": name, "password": self.passwords[name], "_xsrf": xsrf},
+        )
+        if r.status_code >= 400 or "/hub/login" in str(r.url):
+            raise AssertionError(f"login of {name} failed: {r.status_code} {r.url}")
+        return client
+
+    def token(self, name: str) -> str:
+        """An API token for a user, asked for through a session logged in with their password."""
+        with self.login(name) as c:
+            r = c.post(
+                f"/hub/api/users/{name}/tokens",
+                json={"note": "test", "expires_in": 3600},
+                headers={"X-XSRFToken": c.cookies.get("_xsrf", "")},
+            )
+        r.raise_for_status()
+        return r.json()["token"]
+
+    def hub(self, token: str) -> httpx.Client:
+        return httpx.Client(base_url=self.api, headers={"Authorization": f"token {token}"}, timeout=120)
+
+    def platform_client(self, token: str) -> httpx.Client:
+        return httpx.Client(base_url=self.platform, headers={"Authorization": f"token {token}"}, timeout=60)
