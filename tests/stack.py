@@ -36,7 +36,9 @@ class Stack:
         self.passwords = passwords
         self.port = free_port()
         self.service_port = free_port()
-        self.settings.setdefault("hub", {}).update(ip="127.0.0.1", port=self.port)
+        self.settings.setdefault("hub", {}).update(
+            ip="127.0.0.1", port=self.port, internal_port=free_port(), proxy_api_port=free_port()
+        )
         self.settings.setdefault("service", {})["port"] = self.service_port
         self.url = f"http://127.0.0.1:{self.port}"
         self.api = f"{self.url}/hub/api"

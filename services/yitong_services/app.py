@@ -101,7 +101,7 @@ def create_app(
     app.state.yitong = ctx
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
-    metrics = Metrics(db, ctx.inventory)
+    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
     metrics.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=f"{prefix}api/v1")

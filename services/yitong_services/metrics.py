@@ -48,7 +48,8 @@ class StateCollector(Collector):
 class Metrics:
     """One registry per app (tests run several apps in one process)."""
 
-    def __init__(self, db: Database, inventory: Resources) -> None:
+    def __init__(self, db: Database, inventory: Resources, api_prefix: str = "") -> None:
+        self.api_prefix = api_prefix
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "yitong_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
@@ -63,7 +64,8 @@ class Metrics:
         async def _count(request: Request, call_next):  # type: ignore[no-untyped-def]
             start = time.perf_counter()
             response = await call_next(request)
-            route = getattr(request.scope.get("route"), "path", "unmatched")
+            # the API route's path below <prefix>api/v1 ("/vcs/{vc}"): low cardinality
+            route = getattr(request.scope.get("route"), "path", "unmatched").removeprefix(self.api_prefix)
             self.requests.labels(request.method, route, str(response.status_code)).inc()
             self.latency.labels(request.method, route).observe(time.perf_counter() - start)
             return response

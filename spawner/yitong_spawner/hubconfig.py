@@ -78,9 +78,11 @@ def hub_config(
         "JupyterHub": {
             "bind_url": f"http://{ip}:{port}",
             "hub_ip": "127.0.0.1",
+            "hub_port": int(hub.get("internal_port", 8081)),
             "db_url": f"sqlite:///{os.path.join(data_dir, 'jupyterhub.sqlite')}",
             "cookie_secret_file": os.path.join(data_dir, "secrets", "jupyterhub_cookie_secret"),
             "pid_file": os.path.join(data_dir, "jupyterhub.pid"),
+            "allow_named_servers": True,
             "authenticator_class": "yitong",
             "spawner_class": "yitong",
             "template_paths": [str(HERE / "hub_templates")],
@@ -143,8 +145,9 @@ def hub_config(
             "start_timeout": 120,
         },
     }
+    cfg["ConfigurableHTTPProxy"] = {"api_url": f"http://127.0.0.1:{int(hub.get('proxy_api_port', 8001))}"}
     if proxy_command:
-        cfg["ConfigurableHTTPProxy"] = {"command": proxy_command}
+        cfg["ConfigurableHTTPProxy"]["command"] = proxy_command
     if backend == "kubernetes":
         kube = backends.get("kubernetes") or {}
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")

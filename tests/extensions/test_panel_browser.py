@@ -3,6 +3,7 @@ prebuilt labextension and the server extension) against the stand-in platform AP
 by headless Chromium over the DevTools protocol."""
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -89,7 +90,7 @@ async def page(tmp_path):
     require("chromium", os.path.exists(CHROMIUM), "apt-get install chromium")
     port = free_port()
     proc = subprocess.Popen(
-        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,800",
          f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'chromium'}", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -115,6 +116,12 @@ PANEL_STATE = """JSON.stringify({
 })"""
 
 
+TAB_CENTER = """(() => {
+  const r = document.querySelector('li[data-id="yitong-panel"]').getBoundingClientRect();
+  return [r.x + r.width / 2, r.y + r.height / 2];
+})()"""
+
+
 async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
     await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}")
 
@@ -128,10 +135,18 @@ async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
     assert {k: state["gpu"][k] for k in ("quota", "used", "free")} == {"quota": "2", "used": "1", "free": "1"}
     assert state["memory"] == "2 GiB / 16 GiB used · 14 GiB free"
     assert state["error"] is None
-    assert any(r[1].endswith("/vcs") and r[2] == "token alice-token" for r in yt_env.requests)
+    assert any(r[1].split("?")[0].endswith("/vcs") and r[2] == "token alice-token" for r in yt_env.requests)
 
     # the sidebar tab opens it; the refresh button shows the service's sentence on failure
-    await page.eval("document.querySelector('[data-id=\"yitong-panel\"]').click()")
+    x, y = await page.eval(TAB_CENTER)  # a real click: lumino tab bars hit-test pointer events
+    for kind in ("mousePressed", "mouseReleased"):
+        await page.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+    assert await wait_for(lambda: page.eval("!document.getElementById('yitong-panel').classList"
+                                            ".contains('lm-mod-hidden')"), timeout=10, what="open panel")
+    if os.environ.get("YT_SCREENSHOT"):  # a PNG of the open panel, for people
+        await asyncio.sleep(1)
+        shot = await page.send("Page.captureScreenshot", format="png")
+        Path(os.environ["YT_SCREENSHOT"]).write_bytes(base64.b64decode(shot["data"]))
     yt_env.fail = (503, "the platform service is restarting")
     await page.eval("document.querySelector('#yitong-panel .yt-refresh').click()")
 

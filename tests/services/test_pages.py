@@ -26,7 +26,7 @@ async def test_metrics(service):
     assert 'yitong_vc_used{resource="nvidia.com/gpu",vc="vision"} 1.0' in text
     assert 'yitong_allocations{kind="server",vc="vision"} 1.0' in text
     assert 'yitong_inventory{resource="nvidia.com/gpu"} 4.0' in text
-    assert 'yitong_http_requests_total{method="POST",route="/services/yitong/api/v1/allocations",status="201"} 1.0' in text
+    assert 'yitong_http_requests_total{method="POST",route="/allocations",status="201"} 1.0' in text
     assert "yitong_http_request_duration_seconds_bucket" in text
 
 

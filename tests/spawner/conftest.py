@@ -66,3 +66,35 @@ def make_spawner(db, platform, tmp_path):
 
 
 PY = sys.executable
+
+
+@pytest.fixture(scope="session")
+async def kube_api(tmp_path_factory):
+    """One kmock Kubernetes emulator (with shims) and fake kubelet for the whole session.
+
+    Session-wide because KubeSpawner configures kubernetes_asyncio globally and caches its API
+    clients and reflectors per event loop: every KubeSpawner in this session talks to this one.
+    """
+    import os
+
+    from spawner.fake_kubelet import FakeKubelet
+    from spawner.kmock_shims import start_emulator, write_kubeconfig
+
+    emulator, server = await start_emulator()
+    kubeconfig = tmp_path_factory.mktemp("kube") / "config"
+    write_kubeconfig(str(kubeconfig), str(server.url))
+    from kubernetes_asyncio.config import kube_config
+
+    old = os.environ.get("KUBECONFIG"), kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+    os.environ["KUBECONFIG"] = kube_config.KUBE_CONFIG_DEFAULT_LOCATION = str(kubeconfig)  # read at import
+    kubelet = FakeKubelet(server.url)
+    await kubelet.start()
+    yield emulator, kubelet
+    await kubelet.stop()
+    kube_config.KUBE_CONFIG_DEFAULT_LOCATION = old[1]
+    if old[0] is None:
+        os.environ.pop("KUBECONFIG", None)
+    else:
+        os.environ["KUBECONFIG"] = old[0]
+    await server.__aexit__(None, None, None)
+    await emulator.__aexit__(None, None, None)

@@ -1,0 +1,68 @@
+"""End-to-end fixtures: one real embedded platform for the whole e2e session.
+
+Fixtures:
+
+- ``stack``: a running :class:`stack.Stack` (hub + proxy + platform service + local spawner)
+  with two VCs: ``vision`` (groups ``vision``; 1 fake GPU; profiles cpu-small, gpu-1, npu-1)
+  and ``nlp`` (group ``nlp``; profile nlp-cpu). Users: ``admin`` (hub admin), ``alice`` and
+  ``carol`` (vision), ``bob`` (nlp), ``u0``..``u19`` (vision, no password: the admin spawns
+  for them).
+- ``admin_token``, ``alice_token``, ``bob_token``: hub API tokens.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stack import Stack
+
+PROFILES = {
+    "cpu-small": {"display_name": "CPU small", "description": "Python 3", "image": "yitong/singleuser-cpu",
+                  "kernel": "python3", "cpu": 0.5, "memory": "1Gi"},
+    "gpu-1": {"display_name": "One GPU", "description": "CUDA", "image": "yitong/singleuser-cuda",
+              "kernel": "python3", "cpu": 0.5, "memory": "1Gi",
+              "accelerator": {"type": "nvidia.com/gpu", "count": 1}},
+    "npu-1": {"display_name": "One Ascend NPU", "description": "MindSpore", "image": "yitong/singleuser-ascend",
+              "kernel": "python3", "cpu": 0.5, "memory": "1Gi",
+              "accelerator": {"type": "huawei.com/Ascend910", "count": 1}, "arch": "arm64"},
+    "nlp-cpu": {"display_name": "NLP CPU", "description": "Transformers", "image": "yitong/singleuser-cpu",
+                "kernel": "python3", "cpu": 0.5, "memory": "1Gi"},
+}
+WORKERS = [f"u{i}" for i in range(20)]
+SETTINGS = {
+    "backend": "local",
+    "hub": {"admin_users": ["admin"]},
+    "backends": {"local": {"inventory": {"nvidia.com/gpu": 1}}},
+    "profiles": PROFILES,
+    "vcs": {
+        "vision": {"description": "Computer vision <b>team</b>",
+                   "quota": {"cpu": 16, "memory": "32Gi", "nvidia.com/gpu": 1},
+                   "groups": ["vision"], "profiles": ["cpu-small", "gpu-1", "npu-1"]},
+        "nlp": {"description": "Language team", "quota": {"cpu": 2, "memory": "4Gi"},
+                "groups": ["nlp"], "profiles": ["nlp-cpu"]},
+    },
+    "groups": {"vision": ["alice", "carol", *WORKERS], "nlp": ["bob"]},
+}
+PASSWORDS = {"admin": "admin-pw-e2e", "alice": "alice-pw-e2e", "bob": "bob-pw-e2e", "carol": "carol-pw-e2e"}
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    s = Stack(tmp_path_factory.mktemp("stack"), SETTINGS, PASSWORDS).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def admin_token(stack):
+    return stack.token("admin")
+
+
+@pytest.fixture(scope="session")
+def alice_token(stack):
+    return stack.token("alice")
+
+
+@pytest.fixture(scope="session")
+def bob_token(stack):
+    return stack.token("bob")

@@ -1,0 +1,71 @@
+"""A person in headless Chromium: log in, see the picker with a disabled over-quota profile
+and its reason, start a CPU profile, find the Yitong panel in JupyterLab."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import require
+from test_hub import stop_server, wait_ready
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+CHROMIUM = os.environ.get("YITONG_TEST_CHROMIUM", "/usr/bin/chromium")
+DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def page():
+    require("Chromium", os.path.exists(CHROMIUM), CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        yield context.new_page()
+        browser.close()
+
+
+def test_picker_spawn_and_panel(stack, admin_token, page):
+    # someone else in the VC holds its only GPU
+    with stack.hub(admin_token) as hub:
+        assert hub.post("/users/u7/server", json={"vc": "vision", "profile": "gpu-1"}).status_code in (201, 202)
+    wait_ready(stack, admin_token, "u7")
+    try:
+        page.goto(f"{stack.url}/hub/login")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", stack.passwords["alice"])
+        page.click("input[type=submit], button[type=submit]")
+        page.goto(f"{stack.url}/hub/spawn")
+
+        gpu = page.locator('label.yt-profile[data-vc="vision"][data-profile="gpu-1"]')
+        assert "yt-profile-disabled" in gpu.get_attribute("class")
+        assert gpu.locator("input").is_disabled()
+        assert gpu.locator(".yt-reason").inner_text() == "VC vision: 1 of 1 nvidia.com/gpu in use"
+        npu = page.locator('label.yt-profile[data-profile="npu-1"] .yt-reason')
+        assert "huawei.com/Ascend910" in npu.inner_text()
+        assert page.locator('fieldset.yt-vc[data-vc="nlp"]').count() == 0
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(DOCS_IMG / "picker.png"), full_page=True)
+
+        page.check("#yt-profile-vision__cpu-small")
+        page.click("#spawn_form input[type=submit], #spawn_form button[type=submit]")
+        page.wait_for_url("**/user/alice/lab**", timeout=120_000)
+        tab = page.locator('.jp-SideBar [data-id="yitong-panel"]')
+        tab.wait_for(timeout=120_000)
+        if not page.locator("#yitong-panel").is_visible():
+            tab.click()
+        card = page.locator('#yitong-panel .yt-vc[data-vc="vision"]')
+        card.wait_for(timeout=60_000)
+        assert page.locator('#yitong-panel .yt-vc[data-vc="nlp"]').count() == 0
+        gpu_row = card.locator('.yt-resource[data-resource="nvidia.com/gpu"]')
+        assert gpu_row.get_attribute("data-used") == "1" and gpu_row.get_attribute("data-quota") == "1"
+        page.screenshot(path=str(DOCS_IMG / "lab-panel.png"))
+    finally:
+        stop_server(stack, admin_token, "u7")
+        stop_server(stack, admin_token, "alice")

@@ -1,0 +1,182 @@
+"""The embedded platform end to end: login, picker, spawn, isolation, quota, admin."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def wait_ready(stack, token, user, server="", timeout=90.0) -> dict:
+    """Poll the hub until the server is ready (or gone, which fails)."""
+    deadline = time.monotonic() + timeout
+    with stack.hub(token) as hub:
+        while time.monotonic() < deadline:
+            model = hub.get(f"/users/{user}").json()
+            srv = model.get("servers", {}).get(server)
+            if srv and srv.get("ready"):
+                return srv
+            if not srv:
+                raise AssertionError(f"server {user}/{server} is gone:\n{stack.tail(30)}")
+            time.sleep(0.3)
+    raise TimeoutError(f"{user}/{server} not ready after {timeout}s:\n{stack.tail(30)}")
+
+
+def stop_server(stack, token, user, server=""):
+    path = f"/users/{user}/servers/{server}" if server else f"/users/{user}/server"
+    with stack.hub(token) as hub:
+        r = hub.delete(path)
+        assert r.status_code in (202, 204, 400, 404), r.text
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if server not in hub.get(f"/users/{user}").json().get("servers", {}):
+                return
+            time.sleep(0.3)
+    raise TimeoutError(f"{user}/{server} did not stop")
+
+
+def allocations(stack, token, **params) -> list[dict]:
+    with stack.platform_client(token) as api:
+        r = api.get("/allocations", params=params)
+        r.raise_for_status()
+        return r.json()
+
+
+def test_login_picker_spawn_lab(stack, admin_token):
+    with stack.login("alice") as browser:
+        page = browser.get("/hub/spawn").text
+        assert 'data-vc="vision"' in page
+        assert 'data-vc="nlp"' not in page and "nlp-cpu" not in page
+        # tenant-supplied VC descriptions are escaped
+        assert "Computer vision &lt;b&gt;team&lt;/b&gt;" in page
+        r = browser.post(
+            "/hub/spawn",
+            data={"profile": "vision/cpu-small", "_xsrf": browser.cookies.get("_xsrf", "")},
+        )
+        assert r.status_code < 400, r.text[:500]
+        srv = wait_ready(stack, admin_token, "alice")
+        assert srv["user_options"] == {"vc": "vision", "profile": "cpu-small"}
+        lab = browser.get("/user/alice/lab")
+        assert lab.status_code == 200 and "JupyterLab" in lab.text
+        # the server extension answers through the user's own server
+        info = browser.get("/user/alice/yitong/api-info").json()
+        assert info["vc"] == "vision" and info["configured"] is True
+    [alloc] = [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+    assert alloc["profile"] == "cpu-small" and alloc["kind"] == "server"
+    stop_server(stack, admin_token, "alice")
+    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+
+
+def test_other_vc_is_invisible_and_refused(stack, bob_token, alice_token):
+    with stack.login("bob") as browser:
+        page = browser.get("/hub/spawn").text
+        assert 'data-vc="nlp"' in page
+        assert 'data-vc="vision"' not in page and "gpu-1" not in page
+    with stack.hub(bob_token) as hub:
+        r = hub.post("/users/bob/server", json={"vc": "vision", "profile": "cpu-small"})
+        assert r.status_code >= 400, r.text
+        assert "vision" in r.text
+        assert "bob" not in {s for s in hub.get("/users/bob").json()["servers"]}
+    with stack.platform_client(bob_token) as api:
+        assert api.get("/vcs/vision").status_code == 403
+        assert api.get("/spawn-options", params={"user": "alice"}).status_code == 403
+        names = [vc["name"] for vc in api.get("/vcs").json()]
+        assert names == ["nlp"]
+        r = api.post("/allocations", json={"user": "bob", "vc": "vision", "profile": "cpu-small",
+                                            "kind": "server", "ref": "bob/"})
+        assert r.status_code == 403 and "vision" in r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        ({"vc": "vision", "profile": "cpu-small", "image": "evil"}, ["image"]),
+        ({"vc": "vision", "profile": "nlp-cpu"}, ["nlp-cpu", "vision"]),
+        ({"vc": "nope", "profile": "cpu-small"}, ["nope"]),
+        ({"vc": "vision", "profile": "npu-1"}, ["huawei.com/Ascend910"]),
+    ],
+)
+def test_crafted_user_options_refused(stack, alice_token, admin_token, options, words):
+    with stack.hub(alice_token) as hub:
+        r = hub.post("/users/alice/server", json=options)
+        assert r.status_code >= 400, r.text
+        for word in words:
+            assert word in r.text, (word, r.text)
+    with stack.hub(admin_token) as hub:
+        assert "" not in hub.get("/users/alice").json()["servers"]
+    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+
+
+def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
+    workers = [f"u{i}" for i in range(20)]
+
+    def spawn(user):
+        with stack.hub(admin_token) as hub:
+            return hub.post(f"/users/{user}/server", json={"vc": "vision", "profile": "gpu-1"})
+
+    with ThreadPoolExecutor(20) as pool:
+        responses = list(pool.map(spawn, workers))
+    accepted = [u for u, r in zip(workers, responses) if r.status_code in (201, 202)]
+    refused = [r for r in responses if r.status_code >= 400]
+    assert len(accepted) == 1, [(r.status_code, r.text[:200]) for r in responses]
+    assert len(refused) == 19
+    assert all("nvidia.com/gpu" in r.text for r in refused), refused[0].text
+    winner = accepted[0]
+    wait_ready(stack, admin_token, winner)
+    gpu = [a for a in allocations(stack, admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
+    assert len(gpu) == 1 and gpu[0]["user"] == winner
+
+    # the picker now shows the GPU profile disabled, with the reason
+    with stack.login("carol") as browser:
+        page = browser.get("/hub/spawn").text
+        assert "VC vision: 1 of 1 nvidia.com/gpu in use" in page
+    with stack.hub(admin_token) as hub:
+        r = hub.post("/users/carol/server", json={"vc": "vision", "profile": "gpu-1"})
+        assert r.status_code >= 400 and "1 of 1 nvidia.com/gpu" in r.text
+
+    stop_server(stack, admin_token, winner)
+    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
+
+
+def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):
+    with stack.platform_client(admin_token) as api:
+        r = api.post("/vcs", json={"name": "speech", "description": "ASR", "groups": ["nlp"],
+                                   "profiles": ["cpu-small"], "quota": {"cpu": 1, "memory": "2Gi"}})
+        assert r.status_code == 201, r.text
+        with stack.login("bob") as browser:
+            assert 'data-vc="speech"' in browser.get("/hub/spawn").text
+        r = api.patch("/vcs/speech", json={"quota": {"cpu": 0.25, "memory": "2Gi"}})
+        assert r.status_code == 200, r.text
+        with stack.login("bob") as browser:
+            page = browser.get("/hub/spawn").text
+            assert "VC speech" in page and "cpu" in page  # cpu-small (0.5 cpu) over the 0.25 quota
+        assert api.delete("/vcs/speech").status_code in (200, 204)
+        with stack.login("bob") as browser:
+            assert 'data-vc="speech"' not in browser.get("/hub/spawn").text
+    with stack.platform_client(bob_token) as api:
+        r = api.post("/vcs", json={"name": "mine", "groups": ["nlp"], "profiles": [], "quota": {}})
+        assert r.status_code == 403
+
+
+def test_hub_admin_page_links_to_yitong_admin(stack):
+    with stack.login("admin") as browser:
+        page = browser.get("/hub/admin").text
+        assert 'id="yitong-admin-link"' in page and "/services/yitong/admin" in page
+        r = browser.get("/services/yitong/admin")  # HubOAuth round trip
+        assert r.status_code == 200, r.text[:300]
+        assert "vision" in r.text and "nlp" in r.text
+        assert "<b>team</b>" not in r.text
+    with stack.login("alice") as browser:
+        assert 'id="yitong-admin-link"' not in browser.get("/hub/home").text
+        assert browser.get("/services/yitong/admin").status_code == 403
+
+
+def test_metrics_and_openapi(stack):
+    metrics = httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10).text
+    assert 'yitong_vc_quota{' in metrics and 'vc="vision"' in metrics
+    spec = httpx.get(f"{stack.url}/services/yitong/openapi.json", timeout=10).json()
+    assert "/services/yitong/api/v1/vcs" in spec["paths"] or "/api/v1/vcs" in str(spec["paths"])

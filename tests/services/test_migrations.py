@@ -1,0 +1,44 @@
+"""Alembic: `upgrade head` builds exactly the ORM's schema; it is idempotent and reversible."""
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+
+from yitong_services.db import MIGRATIONS, Database
+from yitong_services.models import Base
+
+
+def _config(conn) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def test_upgrade_matches_models_and_is_idempotent(db_url):
+    db = Database(db_url)
+    try:
+        db.upgrade()
+        db.upgrade()
+        with db.engine.connect() as conn:
+            context = MigrationContext.configure(conn)
+            assert context.get_current_revision() == "0001"
+            assert compare_metadata(context, Base.metadata) == []
+        assert {"vcs", "profiles", "allocations", "seed_log"} <= set(inspect(db.engine).get_table_names())
+        with db.engine.begin() as conn:
+            command.downgrade(_config(conn), "base")
+        assert "vcs" not in inspect(db.engine).get_table_names()
+        db.upgrade()
+        assert "allocations" in inspect(db.engine).get_table_names()
+    finally:
+        db.dispose()
+
+
+async def test_seed_once_even_after_delete(service, hub, db_url, tmp_path):
+    assert (await service.call("admin", "DELETE", "vcs/default")).status_code == 204
+    from yitong_services.seed import seed
+
+    assert seed(service.ctx.db, service.ctx.settings) == []
+    assert (await service.call("admin", "GET", "vcs/default")).status_code == 404

@@ -1,0 +1,110 @@
+"""Kubernetes backend: pod manifests validated strictly, and a real start/poll/stop against kmock.
+
+The API server is the kmock emulator (kmock_shims.py) and pods run as local processes through a
+fake kubelet (fake_kubelet.py); see the `kube_api` fixture in conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import kubernetes_validate
+import pytest
+from kubernetes_asyncio.client import ApiClient
+from traitlets.config import Config
+
+from helpers import free_port
+from spawner.platform_standin import GiB, profile, vc
+from spawner.test_local_backend import wait_http
+
+CPU = profile("cpu-small", cpu=1, memory=2 * GiB)
+GPU2 = profile("gpu-2", cpu=4, memory=16 * GiB, accelerator={"type": "nvidia.com/gpu", "count": 2}, arch="amd64",
+               image="yitong/singleuser-cuda:latest")
+NPU = profile("npu-1", cpu=2, memory=8 * GiB, accelerator={"type": "huawei.com/Ascend910", "count": 1}, arch="arm64",
+              image="yitong/singleuser-ascend:latest")
+
+
+def kube_config(port: int = 8888) -> Config:
+    c = Config()
+    c.YitongSpawner.backend = "kubernetes"
+    c.KubeSpawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+    c.KubeSpawner.args = ["--allow-root"] if os.geteuid() == 0 else []
+    c.KubeSpawner.port = port
+    c.KubeSpawner.events_enabled = False
+    c.KubeSpawner.start_timeout = 60
+    return c
+
+
+@pytest.fixture
+def offer(platform):
+    platform.spawn_options["alice"] = [vc("vision", [CPU, GPU2, NPU])]
+
+
+@pytest.mark.parametrize("prof, container_resources, spec_parts", [
+    (CPU, {"limits": {"cpu": 1.0, "memory": 2 * GiB}, "requests": {"cpu": 1.0, "memory": 2 * GiB}}, {}),
+    (GPU2, {"limits": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"},
+            "requests": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"}},
+     {"nodeSelector": {"accelerator": "nvidia"},
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+          {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
+    (NPU, {"limits": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"},
+           "requests": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"}},
+     {"nodeSelector": {"accelerator": "huawei-Ascend910"},
+      "tolerations": [{"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"}],
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+          {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}]}}}}),
+])
+async def test_pod_manifest_is_valid(kube_api, make_spawner, platform, prof, container_resources, spec_parts):
+    spawner = make_spawner("alice", config=kube_config())
+    allocation = {"id": 7, "resources": {}}
+    child = spawner.build_child(spawner.profile_overrides({"name": "vision"}, prof, allocation))
+    pod = ApiClient().sanitize_for_serialization(await child.get_pod_manifest())
+    pod.setdefault("apiVersion", "v1")
+    pod.setdefault("kind", "Pod")
+    kubernetes_validate.validate(pod, "1.37", strict=True)
+    assert child.namespace == "yitong-vision"
+    labels = pod["metadata"]["labels"]
+    assert {k: labels[k] for k in ("kueue.x-k8s.io/queue-name", "yitong.io/vc", "yitong.io/profile")} == {
+        "kueue.x-k8s.io/queue-name": "vision", "yitong.io/vc": "vision", "yitong.io/profile": prof["name"]}
+    [container] = pod["spec"]["containers"]
+    assert container["image"] == prof["image"]
+    assert container["resources"] == container_resources
+    for key, value in spec_parts.items():
+        assert pod["spec"][key] == value
+    if not spec_parts:
+        assert not {"nodeSelector", "tolerations", "affinity"} & set(pod["spec"])
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (env["YITONG_VC"], env["YITONG_PROFILE"], env["YITONG_ALLOCATION_ID"]) == ("vision", prof["name"], "7")
+    assert env["YITONG_API_URL"] == platform.url
+
+
+async def test_overrides_do_not_leak_between_spawns(kube_api, make_spawner, platform):
+    spawner = make_spawner("alice", config=kube_config())
+    first = spawner.build_child(spawner.profile_overrides({"name": "vision"}, GPU2, {"resources": {}}))
+    second = spawner.build_child(spawner.profile_overrides({"name": "vision"}, CPU, {"resources": {}}))
+    assert first.extra_resource_limits == {"nvidia.com/gpu": "2"}
+    assert second.extra_resource_limits == {} and second.node_selector == {} and second.tolerations == []
+
+
+async def test_start_poll_stop_in_emulator(kube_api, make_spawner, platform, offer):
+    emulator, kubelet = kube_api
+    port = free_port()
+    spawner = make_spawner("alice", config=kube_config(port), user_options={"vc": "vision", "profile": "gpu-2"})
+    url = await spawner.start()
+    try:
+        assert url == f"http://127.0.0.1:{port}"
+        r = await wait_http(f"{url}/user/alice/api")
+        assert r.status_code == 200 and "version" in r.json()
+        assert await spawner.poll() is None
+        [pod] = [p for p in kubelet.started if p["metadata"]["namespace"] == "yitong-vision"][-1:]
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "2"
+        state = spawner.get_state()
+        assert state["namespace"] == "yitong-vision" and state["child_state"]["namespace"] == "yitong-vision"
+        assert state["allocation"]["id"] in platform.allocations
+    finally:
+        await spawner.stop()
+    assert ("yitong-vision", pod["metadata"]["name"]) not in kubelet.procs
+    assert platform.released == [state["allocation"]["id"]]
+    assert await spawner.poll() is not None
