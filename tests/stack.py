@@ -9,6 +9,7 @@ directory, and waits until the hub and the platform service answer. ``stop()`` s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 import yaml
@@ -98,9 +99,14 @@ class Stack:
             return ""
 
     # -- people ------------------------------------------------------------------------
-    def login(self, name: str) -> httpx.Client:
+    @contextlib.contextmanager
+    def login(self, name: str) -> Iterator[httpx.Client]:
         """A browser-like session logged in over HTTP with the user's password."""
-        client = httpx.Client(base_url=self.url, follow_redirects=True, timeout=60)
+        with httpx.Client(base_url=self.url, follow_redirects=True, timeout=60) as client:
+            self._login(client, name)
+            yield client
+
+    def _login(self, client: httpx.Client, name: str) -> None:
         r = client.get("/hub/login")
         xsrf = client.cookies.get("_xsrf") or re.search(r'name="_xsrf" value="([^"]+)"', r.text).group(1)
         r = client.post(
@@ -109,7 +115,6 @@ class Stack:
         )
         if r.status_code >= 400 or "/hub/login" in str(r.url):
             raise AssertionError(f"login of {name} failed: {r.status_code} {r.url}")
-        return client
 
     def token(self, name: str) -> str:
         """An API token for a user, asked for through a session logged in with their password."""

@@ -31,4 +31,4 @@ def test_hadolint_catches_a_bad_file(tmp_path):
     bad.write_text("FROM python\nRUN cd /tmp && pip install x\n")
     r = subprocess.run([HADOLINT, "--config", str(ROOT / ".hadolint.yaml"), str(bad)],
                        capture_output=True, text=True)
-    assert r.returncode != 0 and "DL3007" in r.stdout
+    assert r.returncode != 0 and "DL3006" in r.stdout and "DL3003" in r.stdout

@@ -41,6 +41,8 @@ async def admin_page(request: Request) -> Response:
     ctx = get_context(request)
     caller = await identify(request, ctx)
     if caller is None:
+        if request.app.state.oauth is None:
+            return HTMLResponse("<!doctype html><p>Sign in through JupyterHub.</p>", status_code=401)
         return login_redirect(request, ctx, request.app.state.oauth)
     if not caller.privileged:
         return HTMLResponse(

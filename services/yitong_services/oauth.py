@@ -23,10 +23,10 @@ router = APIRouter(include_in_schema=False)
 
 
 def cookie_secret(data_dir: Path) -> bytes:
-    """A per-installation secret in ``<data_dir>/yitong_cookie_secret`` (created 0600)."""
-    path = data_dir / "yitong_cookie_secret"
+    """A per-installation secret in ``<data_dir>/secrets/yitong_cookie_secret`` (created 0600)."""
+    path = data_dir / "secrets" / "yitong_cookie_secret"
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.touch(mode=0o600)
         path.write_text(secrets.token_hex(32))
     return path.read_text().strip().encode()

@@ -110,7 +110,7 @@ def hub_config(
                     "description": "What the platform service needs from the hub",
                     "scopes": [
                         "list:users", "read:users", "read:groups", "list:groups",
-                        "read:servers", "list:servers", "read:roles:users",
+                        "read:servers", "read:roles:users",
                     ],
                     "services": [SERVICE_NAME],
                 },
@@ -148,6 +148,13 @@ def hub_config(
     cfg["ConfigurableHTTPProxy"] = {"api_url": f"http://127.0.0.1:{int(hub.get('proxy_api_port', 8001))}"}
     if proxy_command:
         cfg["ConfigurableHTTPProxy"]["command"] = proxy_command
+    if backend in ("local", "slurm"):
+        # notebook servers run from this installation's environment: its jupyterhub-singleuser,
+        # and its `yt`, `jupyter` and kernels first on PATH in terminals and notebooks
+        cfg["Spawner"]["cmd"] = [os.path.join(bin_dir, "jupyterhub-singleuser")]
+        cfg["Spawner"]["environment"] = {
+            "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])
+        }
     if backend == "kubernetes":
         kube = backends.get("kubernetes") or {}
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")

@@ -111,7 +111,9 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     def build_child(self, overrides: dict[str, Any]) -> Spawner:
         """A fresh backend spawner: same hub wiring, scalars as constructor args, then overrides."""
         kwargs = {name: getattr(self, name) for name in CONSTRUCTOR_TRAITS if self.has_trait(name)}
-        kwargs["user_options"] = {k: self.saved[k] for k in ("vc", "profile") if k in self.saved}
+        # our options are consumed here; KubeSpawner would read "profile" as its own profile_list
+        # slug and batchspawner would paste user_options into its script template
+        kwargs["user_options"] = {}
         # c.YitongSpawner.<any Spawner trait> (cmd, environment, default_url, ...) reaches the child
         own = self.config.get("YitongSpawner", {})
         kwargs.update({k: v for k, v in own.items() if k in SPAWNER_TRAITS and k not in OWN_TRAITS})

@@ -55,3 +55,20 @@ async def test_admin_page_refuses_users_and_redirects_browsers(service):
     assert r.cookies.get("yitong-oauth-state") == query["state"][0]
     r = await service.call(None, "GET", f"{PREFIX}oauth_callback?code=x&state=forged")
     assert r.status_code == 400 and "OAuth state does not match" in r.json()["detail"]
+
+
+async def test_oauth_cookie_reads_but_never_writes(service):
+    from tornado.web import create_signed_value
+
+    ctx = service.ctx
+    cookie = create_signed_value(ctx.cookie_secret, ctx.cookie_name, service.hub.tokens["admin"]).decode()
+    service.client.cookies.set(ctx.cookie_name, cookie)
+    try:
+        assert (await service.call(None, "GET", f"{PREFIX}admin")).status_code == 200
+        assert (await service.call(None, "GET", "usage")).status_code == 200
+        r = await service.call(None, "POST", "vcs", json={"name": "csrf"})
+        assert r.status_code == 401
+        service.client.cookies.set(ctx.cookie_name, cookie[:-4] + "AAAA")
+        assert (await service.call(None, "GET", "usage")).status_code == 401
+    finally:
+        service.client.cookies.clear()

@@ -6,6 +6,8 @@
    `metadata.resourceVersion`, `metadata.creationTimestamp` and an initial `status` on create;
    the emulator stores the body as sent. KubeSpawner needs the uid and `status.phase`.
 
+3. Listing an undeclared resource is a 404; `start_emulator()` declares the core kinds KubeSpawner uses.
+
 `start_emulator()` returns the running emulator and its server; `write_kubeconfig()` writes the
 dummy kubeconfig KubeSpawner needs even offline.
 """
@@ -46,8 +48,14 @@ class Emulator(kmock.KubernetesEmulator):
         return await super()._handle(request)
 
 
+CORE_KINDS = {"pods": "Pod", "events": "Event", "services": "Service", "secrets": "Secret",
+              "persistentvolumeclaims": "PersistentVolumeClaim"}
+
+
 async def start_emulator():
     emulator = Emulator()
+    for plural, kind in CORE_KINDS.items():  # listing needs declared resources, even when empty
+        emulator.resources[f"v1/{plural}"] = kmock.ResourceInfo(namespaced=True, kind=kind)
     await emulator.__aenter__()
     server = kmock.Server(emulator)
     await server.__aenter__()
