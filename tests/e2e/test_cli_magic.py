@@ -50,8 +50,8 @@ def run_in_kernel(env, code: str) -> str:
 def test_magic_prints_what_the_cli_prints(stack, alice_token):
     cli = yt(stack, alice_token, "vc", "ls").stdout
     assert "vision" in cli and "nlp" not in cli
-    # the yitong-python3 kernelspec loads the magics itself; %load_ext is then a no-op
-    magic = run_in_kernel(env_for(stack, alice_token), "%load_ext yitong_lab\n%yt vc ls")
+    # the yitong-python3 kernelspec loads the magics itself: no %load_ext needed
+    magic = run_in_kernel(env_for(stack, alice_token), "%yt vc ls")
     assert magic == cli
 
 

@@ -91,6 +91,9 @@ async def kube_api(tmp_path_factory):
     await kubelet.start()
     yield emulator, kubelet
     await kubelet.stop()
+    from kubespawner import KubeSpawner
+
+    await KubeSpawner._stop_all_reflectors()  # close their watch streams, or the server waits on them
     kube_config.KUBE_CONFIG_DEFAULT_LOCATION = old[1]
     if old[0] is None:
         os.environ.pop("KUBECONFIG", None)
