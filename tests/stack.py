@@ -132,3 +132,38 @@ class Stack:
 
     def platform_client(self, token: str) -> httpx.Client:
         return httpx.Client(base_url=self.platform, headers={"Authorization": f"token {token}"}, timeout=60)
+
+    # -- servers -----------------------------------------------------------------------
+    def wait_ready(self, token, user, server="", timeout=90.0) -> dict:
+        """Poll the hub until the server is ready (or gone, which fails)."""
+        deadline = time.monotonic() + timeout
+        with self.hub(token) as hub:
+            while time.monotonic() < deadline:
+                model = hub.get(f"/users/{user}").json()
+                srv = model.get("servers", {}).get(server)
+                if srv and srv.get("ready"):
+                    return srv
+                if not srv:
+                    raise AssertionError(f"server {user}/{server} is gone:\n{self.tail(30)}")
+                time.sleep(0.3)
+        raise TimeoutError(f"{user}/{server} not ready after {timeout}s:\n{self.tail(30)}")
+
+
+    def stop_server(self, token, user, server=""):
+        path = f"/users/{user}/servers/{server}" if server else f"/users/{user}/server"
+        with self.hub(token) as hub:
+            r = hub.delete(path)
+            assert r.status_code in (202, 204, 400, 404), r.text
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if server not in hub.get(f"/users/{user}").json().get("servers", {}):
+                    return
+                time.sleep(0.3)
+        raise TimeoutError(f"{user}/{server} did not stop")
+
+
+    def allocations(self, token, **params) -> list[dict]:
+        with self.platform_client(token) as api:
+            r = api.get("/allocations", params=params)
+            r.raise_for_status()
+            return r.json()

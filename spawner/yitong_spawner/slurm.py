@@ -16,7 +16,19 @@ from traitlets import Unicode, default
 from .backends import allow_root_args
 
 
+_ACCOUNT_LINE = "{% if account %}#SBATCH --account={{account}}\n{% endif %}"
+# batchspawner's SlurmSpawner script ignores req_account and req_qos; add them after the partition
+_SCRIPT = SlurmSpawner.batch_script.default_value.replace(
+    "{% if runtime ", _ACCOUNT_LINE + "{% if qos %}#SBATCH --qos={{qos}}\n{% endif %}{% if runtime ", 1
+)
+
+
 class YitongSlurmSpawner(SlurmSpawner):
+    batch_script = Unicode(
+        _SCRIPT,
+        help="SlurmSpawner's script plus `--account` (from req_account) and `--qos` (from req_qos).",
+    ).tag(config=True)
+
     exec_prefix = Unicode(
         "",
         help="""Prefix for sbatch/squeue/scancel. Empty: the hub submits as itself.

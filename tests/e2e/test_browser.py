@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from helpers import require
-from test_hub import stop_server, wait_ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -35,7 +34,7 @@ def test_picker_spawn_and_panel(stack, admin_token, page):
     # someone else in the VC holds its only GPU
     with stack.hub(admin_token) as hub:
         assert hub.post("/users/u7/server", json={"vc": "vision", "profile": "gpu-1"}).status_code in (201, 202)
-    wait_ready(stack, admin_token, "u7")
+    stack.wait_ready(admin_token, "u7")
     try:
         page.goto(f"{stack.url}/hub/login")
         page.fill("input[name=username]", "alice")
@@ -67,5 +66,5 @@ def test_picker_spawn_and_panel(stack, admin_token, page):
         assert gpu_row.get_attribute("data-used") == "1" and gpu_row.get_attribute("data-quota") == "1"
         page.screenshot(path=str(DOCS_IMG / "lab-panel.png"))
     finally:
-        stop_server(stack, admin_token, "u7")
-        stop_server(stack, admin_token, "alice")
+        stack.stop_server(admin_token, "u7")
+        stack.stop_server(admin_token, "alice")

@@ -2,48 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 pytestmark = pytest.mark.e2e
-
-
-def wait_ready(stack, token, user, server="", timeout=90.0) -> dict:
-    """Poll the hub until the server is ready (or gone, which fails)."""
-    deadline = time.monotonic() + timeout
-    with stack.hub(token) as hub:
-        while time.monotonic() < deadline:
-            model = hub.get(f"/users/{user}").json()
-            srv = model.get("servers", {}).get(server)
-            if srv and srv.get("ready"):
-                return srv
-            if not srv:
-                raise AssertionError(f"server {user}/{server} is gone:\n{stack.tail(30)}")
-            time.sleep(0.3)
-    raise TimeoutError(f"{user}/{server} not ready after {timeout}s:\n{stack.tail(30)}")
-
-
-def stop_server(stack, token, user, server=""):
-    path = f"/users/{user}/servers/{server}" if server else f"/users/{user}/server"
-    with stack.hub(token) as hub:
-        r = hub.delete(path)
-        assert r.status_code in (202, 204, 400, 404), r.text
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if server not in hub.get(f"/users/{user}").json().get("servers", {}):
-                return
-            time.sleep(0.3)
-    raise TimeoutError(f"{user}/{server} did not stop")
-
-
-def allocations(stack, token, **params) -> list[dict]:
-    with stack.platform_client(token) as api:
-        r = api.get("/allocations", params=params)
-        r.raise_for_status()
-        return r.json()
 
 
 def test_login_picker_spawn_lab(stack, admin_token):
@@ -58,17 +22,17 @@ def test_login_picker_spawn_lab(stack, admin_token):
             data={"profile": "vision/cpu-small", "_xsrf": browser.cookies.get("_xsrf", "")},
         )
         assert r.status_code < 400, r.text[:500]
-        srv = wait_ready(stack, admin_token, "alice")
+        srv = stack.wait_ready(admin_token, "alice")
         assert srv["user_options"] == {"vc": "vision", "profile": "cpu-small"}
         lab = browser.get("/user/alice/lab")
         assert lab.status_code == 200 and "JupyterLab" in lab.text
         # the server extension answers through the user's own server
         info = browser.get("/user/alice/yitong/api-info").json()
         assert info["vc"] == "vision" and info["configured"] is True
-    [alloc] = [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+    [alloc] = [a for a in stack.allocations(admin_token, vc="vision") if a["user"] == "alice"]
     assert alloc["profile"] == "cpu-small" and alloc["kind"] == "server"
-    stop_server(stack, admin_token, "alice")
-    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+    stack.stop_server(admin_token, "alice")
+    assert not [a for a in stack.allocations(admin_token, vc="vision") if a["user"] == "alice"]
 
 
 def test_other_vc_is_invisible_and_refused(stack, bob_token, alice_token):
@@ -108,7 +72,7 @@ def test_crafted_user_options_refused(stack, alice_token, admin_token, options, 
             assert word in r.text, (word, r.text)
     with stack.hub(admin_token) as hub:
         assert "" not in hub.get("/users/alice").json()["servers"]
-    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["user"] == "alice"]
+    assert not [a for a in stack.allocations(admin_token, vc="vision") if a["user"] == "alice"]
 
 
 def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
@@ -126,8 +90,8 @@ def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
     assert len(refused) == 19
     assert all("nvidia.com/gpu" in r.text for r in refused), refused[0].text
     winner = accepted[0]
-    wait_ready(stack, admin_token, winner)
-    gpu = [a for a in allocations(stack, admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
+    stack.wait_ready(admin_token, winner)
+    gpu = [a for a in stack.allocations(admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
     assert len(gpu) == 1 and gpu[0]["user"] == winner
 
     # the picker now shows the GPU profile disabled, with the reason
@@ -138,8 +102,8 @@ def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
         r = hub.post("/users/carol/server", json={"vc": "vision", "profile": "gpu-1"})
         assert r.status_code >= 400 and "1 of 1 nvidia.com/gpu" in r.text
 
-    stop_server(stack, admin_token, winner)
-    assert not [a for a in allocations(stack, admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
+    stack.stop_server(admin_token, winner)
+    assert not [a for a in stack.allocations(admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
 
 
 def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):

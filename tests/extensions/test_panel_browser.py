@@ -138,11 +138,18 @@ async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
     assert any(r[1].split("?")[0].endswith("/vcs") and r[2] == "token alice-token" for r in yt_env.requests)
 
     # the sidebar tab opens it; the refresh button shows the service's sentence on failure
-    x, y = await page.eval(TAB_CENTER)  # a real click: lumino tab bars hit-test pointer events
-    for kind in ("mousePressed", "mouseReleased"):
-        await page.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-    assert await wait_for(lambda: page.eval("!document.getElementById('yitong-panel').classList"
-                                            ".contains('lm-mod-hidden')"), timeout=10, what="open panel")
+    is_open = "!document.getElementById('yitong-panel').classList.contains('lm-mod-hidden')"
+
+    async def open_panel():  # a real click (lumino tab bars hit-test pointer events); retried
+        if not await page.eval(is_open):  # while the shell is still laying itself out
+            x, y = await page.eval(TAB_CENTER)
+            for kind in ("mousePressed", "mouseReleased"):
+                await page.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left",
+                                clickCount=1)
+            await asyncio.sleep(1)
+        return await page.eval(is_open)
+
+    await wait_for(open_panel, timeout=30, what="the panel to open")
     if os.environ.get("YT_SCREENSHOT"):  # a PNG of the open panel, for people
         await asyncio.sleep(1)
         shot = await page.send("Page.captureScreenshot", format="png")
