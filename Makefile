@@ -24,19 +24,20 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Yitong needs Python 3.11+")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -U pip wheel
-	npm install --no-audit --no-fund --loglevel=error
+	npm ci --no-audit --no-fund --loglevel=error
 	$(MAKE) labextension
-	$(BIN)/python -m pip install -q -r requirements-dev.txt \
-	    -e 'spawner[kubernetes,slurm]' -e 'services[postgres]' -e extensions
-	$(BIN)/jupyter labextension develop --overwrite extensions >/dev/null
+	$(BIN)/python -m pip install -q -r requirements-dev.txt
+	$(BIN)/python -m pip install -q --no-build-isolation \
+	    -e 'spawner[kubernetes,slurm]' -e 'services[postgres]' -e 'extensions[kernel]'
+	$(BIN)/jupyter-builder develop --overwrite extensions >/dev/null
 	$(BIN)/jupyter kernelspec install --sys-prefix --replace kernels/yitong-python3 >/dev/null
 	touch $@
 
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).
 labextension:
-	$(BIN)/python -m pip install -q 'jupyterlab>=4,<5' 'hatch-jupyter-builder>=0.9' hatchling
-	cd extensions && npm install --no-audit --no-fund --loglevel=error && \
+	$(BIN)/python -m pip install -q 'jupyterlab>=4.6,<5' 'hatch-jupyter-builder>=0.9' hatchling
+	cd extensions && npm ci --no-audit --no-fund --loglevel=error && \
 	    PATH="$(CURDIR)/$(BIN):$$PATH" npm run build:prod
 
 docs: install

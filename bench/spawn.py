@@ -42,6 +42,8 @@ c.Authenticator.allow_all = True
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = "{work}/home/{{username}}"
 c.Spawner.args = {args!r}
+c.Spawner.cmd = ["{bin}/jupyterhub-singleuser"]
+c.Spawner.environment = {{"PATH": "{bin}:" + __import__("os").environ["PATH"]}}
 c.Spawner.default_url = "/lab"
 c.JupyterHub.load_roles = [{{"name": "bench", "scopes": ["admin:users", "admin:servers"], "services": ["bench"]}}]
 c.JupyterHub.services = [{{"name": "bench", "api_token": "{token}"}}]
@@ -55,7 +57,7 @@ class BareHub:
         args = ["--allow-root"] if os.geteuid() == 0 else []
         (work / "config.py").write_text(BARE_CONFIG.format(
             port=self.port, hub_port=free_port(), proxy_port=free_port(), root=ROOT, work=work,
-            token=self.token, args=args))
+            token=self.token, args=args, bin=BIN))
         self.log = open(work / "hub.log", "ab")
         self.proc = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(work / "config.py")], cwd=work,
                                      stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -51,6 +51,42 @@ def apply_overrides(spawner: Spawner, overrides: dict[str, Any]) -> None:
         setattr(spawner, name, value)
 
 
+# Traits the hub sets on the spawner it knows (this one) that the child must see too.
+HUB_SET_TRAITS = ("api_token", "admin_access", "cert_paths", "oauth_client_allowed_scopes", "port")
+# Constructor arguments JupyterHub passes (jupyterhub.user.User._new_spawner), forwarded to the child.
+CONSTRUCTOR_TRAITS = (
+    "user", "orm_spawner", "hub", "authenticator", "config", "proxy_spec", "_deprecated_db_session",
+    "oauth_client_id", "cookie_options", "cookie_host_prefix_enabled", "trusted_alt_names", "public_url",
+    "public_hub_url", "internal_ssl", "internal_trust_bundles", "internal_certs_location",
+)
+
+
+SPAWNER_TRAITS = set(Spawner.class_trait_names())
+# YitongSpawner's own uses of Spawner traits, not meant for the child
+OWN_TRAITS = {"options_form", "options_from_form", "server_token_scopes", "start_timeout"}
+
+
+def make_child(parent: Spawner, cls: type[Spawner], overrides: dict[str, Any]) -> Spawner:
+    """A fresh backend spawner: the parent's hub wiring, scalars as constructor args, then overrides.
+
+    `c.YitongSpawner.<Spawner trait>` (cmd, environment, default_url, ...) reaches the child too.
+    """
+    kwargs = {name: getattr(parent, name) for name in CONSTRUCTOR_TRAITS if parent.has_trait(name)}
+    # our options are consumed by the parent; KubeSpawner would read "profile" as its own
+    # profile_list slug and batchspawner would paste user_options into its script template
+    kwargs["user_options"] = {}
+    own = parent.config.get("YitongSpawner", {})
+    kwargs.update({k: v for k, v in own.items() if k in SPAWNER_TRAITS and k not in OWN_TRAITS})
+    kwargs.update({k: v for k, v in overrides.items() if not isinstance(v, (dict, list))})
+    child = cls(**kwargs)
+    apply_overrides(child, overrides)
+    for name in HUB_SET_TRAITS:
+        value = getattr(parent, name)
+        if value and child.has_trait(name):
+            setattr(child, name, value)
+    return child
+
+
 def allow_root_args(args: list[str]) -> list[str]:
     """Jupyter Server refuses to run as root without --allow-root (the embedded default runs as root)."""
     if os.geteuid() == 0 and "--allow-root" not in args:

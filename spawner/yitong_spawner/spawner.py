@@ -17,25 +17,12 @@ from traitlets import Any as AnyTrait
 from traitlets import default, observe
 
 from . import builders
-from .backends import apply_overrides, resolve_backend
+from .backends import make_child, resolve_backend
 from .errors import spawn_error
 from .form import picker_model, render_picker
 from .options import OptionsError, parse_form, validate_options
 from .platform_client import PlatformClient, PlatformError
 from .traits import YitongSpawnerTraits
-
-# Traits the hub sets on the spawner it knows (this one) that the child must see too.
-HUB_SET_TRAITS = ("api_token", "admin_access", "cert_paths", "oauth_client_allowed_scopes", "port")
-# Constructor arguments JupyterHub passes (jupyterhub.user.User._new_spawner), forwarded to the child.
-CONSTRUCTOR_TRAITS = (
-    "user", "orm_spawner", "hub", "authenticator", "config", "proxy_spec", "_deprecated_db_session",
-    "oauth_client_id", "cookie_options", "cookie_host_prefix_enabled", "trusted_alt_names", "public_url",
-    "public_hub_url", "internal_ssl", "internal_trust_bundles", "internal_certs_location",
-)
-
-
-SPAWNER_TRAITS = set(Spawner.class_trait_names())
-OWN_TRAITS = {"options_form", "options_from_form", "server_token_scopes", "start_timeout"}
 
 
 async def _render_form(spawner: "YitongSpawner") -> str:
@@ -109,23 +96,8 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         return {"home_dir": home, **out}
 
     def build_child(self, overrides: dict[str, Any]) -> Spawner:
-        """A fresh backend spawner: same hub wiring, scalars as constructor args, then overrides."""
-        kwargs = {name: getattr(self, name) for name in CONSTRUCTOR_TRAITS if self.has_trait(name)}
-        # our options are consumed here; KubeSpawner would read "profile" as its own profile_list
-        # slug and batchspawner would paste user_options into its script template
-        kwargs["user_options"] = {}
-        # c.YitongSpawner.<any Spawner trait> (cmd, environment, default_url, ...) reaches the child
-        own = self.config.get("YitongSpawner", {})
-        kwargs.update({k: v for k, v in own.items() if k in SPAWNER_TRAITS and k not in OWN_TRAITS})
-        kwargs.update({k: v for k, v in overrides.items() if not isinstance(v, (dict, list))})
-        child = self.backend_cls()(**kwargs)
-        apply_overrides(child, overrides)
-        for name in HUB_SET_TRAITS:
-            value = getattr(self, name)
-            if value and child.has_trait(name):
-                setattr(child, name, value)
-        self.child = child
-        return child
+        self.child = make_child(self, self.backend_cls(), overrides)
+        return self.child
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -184,7 +156,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
 
     async def progress(self):
         for _ in range(600):
-            if self.child is not None:
+            if self.child is not None or not (self._start_pending or self._spawn_pending):
                 break
             yield {"message": "Reserving resources with the platform service..."}
             await asyncio.sleep(0.5)
