@@ -47,8 +47,12 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
 
     @default("server_token_scopes")
     def _default_server_token_scopes(self) -> list[str]:
-        # jupyterhub's 'server' role plus the platform service (the user must hold it too: see README)
-        return ["users:activity!user", "access:servers!server", f"access:services!service={self.platform_service_name}"]
+        # jupyterhub's 'server' role, the platform service (the user must hold it too: see README),
+        # and the owner's name and groups (the platform identifies callers through the hub)
+        return [
+            "users:activity!user", "access:servers!server", f"access:services!service={self.platform_service_name}",
+            "read:users:name!user", "read:users:groups!user",
+        ]
 
     @default("start_timeout")
     def _default_start_timeout(self) -> int:

@@ -30,7 +30,8 @@ def test_defaults_from_environment(monkeypatch):
     s = YitongSpawner()
     assert s.platform_api_url == s.user_api_url == "http://127.0.0.1:8010/services/yitong/api/v1"
     assert s.platform_api_token == "t0k"
-    assert s.server_token_scopes == ["users:activity!user", "access:servers!server", "access:services!service=yitong"]
+    assert s.server_token_scopes == ["users:activity!user", "access:servers!server", "access:services!service=yitong",
+                                     "read:users:name!user", "read:users:groups!user"]
     assert (s.backend, s.kube_namespace_prefix, s.slurm_account_template, s.start_timeout) == ("local", "yitong-", "{vc}", 60)
 
 
