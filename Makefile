@@ -36,7 +36,7 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).
 labextension:
-	$(BIN)/python -m pip install -q 'jupyterlab>=4.6,<5' 'hatch-jupyter-builder>=0.9' hatchling
+	$(BIN)/python -m pip install -q 'jupyterlab>=4.6,<5' 'hatch-jupyter-builder>=0.9' hatchling editables
 	cd extensions && npm ci --no-audit --no-fund --loglevel=error && \
 	    PATH="$(CURDIR)/$(BIN):$$PATH" npm run build:prod
 

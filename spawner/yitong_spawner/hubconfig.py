@@ -159,6 +159,9 @@ def hub_config(
         kube = backends.get("kubernetes") or {}
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
     elif backend == "slurm":
+        cfg["YitongSlurmSpawner"] = {
+            "batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")
+        }
         slurm = backends.get("slurm") or {}
         if slurm.get("partition"):
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
@@ -167,6 +170,8 @@ def hub_config(
 
 def apply(c: Any, cfg: dict[str, dict[str, Any]]) -> None:
     """Copy a :func:`hub_config` mapping onto a traitlets config object."""
+    if cfg["YitongSpawner"]["backend"] == "slurm":
+        import batchspawner  # noqa: F401 (registers /hub/api/batchspawner, where jobs report their port)
     for cls, traits in cfg.items():
         section = getattr(c, cls)
         for name, value in traits.items():
