@@ -8,6 +8,7 @@ to act for any user. Cookies are only honoured for GET/HEAD (no XSRF on mutation
 
 from __future__ import annotations
 
+import hmac
 import re
 
 from fastapi import Depends, HTTPException, Request
@@ -39,7 +40,7 @@ async def identify(request: Request, ctx: Context) -> Identity | None:
     token = request_token(request, ctx)
     if not token:
         return None
-    if token == ctx.hub.token:
+    if ctx.hub.token and hmac.compare_digest(token.encode(), ctx.hub.token.encode()):
         return Identity(kind="service", name=ctx.service_name, trusted=True)
     model = await ctx.hub.identify(token)
     if model is None:
