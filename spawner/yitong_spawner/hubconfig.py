@@ -91,7 +91,7 @@ def hub_config(
             "services": [
                 {
                     "name": SERVICE_NAME,
-                    "display": True,
+                    "display": False,  # admins reach it through the "Yitong admin" link
                     "url": service_url,
                     "api_token": service_token,
                     "oauth_no_confirm": True,

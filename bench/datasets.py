@@ -1,0 +1,142 @@
+"""Dataset commits: Yitong (`yt data commit` against the real platform service) versus
+`dvc add`, side by side in one run on the same files.
+
+    .venv/bin/python bench/datasets.py [--small-files 70000] [--big-gib 4] [--work DIR]
+
+DVC runs from its own environment (bench/.venv-dvc, created on first use with
+`pip install dvc==3.67.1`), never the project's. Cases:
+
+  (a) 70,000 files of 4 KiB, first commit        target: >= 5x DVC
+  (b) one 4 GiB file                              target: >= 2x DVC
+  (c) no-op re-commit of (a)                      target: < 1 s
+  (d) re-commit after changing 1% of (a)'s files  target: proportional to the change
+
+Prints wall time, files/s or GB/s and the ratio (DVC time / Yitong time) for each case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from stack import Stack  # noqa: E402
+
+DVC_VENV = ROOT / "bench" / ".venv-dvc"
+YT = Path(sys.executable).parent / "yt"
+
+
+def dvc_bin() -> Path:
+    dvc = DVC_VENV / "bin" / "dvc"
+    if not dvc.exists():
+        print("creating bench/.venv-dvc with dvc==3.67.1 ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(DVC_VENV)], check=True)
+        subprocess.run([str(DVC_VENV / "bin" / "pip"), "install", "-q", "dvc==3.67.1"], check=True)
+    return dvc
+
+
+def make_small(root: Path, n: int, size: int = 4096) -> None:
+    for i in range(n):
+        d = root / f"d{i // 1000:03d}"
+        if i % 1000 == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:06d}.bin").write_bytes(os.urandom(size))
+
+
+def make_big(path: Path, gib: float) -> None:
+    block = 64 << 20
+    left = int(gib * (1 << 30))
+    with open(path, "wb") as f:
+        while left > 0:
+            f.write(os.urandom(min(block, left)))
+            left -= block
+
+
+def touch_percent(root: Path, percent: float) -> int:
+    files = sorted(root.rglob("*.bin"))
+    step = max(1, round(100 / percent))
+    changed = files[::step]
+    for p in changed:
+        p.write_bytes(os.urandom(p.stat().st_size))
+    return len(changed)
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout}\n{r.stderr}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--small-files", type=int, default=70_000)
+    parser.add_argument("--big-gib", type=float, default=4.0)
+    parser.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temp dir)")
+    args = parser.parse_args()
+    dvc = dvc_bin()
+    work = Path(args.work or tempfile.mkdtemp(prefix="yt-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    repo = work / "repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir()
+    print(f"generating {args.small_files} x 4 KiB and {args.big_gib} GiB in {repo} ...", flush=True)
+    make_small(repo / "small", args.small_files)
+    make_big(repo / "big.bin", args.big_gib)
+    big_bytes = (repo / "big.bin").stat().st_size
+
+    settings = {
+        "backend": "local", "hub": {"admin_users": ["admin"]},
+        "vcs": {"bench": {"quota": {"cpu": 1}, "groups": ["bench"], "profiles": []}},
+        "groups": {"bench": ["admin"]},
+    }
+    stack = Stack(work / "stack", settings, {"admin": secrets.token_hex(8)})
+    (work / "stack").mkdir(exist_ok=True)
+    stack.start()
+    rows = []
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_"))}
+        env.update(YT_API_URL=stack.platform, YT_TOKEN=stack.token("admin"),
+                   YITONG_CACHE_DIR=str(work / "yt-cache"))
+        denv = dict(os.environ, DVC_NO_ANALYTICS="1")
+        subprocess.run([str(dvc), "init", "--no-scm", "-q"], cwd=repo, check=True, env=denv)
+
+        def yt(*a):
+            return timed([str(YT), *a], repo, env)
+
+        def dv(*a):
+            return timed([str(dvc), *a], repo, denv)
+
+        n = args.small_files
+        ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "a"), dv("add", "-q", "small")
+        rows.append(("(a) %d x 4 KiB" % n, ours, theirs, f"{n / ours:,.0f} files/s", f"{n / theirs:,.0f} files/s"))
+        ours, theirs = yt("data", "commit", "big.bin", "bench/big", "-m", "b"), dv("add", "-q", "big.bin")
+        gb = big_bytes / 1e9
+        rows.append((f"(b) one {args.big_gib:g} GiB file", ours, theirs, f"{gb / ours:.2f} GB/s", f"{gb / theirs:.2f} GB/s"))
+        ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "c"), dv("add", "-q", "small")
+        rows.append(("(c) no-op re-commit of (a)", ours, theirs, "", ""))
+        changed = touch_percent(repo / "small", 1.0)
+        ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "d"), dv("add", "-q", "small")
+        rows.append((f"(d) {changed} files (1%) changed", ours, theirs, f"{changed / ours:,.0f} changed/s", ""))
+    finally:
+        stack.stop()
+    print(f"\n{'case':32} {'yitong':>9} {'dvc':>9} {'dvc/yt':>7}   yitong rate / dvc rate")
+    for name, ours, theirs, rate_o, rate_t in rows:
+        print(f"{name:32} {ours:8.2f}s {theirs:8.2f}s {theirs / ours:6.1f}x   {rate_o} / {rate_t}")
+    print("\ntargets: (a) >= 5x, (b) >= 2x, (c) < 1 s, (d) proportional to the change")
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The settings file -> JupyterHub configuration (pure), compared against literals."""
+
+from __future__ import annotations
+
+import pytest
+
+from yitong_spawner.hubconfig import apply, hub_config, load_settings, read_or_create_secret
+
+
+def build(settings, **kw):
+    return hub_config(settings, settings_path="/s.yaml", data_dir="/d", service_token="T",
+                      proxy_command=["/chp"], bin_dir="/venv/bin", **kw)
+
+
+def test_defaults_for_the_embedded_platform():
+    cfg = build({"groups": {"everyone": ["admin"]}})
+    hub = cfg["JupyterHub"]
+    assert hub["bind_url"] == "http://127.0.0.1:8000"
+    assert hub["db_url"] == "sqlite:////d/jupyterhub.sqlite"
+    assert hub["load_groups"] == {"everyone": {"users": ["admin"]}}
+    [service] = hub["services"]
+    assert service["command"] == ["/venv/bin/yitong-service", "--settings", "/s.yaml", "--data-dir", "/d",
+                                  "--port", "8010"]
+    assert service["url"] == "http://127.0.0.1:8010" and service["api_token"] == "T"
+    assert cfg["YitongSpawner"] == {
+        "backend": "local", "data_dir": "/d", "platform_api_token": "T",
+        "platform_api_url": "http://127.0.0.1:8010/services/yitong/api/v1",
+        "user_api_url": "http://127.0.0.1:8000/services/yitong/api/v1",
+    }
+    assert cfg["Spawner"]["cmd"] == ["/venv/bin/jupyterhub-singleuser"]
+    assert cfg["Spawner"]["environment"]["PATH"].startswith("/venv/bin:")
+    assert cfg["ConfigurableHTTPProxy"] == {"api_url": "http://127.0.0.1:8001", "command": ["/chp"]}
+    assert cfg["Authenticator"]["admin_users"] == {"admin"}
+    user_role = next(r for r in hub["load_roles"] if r["name"] == "user")
+    assert "access:services!service=yitong" in user_role["scopes"]
+
+
+@pytest.mark.parametrize(
+    "settings, cls, expected",
+    [
+        ({"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}},
+         "YitongSpawner", {"kube_namespace_prefix": "ai-"}),
+        ({"backend": "slurm", "backends": {"slurm": {"partition": "gpu"}}},
+         "YitongSpawner", {"slurm_partition": "gpu"}),
+        ({"backend": "slurm"}, "YitongSlurmSpawner",
+         {"batchspawner_singleuser_cmd": "/venv/bin/batchspawner-singleuser"}),
+        ({"hub": {"ip": "0.0.0.0", "port": 9000, "public_url": "https://ai.example.org"}},
+         "YitongSpawner", {"user_api_url": "https://ai.example.org/services/yitong/api/v1"}),
+    ],
+)
+def test_backend_sections(settings, cls, expected):
+    cfg = build(settings)
+    assert {k: cfg[cls][k] for k in expected} == expected
+
+
+def test_kubernetes_does_not_point_pods_at_local_binaries():
+    assert "cmd" not in build({"backend": "kubernetes"})["Spawner"]
+
+
+@pytest.mark.parametrize("text, message", [("- a\n- b\n", "YAML mapping"), ("backend: docker\n", "backend must be")])
+def test_bad_settings_files(tmp_path, text, message):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        load_settings(path)
+
+
+def test_secret_is_created_once_with_0600(tmp_path):
+    path = tmp_path / "secrets" / "token"
+    first = read_or_create_secret(path)
+    assert len(first) == 64 and read_or_create_secret(path) == first
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_apply_sets_traits():
+    from traitlets.config import Config
+
+    c = Config()
+    apply(c, build({}))
+    assert c.YitongSpawner.backend == "local" and c.JupyterHub.spawner_class == "yitong"
