@@ -28,6 +28,7 @@ from .reconcile import reconcile_forever
 from .routes import ROUTERS
 from .seed import seed
 from .settings import Settings, SettingsError, load_settings
+from .storage import Storage
 
 log = logging.getLogger("yitong_services")
 
@@ -71,6 +72,7 @@ def create_app(
         access_scopes=frozenset(
             json.loads(scopes) if scopes else [f"access:services!service={name}"]
         ),
+        storage=Storage(settings, db),
     )
     interval = settings.service.reconcile_interval if reconcile_interval is None else reconcile_interval
 
@@ -92,7 +94,7 @@ def create_app(
     app = FastAPI(
         title="Yitong platform service",
         version="1",
-        description="VCs, quotas, profiles and allocations. Errors are `{\"detail\": \"...\"}`.",
+        description="VCs, quotas, profiles, allocations and datasets. Errors are `{\"detail\": \"...\"}`.",
         openapi_url=f"{prefix}openapi.json",
         docs_url=f"{prefix}docs",
         redoc_url=None,

@@ -60,3 +60,19 @@ def release_refusal(caller: Identity, owner: str, allocation_id: int) -> str | N
     if caller.privileged or (caller.kind == "user" and caller.name == owner):
         return None
     return f"{caller.name} may not release allocation {allocation_id} of {owner}"
+
+
+def sees_dataset(person: Person, owner: str, visibility: str, vc_groups: Iterable[str]) -> bool:
+    """Admins see every dataset; the owner a private one; members of its VC a ``vc`` one."""
+    if person.admin:
+        return True
+    if visibility == "private":
+        return person.name == owner
+    return is_member(person, vc_groups)
+
+
+def dataset_owner_refusal(person: Person, owner: str, dataset: str, what: str) -> str | None:
+    """Changing or deleting a dataset (or a version): its owner and admins."""
+    if person.admin or person.name == owner:
+        return None
+    return f"{person.name} may not {what} dataset {dataset} of {owner}"

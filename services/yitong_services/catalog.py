@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .errors import Refusal
-from .models import VC, Allocation, Profile
+from .models import VC, Allocation, Dataset, Profile
 from .schemas import ProfileIn, ProfilePatch, VCIn, VCPatch
 
 
@@ -61,6 +61,9 @@ def delete_vc(session: Session, name: str) -> None:
     if live:
         names = ", ".join(f"{a.id} ({a.user}, {a.kind} {a.ref})" for a in live)
         raise Refusal(409, f"VC {name} still has allocations: {names}")
+    datasets = session.scalars(select(Dataset.name).where(Dataset.vc == name).order_by(Dataset.name)).all()
+    if datasets:
+        raise Refusal(409, f"VC {name} still has datasets: {', '.join(f'{name}/{d}' for d in datasets)}")
     session.delete(vc)
 
 

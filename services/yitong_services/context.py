@@ -10,6 +10,7 @@ from .db import Database
 from .hub import HubClient
 from .quantities import Resources
 from .settings import Settings
+from .storage import Storage
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Context:
     oauth_client_id: str = "service-yitong"
     cookie_secret: bytes = b""
     access_scopes: frozenset[str] = field(default_factory=frozenset)
+    storage: Storage = None  # type: ignore[assignment]  # built by create_app
 
     @property
     def cookie_name(self) -> str:

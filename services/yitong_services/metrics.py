@@ -1,4 +1,4 @@
-"""Prometheus metrics: VC quota/usage and allocations (read at scrape time) and HTTP requests."""
+"""Prometheus metrics: VC quota/usage, allocations and the dataset store (read at scrape time), HTTP requests."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from fastapi import FastAPI, Request
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from .db import Database
-from .models import VC
+from .models import VC, Dataset, DatasetVersion, StoredObject
 from .quantities import Resources
 from .views import allocations_by_vc, vc_dict
 
@@ -45,6 +45,32 @@ class StateCollector(Collector):
         yield from (quota, used, allocs, inv)
 
 
+class StoreCollector(Collector):
+    """Datasets per VC, versions, and objects/bytes in the dataset store (loose and packed)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def collect(self) -> Iterator[Metric]:
+        datasets = GaugeMetricFamily("yitong_datasets", "Datasets per VC", labels=["vc"])
+        versions = GaugeMetricFamily("yitong_dataset_versions", "Dataset versions per VC", labels=["vc"])
+        objects = GaugeMetricFamily("yitong_store_objects", "Objects in the dataset store", labels=["kind"])
+        size = GaugeMetricFamily("yitong_store_bytes", "Bytes of objects in the dataset store", labels=["kind"])
+        with self.db.session() as s:
+            for vc, count in s.execute(select(Dataset.vc, func.count(Dataset.id)).group_by(Dataset.vc)):
+                datasets.add_metric([vc], count)
+            query = select(Dataset.vc, func.count(DatasetVersion.id)).join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+            for vc, count in s.execute(query.group_by(Dataset.vc)):
+                versions.add_metric([vc], count)
+            packed = StoredObject.pack.is_(None)
+            for loose, count, total in s.execute(
+                select(packed, func.count(StoredObject.hash), func.coalesce(func.sum(StoredObject.size), 0)).group_by(packed)
+            ):
+                objects.add_metric(["loose" if loose else "packed"], count)
+                size.add_metric(["loose" if loose else "packed"], int(total))
+        yield from (datasets, versions, objects, size)
+
+
 class Metrics:
     """One registry per app (tests run several apps in one process)."""
 
@@ -58,6 +84,7 @@ class Metrics:
             "yitong_http_request_duration_seconds", "HTTP latency", ["method", "route"], registry=self.registry
         )
         self.registry.register(StateCollector(db, inventory))
+        self.registry.register(StoreCollector(db))
 
     def install(self, app: FastAPI) -> None:
         @app.middleware("http")

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2 ORM: VC, Profile, Allocation (resources as JSON), SeedLog."""
+"""SQLAlchemy 2 ORM: VC, Profile, Allocation (resources as JSON), SeedLog; datasets and the object index."""
 
 from __future__ import annotations
 
@@ -79,3 +79,80 @@ class SeedLog(Base):
 
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     name: Mapped[str] = mapped_column(String(32), primary_key=True)
+
+
+class Dataset(Base):
+    """A named dataset ``<vc>/<name>``; ``next_number`` never goes back, so numbers are not reused."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (UniqueConstraint("vc", "name", name="uq_datasets_vc_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    vc: Mapped[str] = mapped_column(ForeignKey("vcs.name"), index=True)
+    name: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(Text, default="")
+    visibility: Mapped[str] = mapped_column(String(16), default="vc")
+    owner: Mapped[str] = mapped_column(String(255))
+    next_number: Mapped[int] = mapped_column(Integer, default=1)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DatasetVersion(Base):
+    """An immutable version: the hash of its manifest in the store, and totals for listings."""
+
+    __tablename__ = "dataset_versions"
+    __table_args__ = (UniqueConstraint("dataset_id", "number", name="uq_dataset_versions_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    manifest: Mapped[str] = mapped_column(String(64), index=True)
+    parent: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    author: Mapped[str] = mapped_column(String(255))
+    message: Mapped[str] = mapped_column(Text, default="")
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DatasetTag(Base):
+    __tablename__ = "dataset_tags"
+    __table_args__ = (UniqueConstraint("dataset_id", "name", name="uq_dataset_tags_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id", ondelete="CASCADE"), index=True)
+
+
+class DatasetRef(Base):
+    """Something that uses a version (``job 42``): the version may not be deleted meanwhile."""
+
+    __tablename__ = "dataset_refs"
+    __table_args__ = (UniqueConstraint("version_id", "kind", "ref", name="uq_dataset_refs"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(255))
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Pack(Base):
+    __tablename__ = "packs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StoredObject(Base):
+    """The object index: a hash is stored loose (``pack`` null) or at ``offset`` in a pack."""
+
+    __tablename__ = "objects"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    pack: Mapped[str | None] = mapped_column(ForeignKey("packs.id"), nullable=True, index=True)
+    offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+``backend``, ``service``, ``database``, ``storage``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
 """
@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from .quantities import parse_amount
 from .schemas import ProfileSpec, Resources, VCSpec, check_name
 
 DEFAULT_SETTINGS = "yitong.example.yaml"
 DEFAULT_DATA_DIR = ".yitong"
+
+Bytes = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
 
 
 class Lenient(BaseModel):
@@ -36,6 +39,20 @@ class DatabaseSettings(Lenient):
     url: str | None = None
 
 
+class StorageSettings(BaseModel):
+    """The dataset store (``storage``): where objects live and the limits of uploads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(None, description="fsspec URL; null = file://<data_dir>/store")
+    options: dict[str, Any] = Field(default_factory=dict, description="passed to fsspec.filesystem")
+    pack_threshold: Bytes = Field(2**20, description="files up to this size travel in packs")
+    max_upload_bytes: Bytes = Field(100 * 2**30, description="largest pack body or Upload-Length (413 above)")
+    cache_dir: Path | None = Field(None, description="null = <data_dir>/cache")
+    materialize_dir: Path | None = Field(None, description="null = <data_dir>/materialized")
+    gc_grace: float = Field(3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected")
+
+
 class BackendSettings(Lenient):
     inventory: Resources = Field(default_factory=dict)
 
@@ -44,6 +61,7 @@ class Settings(Lenient):
     backend: Literal["local", "kubernetes", "slurm"] = "local"
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)
@@ -62,6 +80,18 @@ class Settings(Lenient):
     @property
     def database_url(self) -> str:
         return self.database.url or f"sqlite:///{self.data_dir / 'yitong.sqlite'}"
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage.url or f"file://{(self.data_dir / 'store').absolute()}"
+
+    @property
+    def cache_dir(self) -> Path:
+        return (self.storage.cache_dir or self.data_dir / "cache").absolute()
+
+    @property
+    def materialize_dir(self) -> Path:
+        return (self.storage.materialize_dir or self.data_dir / "materialized").absolute()
 
     def backend_inventory(self) -> Resources:
         section = self.backends.get(self.backend)

@@ -6,12 +6,20 @@
 - ``db_url`` (session, parametrized ``sqlite`` / ``postgresql``): an empty database; the
   PostgreSQL leg reads ``YITONG_TEST_POSTGRES_URL`` and is skipped locally / failed in CI
   when unreachable.
+- ``s3`` (session): moto's S3 server (``ThreadedMotoServer``) on a free port: no real object store can
+  be installed here, moto speaks the S3 protocol that s3fs uses; ``s3_storage()`` makes a fresh
+  bucket and returns a ``storage`` settings section for it.
 - ``service`` (function): the FastAPI app, migrated and seeded on a wiped database, served
   in-process (ASGI) against the hub; ``service.call(who, method, path, **kw)``.
+- ``service_factory``: ``async with service_factory(storage={...}) as svc`` for other settings.
+- ``store_kind`` (parametrized ``local`` / ``s3``) and ``data_service``: the service on a local
+  store or on moto's S3; ``service.data`` has dataset helpers (``DataOps``: ``push``
+  uploads what is missing as a pack and commits; ``pack_of``, ``entries``, ``b3``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -25,6 +33,8 @@ import httpx
 import pytest
 from helpers import free_port, require
 from sqlalchemy import create_engine, text
+
+from blake3 import blake3
 
 from yitong_services.app import create_app
 from yitong_services.settings import Settings
@@ -161,7 +171,8 @@ def db_kind(request) -> str:
 def wipe(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
-        for table in ("allocations", "seed_log", "profiles", "vcs", "alembic_version"):
+        for table in ("objects", "packs", "dataset_refs", "dataset_tags", "dataset_versions", "datasets",
+                      "allocations", "seed_log", "profiles", "vcs", "alembic_version"):
             conn.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
     engine.dispose()
 
@@ -192,7 +203,12 @@ class Service:
 
     async def call(self, who: str | None, method: str, path: str, **kw) -> httpx.Response:
         url = path if path.startswith("/") else f"{PREFIX}api/v1/{path}"
-        return await self.client.request(method, url, headers=self.headers(who), **kw)
+        headers = self.headers(who) | kw.pop("headers", {})
+        return await self.client.request(method, url, headers=headers, **kw)
+
+    @property
+    def data(self) -> DataOps:
+        return DataOps(self)
 
     async def allocate(self, user: str, vc: str, profile: str, ref: str, kind: str = "server", who: str = "service"):
         body = {"user": user, "vc": vc, "profile": profile, "kind": kind, "ref": ref}
@@ -219,6 +235,23 @@ async def service(hub: Hub, db_url: str, tmp_path: Path):
 
 
 @pytest.fixture
+def service_factory(hub: Hub, db_url: str, tmp_path: Path):
+    """``async with service_factory(storage={...}) as svc``: a service with settings overrides."""
+
+    @contextlib.asynccontextmanager
+    async def make(data_dir: str = "data", **overrides):
+        app = build_app(db_url, tmp_path / data_dir, hub, **overrides)
+        async with app.router.lifespan_context(app):
+            svc = Service(app, hub)
+            try:
+                yield svc
+            finally:
+                await svc.client.aclose()
+
+    return make
+
+
+@pytest.fixture
 async def second_service(hub: Hub, db_url: str, tmp_path: Path, service: Service):
     """Another app instance (own engine, own process locks) on the same database."""
     app = build_app(db_url, tmp_path / "data2", hub)
@@ -226,3 +259,90 @@ async def second_service(hub: Hub, db_url: str, tmp_path: Path, service: Service
         svc = Service(app, hub)
         yield svc
         await svc.client.aclose()
+
+
+@pytest.fixture(scope="session")
+def s3():
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def s3_storage(endpoint: str) -> dict:
+    """A fresh bucket on moto's S3 and the ``storage`` settings section that points at it."""
+    import boto3
+
+    bucket = f"yt-{secrets.token_hex(6)}"
+    options = {
+        "endpoint_url": endpoint, "key": "testing", "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"}, "use_listings_cache": False, "skip_instance_cache": True,
+    }
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+                 region_name="us-east-1").create_bucket(Bucket=bucket)
+    return {"url": f"s3://{bucket}/store", "options": options}
+
+
+@pytest.fixture(params=["local", "s3"])
+def store_kind(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+async def data_service(hub: Hub, db_url: str, tmp_path: Path, store_kind: str, request):
+    storage = {"gc_grace": 0}
+    if store_kind == "s3":
+        storage |= s3_storage(request.getfixturevalue("s3"))
+    app = build_app(db_url, tmp_path / "data", hub, storage=storage)
+    async with app.router.lifespan_context(app):
+        svc = Service(app, hub)
+        yield svc
+        await svc.client.aclose()
+
+
+class DataOps:
+    """What a client does, over the service's HTTP API."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    @staticmethod
+    def b3(data: bytes) -> str:
+        return blake3(data).hexdigest()
+
+    @staticmethod
+    def pack_of(blobs) -> bytes:
+        """Pack records: ``<32-byte hash><8-byte big-endian size><bytes>``."""
+        return b"".join(bytes.fromhex(DataOps.b3(b)) + len(b).to_bytes(8, "big") + b for b in blobs)
+
+    @staticmethod
+    def entries(files: dict[str, bytes]) -> list[dict]:
+        return [{"path": p, "size": len(b), "hash": DataOps.b3(b)} for p, b in files.items()]
+
+    async def create(self, who: str, dataset: str, visibility: str = "vc") -> None:
+        vc, name = dataset.split("/")
+        r = await self.service.call(who, "POST", "datasets", json={"vc": vc, "name": name, "visibility": visibility})
+        assert r.status_code in (201, 409), r.text
+
+    async def upload(self, who: str, blobs) -> None:
+        blobs = {self.b3(b): b for b in blobs}
+        r = await self.service.call(who, "POST", "objects/missing", json={"hashes": list(blobs)})
+        assert r.status_code == 200, r.text
+        todo = [blobs[h] for h in r.json()["missing"]]
+        if todo:
+            r = await self.service.call(who, "POST", "objects/pack", content=self.pack_of(todo))
+            assert r.status_code == 200, r.text
+
+    async def push(self, who: str, dataset: str, files: dict[str, bytes], message: str = "", visibility: str = "vc"):
+        await self.create(who, dataset, visibility)
+        await self.upload(who, files.values())
+        latest = (await self.service.call(who, "GET", f"datasets/{dataset}")).json()["latest"]
+        body = {"message": message, "parent": latest, "files": self.entries(files)}
+        return await self.service.call(who, "POST", f"datasets/{dataset}/versions", json=body)
+
+

@@ -2,7 +2,7 @@
 
 from fastapi import APIRouter
 
-from . import allocations, health, me, profiles, spawn_options, usage, vcs
+from . import allocations, datasets, health, me, objects, profiles, spawn_options, storage, usage, vcs, version_data, versions
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -12,4 +12,9 @@ ROUTERS: list[APIRouter] = [
     spawn_options.router,
     allocations.router,
     usage.router,
+    datasets.router,
+    versions.router,
+    version_data.router,
+    objects.router,
+    storage.router,
 ]

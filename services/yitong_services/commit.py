@@ -1,0 +1,94 @@
+"""Committing a version: all of it or none of it.
+
+1. the manifest is made canonical and hashed; the parent must be the latest version;
+2. every object it names must be indexed with the size the manifest says;
+3. the manifest goes into the store (temp, then rename);
+4. under the storage lock, the checks are repeated and the version row is inserted in one
+   transaction. A crash before 4 commits leaves at most an orphan manifest for GC.
+
+Blocking: call from a worker thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from . import datasets
+from .authz import Person
+from .dataset_schemas import CommitIn
+from .dataset_views import one_version
+from .errors import Refusal
+from .manifest import canonical, hashes, manifest_hash, totals
+from .models import Dataset, DatasetVersion
+from .objindex import locate, storage_lock
+from .storage import Storage
+
+SHOWN = 10
+
+
+def _check_parent(session: Session, d: Dataset, parent: int | None, h: str) -> DatasetVersion | None:
+    """The existing version when nothing changed; 409 when ``parent`` is not the latest."""
+    last = datasets.latest(session, d)
+    have = last.number if last else None
+    if parent != have:
+        said = f"the latest is version {have}" if have else "it has no versions yet"
+        raise Refusal(409, f"dataset {datasets.full_name(d)}: parent {parent} is not the latest version ({said}); pull and commit again")
+    if last is not None and last.manifest == h:
+        return last
+    return None
+
+
+def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any]) -> None:
+    wanted = hashes(manifest)
+    found = locate(session, wanted)
+    absent = [h for h in wanted if h not in found]
+    if absent:
+        more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
+        raise Refusal(
+            422,
+            f"dataset {datasets.full_name(d)}: {len(absent)} objects are not in the store (upload them first): "
+            f"{', '.join(absent[:SHOWN])}{more}",
+        )
+    for f in manifest["files"]:
+        if found[f["hash"]].size != f["size"]:
+            raise Refusal(
+                422,
+                f"dataset {datasets.full_name(d)}: file '{f['path']}' says {f['size']} bytes but object "
+                f"{f['hash']} has {found[f['hash']].size}",
+            )
+
+
+def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
+    """(version dict, created?)."""
+    try:
+        manifest = canonical(f.model_dump() for f in body.files)
+    except ValueError as e:
+        raise Refusal(422, f"dataset {vc}/{name}: {e}") from e
+    h = manifest_hash(manifest)
+    files, size = totals(manifest)
+    db = storage.db
+    with db.session() as s:
+        d = datasets.visible(s, person, vc, name)
+        datasets.require_member(s, person, d)
+        same = _check_parent(s, d, body.parent, h)
+        if same is not None:
+            return one_version(s, d, same), False
+        _check_objects(s, d, manifest)
+    storage.put_manifest(manifest, h)
+    with storage_lock(db) as s:
+        d = datasets.visible(s, person, vc, name)
+        same = _check_parent(s, d, body.parent, h)
+        if same is not None:
+            return one_version(s, d, same), False
+        _check_objects(s, d, manifest)
+        storage.put_manifest(manifest, h)  # GC may have taken an old orphan copy meanwhile
+        v = DatasetVersion(
+            dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,
+            author=person.name, message=body.message, files=files, bytes=size,
+        )
+        d.next_number += 1
+        s.add(v)
+        s.flush()
+        return one_version(s, d, v), True

@@ -1,0 +1,147 @@
+"""Pydantic models of the dataset API (``extra="forbid"``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from .manifest import hash_refusal
+from .schemas import Name, Strict
+
+MAX_HASHES = 200_000
+
+
+def _hash(value: str) -> str:
+    refused = hash_refusal(value)
+    if refused:
+        raise ValueError(refused)
+    return value
+
+
+Hash = Annotated[str, AfterValidator(_hash)]
+Visibility = Literal["private", "vc"]
+TagName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
+
+
+class DatasetIn(Strict):
+    vc: Name
+    name: Name
+    description: str = ""
+    visibility: Visibility = "vc"
+
+
+class DatasetPatch(Strict):
+    description: str | None = None
+    visibility: Visibility | None = None
+
+
+class DatasetOut(Strict):
+    vc: str
+    name: str
+    full_name: str
+    description: str
+    visibility: str
+    owner: str
+    created: datetime
+    versions: int
+    latest: int | None
+    bytes: int
+    tags: dict[str, int]
+
+
+class FileEntry(Strict):
+    path: str
+    size: int = Field(ge=0)
+    hash: str
+
+
+class Manifest(Strict):
+    files: list[FileEntry]
+
+
+class CommitIn(Strict):
+    message: str = ""
+    parent: int | None = None
+    files: list[FileEntry]
+
+
+class Lineage(Strict):
+    parent: int | None
+    job: int | None = None
+
+
+class VersionOut(Strict):
+    dataset: str
+    number: int
+    manifest: str
+    parent: int | None
+    author: str
+    message: str
+    created: datetime
+    files: int
+    bytes: int
+    tags: list[str]
+    lineage: Lineage
+
+
+class Committed(VersionOut):
+    unchanged: bool = False
+
+
+class Hashes(Strict):
+    hashes: list[Hash] = Field(max_length=MAX_HASHES)
+
+
+class Missing(Strict):
+    missing: list[str]
+
+
+class Stored(Strict):
+    stored: int
+    bytes: int
+
+
+class UploadState(Strict):
+    offset: int
+    complete: bool
+
+
+class TagIn(Strict):
+    version: int = Field(ge=1)
+
+
+class SizedPath(Strict):
+    path: str
+    size: int
+
+
+class ChangedPath(Strict):
+    path: str
+    old_size: int
+    size: int
+
+
+class Diff(Strict):
+    added: list[SizedPath]
+    removed: list[SizedPath]
+    changed: list[ChangedPath]
+
+
+class Materialized(Strict):
+    path: str
+
+
+class GCResult(Strict):
+    objects: int
+    bytes: int
+    packs: int
+    manifests: int = 0
+    temp_files: int = 0
+
+
+class VerifyResult(Strict):
+    checked: int
+    corrupt: list[str]
+    missing: list[str]

@@ -1,0 +1,81 @@
+"""Pack uploads: stream records into a new pack, check every hash, then index in one transaction.
+
+Blocking: ``feed`` and ``commit`` run in a worker thread. The pack is written to a temp key as
+the body arrives and renamed into ``packs/<id>.pack`` only when every record checked out;
+objects already indexed (or repeated in the pack) are validated but not indexed again, and a
+pack with nothing new is dropped. A crash before the index transaction leaves an orphan pack
+that GC removes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from .db import Database
+from .objindex import index, locate, storage_lock
+from .packs import PackError, PackReader
+from .store import Store, pack_key
+
+
+def too_big(what: str, size: int, limit: int) -> str:
+    return f"{what} of {human(size)} exceeds the {human(limit)} limit (storage.max_upload_bytes)"
+
+
+def human(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{size} bytes"  # pragma: no cover
+
+
+class PackIngest:
+    """One pack upload in progress."""
+
+    def __init__(self, store: Store, db: Database, limit: int) -> None:
+        self.store = store
+        self.db = db
+        self.limit = limit
+        self.reader = PackReader(limit)
+        self.pack_id = secrets.token_hex(16)
+        self.received = 0
+        self._writer = store.writer(pack_key(self.pack_id))
+        self._file = self._writer.__enter__()
+        self._open = True
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self.limit:
+            raise PackError(too_big("the pack upload", self.received, self.limit), 413)
+        self.reader.feed(chunk)
+        self._file.write(chunk)
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        if self._open:
+            self._open = False
+            error = exc or PackError("aborted")
+            self._writer.__exit__(type(error), error, None)
+
+    def commit(self) -> dict[str, Any]:
+        try:
+            records = self.reader.finish()
+        except PackError as e:
+            self.abort(e)
+            raise
+        first: dict[str, Any] = {}
+        for r in records:
+            first.setdefault(r.hash, r)
+        with self.db.session() as s:
+            present = locate(s, first)
+        new = [r for h, r in first.items() if h not in present]
+        if not new:
+            self.abort()
+            return {"stored": 0, "bytes": 0}
+        self._open = False
+        self._writer.__exit__(None, None, None)  # rename into place
+        rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset} for r in new]
+        with storage_lock(self.db) as s:
+            stored = index(s, rows, pack=(self.pack_id, self.received))
+        return {"stored": stored, "bytes": sum(r.size for r in new)}

@@ -1,0 +1,115 @@
+"""Read-only trees of versions for jobs and kernels, hardlinked from a local object cache.
+
+``<cache>/objects/<h[:2]>/<h>`` holds each object once (0444, filled from the store and
+checked against its hash on the way). ``<materialized>/<manifest-hash>/`` is built in a
+``.tmp-<uuid>`` directory (hardlinks; copies where the cache is on another filesystem), made
+read-only (files 0444, directories 0555) and renamed into place, so a crash never leaves a
+half tree. Blocking: call from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from blake3 import blake3
+
+from .objindex import locate
+from .storage import Storage
+
+LINK_ERRORS = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES}
+
+
+def cache_path(cache_dir: Path, h: str) -> Path:
+    return cache_dir / "objects" / h[:2] / h
+
+
+def fill_cache(storage: Storage, hashes: list[str]) -> None:
+    """Copy every object not yet cached from the store, checking its hash."""
+    todo = [h for h in hashes if not cache_path(storage.cache_dir, h).exists()]
+    if not todo:
+        return
+    with storage.db.session() as s:
+        found = locate(s, todo)
+    for h in todo:
+        if h not in found:
+            raise FileNotFoundError(f"object {h} is not in the store")
+        target = cache_path(storage.cache_dir, h)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{h}.tmp-{uuid.uuid4().hex}")
+        hasher = blake3()
+        try:
+            with open(tmp, "wb") as f:
+                for chunk in storage.chunks(found[h]):
+                    hasher.update(chunk)
+                    f.write(chunk)
+            if hasher.hexdigest() != h:
+                raise OSError(f"object {h} in the store is corrupt (BLAKE3 {hasher.hexdigest()})")
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
+def _place(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in LINK_ERRORS:
+            raise
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o444)
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a read-only tree (directories are 0555)."""
+    if not path.exists():
+        return
+    for root, dirs, _files in os.walk(path):
+        os.chmod(root, 0o755)
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def build_tree(cache_dir: Path, target: Path, manifest: dict[str, Any]) -> None:
+    target.mkdir(parents=True)
+    dirs = {target}
+    for f in manifest["files"]:
+        dst = target.joinpath(*f["path"].split("/"))
+        if dst.parent not in dirs:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dirs.add(dst.parent)
+        _place(cache_path(cache_dir, f["hash"]), dst)
+    for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+        os.chmod(d, 0o555)
+
+
+def materialize(storage: Storage, manifest_hash: str) -> Path:
+    """The read-only tree of a manifest, built once."""
+    final = storage.materialize_dir / manifest_hash
+    if final.exists():
+        return final
+    manifest = storage.manifest(manifest_hash)
+    fill_cache(storage, sorted({f["hash"] for f in manifest["files"]}))
+    storage.materialize_dir.mkdir(parents=True, exist_ok=True)
+    tmp = storage.materialize_dir / f".tmp-{uuid.uuid4().hex}"
+    try:
+        build_tree(storage.cache_dir, tmp, manifest)
+        os.chmod(tmp, 0o755)  # renaming a directory needs it writable
+        try:
+            os.rename(tmp, final)
+        except OSError as e:
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+        else:
+            os.chmod(final, 0o555)
+    finally:
+        remove_tree(tmp)
+    return final

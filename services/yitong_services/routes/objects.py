@@ -1,0 +1,150 @@
+"""Uploading objects: which are missing, packs of small ones, resumable uploads of large ones."""
+
+import asyncio
+
+from fastapi import APIRouter, Header, Request, Response
+
+from ..dataset_schemas import Hashes, Missing, Stored, UploadState
+from ..errors import Refusal
+from ..ingest import PackIngest, too_big
+from ..manifest import hash_refusal
+from ..objindex import locate, missing
+from ..packs import PackError
+from .common import Caller, Ctx, in_thread
+
+router = APIRouter(prefix="/objects", tags=["objects"])
+BATCH = 1 << 20
+_locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+def _check_hash(h: str) -> None:
+    refused = hash_refusal(h)
+    if refused:
+        raise Refusal(422, refused)
+
+
+def _int_header(name: str, value: str | None) -> int:
+    if value is None or not value.strip().isdigit():
+        raise Refusal(422, f"header {name} must be a byte count, got {value!r}")
+    return int(value)
+
+
+@router.post("/missing", response_model=Missing)
+async def missing_objects(body: Hashes, caller: Caller, ctx: Ctx) -> dict:
+    """Which of these hashes (at most 200,000) the store lacks: upload those before committing."""
+
+    def work() -> list[str]:
+        with ctx.db.session() as s:
+            return missing(s, body.hashes)
+
+    return {"missing": await in_thread(work)}
+
+
+@router.post("/pack", response_model=Stored, openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}})
+async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
+    """Upload small objects as one pack of ``<32-byte hash><8-byte size><bytes>`` records.
+
+    Each record is hashed as it streams; a bad record is 422 naming the hash and nothing of the
+    pack is indexed; a body over ``storage.max_upload_bytes`` is 413 before it is stored.
+    """
+    storage = ctx.storage
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > storage.limit:
+        raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
+    ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit)
+    buf = bytearray()
+    try:
+        async for chunk in request.stream():
+            buf += chunk
+            if len(buf) >= BATCH:
+                await in_thread(ingest.feed, bytes(buf))
+                buf.clear()
+        if buf:
+            await in_thread(ingest.feed, bytes(buf))
+        return await in_thread(ingest.commit)
+    except PackError as e:
+        await in_thread(ingest.abort, e)
+        raise Refusal(e.status, str(e)) from e
+    except BaseException as e:
+        await in_thread(ingest.abort, e)
+        raise
+
+
+async def _stored_size(ctx, h: str) -> int | None:  # type: ignore[no-untyped-def]
+    def work() -> int | None:
+        with ctx.db.session() as s:
+            loc = locate(s, [h]).get(h)
+            return loc.size if loc else None
+
+    return await in_thread(work)
+
+
+@router.head("/{hash}/upload")
+async def upload_state(hash: str, caller: Caller, ctx: Ctx) -> Response:
+    """``Upload-Complete: 1`` when the object is stored, else ``Upload-Offset``: where to resume."""
+    _check_hash(hash)
+    size = await _stored_size(ctx, hash)
+    if size is not None:
+        return Response(headers={"Upload-Complete": "1", "Upload-Offset": str(size)})
+    offset = await in_thread(ctx.storage.spool.offset, hash)
+    return Response(headers={"Upload-Offset": str(offset)})
+
+
+@router.patch("/{hash}/upload", response_model=UploadState)
+async def upload_chunk(
+    hash: str,
+    request: Request,
+    caller: Caller,
+    ctx: Ctx,
+    upload_offset: str | None = Header(None),
+    upload_length: str | None = Header(None),
+) -> dict:
+    """Append the body at ``Upload-Offset`` (409 with the right offset otherwise) to an upload of
+    ``Upload-Length`` bytes; the last piece is hashed and moved into the store (422 on mismatch)."""
+    _check_hash(hash)
+    storage = ctx.storage
+    offset = _int_header("Upload-Offset", upload_offset)
+    length = _int_header("Upload-Length", upload_length)
+    if length > storage.limit:
+        raise Refusal(413, too_big(f"upload of object {hash}", length, storage.limit))
+    if await _stored_size(ctx, hash) is not None:
+        return {"offset": length, "complete": True}
+    key = (str(storage.spool.directory), hash)
+    lock = _locks.setdefault(key, asyncio.Lock())
+    if lock.locked():
+        raise Refusal(409, f"another upload of object {hash} is in progress")
+    async with lock:
+        try:
+            return await _append(ctx, hash, offset, length, request)
+        finally:
+            _locks.pop(key, None)
+
+
+async def _append(ctx, h: str, offset: int, length: int, request: Request) -> dict:  # type: ignore[no-untyped-def]
+    spool = ctx.storage.spool
+    await in_thread(spool.check_offset, h, offset)
+    if offset > length:
+        raise Refusal(422, f"upload of object {h}: Upload-Offset {offset} is past Upload-Length {length}")
+    f = await in_thread(spool.open, h)
+    written, buf, overrun = 0, bytearray(), False
+    try:
+        async for chunk in request.stream():
+            if offset + written + len(buf) + len(chunk) > length:
+                overrun = True
+                break
+            buf += chunk
+            if len(buf) >= BATCH:
+                await in_thread(spool.write, f, bytes(buf))
+                written += len(buf)
+                buf.clear()
+        if buf and not overrun:
+            await in_thread(spool.write, f, bytes(buf))
+            written += len(buf)
+    finally:
+        size = await in_thread(spool.close, f, offset if overrun else None)
+    if overrun:
+        raise Refusal(422, f"upload of object {h}: the body runs past Upload-Length {length}; nothing of it was kept")
+    if size == length:
+        await in_thread(spool.finish, h, length)
+        return {"offset": length, "complete": True}
+    return {"offset": size, "complete": False}

@@ -1,0 +1,26 @@
+"""Store maintenance (admins): garbage collection and verification."""
+
+from fastapi import APIRouter, Query
+
+from ..dataset_schemas import GCResult, VerifyResult
+from ..gc import collect
+from ..verify import verify
+from .common import Caller, Ctx, in_thread, require_admin
+
+router = APIRouter(prefix="/storage", tags=["storage"])
+
+
+@router.post("/gc", response_model=GCResult)
+async def garbage_collect(
+    caller: Caller, ctx: Ctx, grace: float | None = Query(None, ge=0, description="seconds; default storage.gc_grace")
+) -> dict:
+    """Admin: delete objects, packs and manifests no version references, and stale temp files."""
+    require_admin(caller, "collect garbage in the dataset store")
+    return await in_thread(collect, ctx.storage, grace)
+
+
+@router.post("/verify", response_model=VerifyResult)
+async def verify_store(caller: Caller, ctx: Ctx) -> dict:
+    """Admin: rehash every stored object and manifest; report corrupt and missing ones."""
+    require_admin(caller, "verify the dataset store")
+    return await in_thread(verify, ctx.storage)

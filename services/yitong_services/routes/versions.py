@@ -1,0 +1,92 @@
+"""Versions of a dataset: commit, list, show, diff, delete."""
+
+from fastapi import APIRouter, Query, Response
+
+from .. import datasets as ds
+from ..commit import commit
+from ..dataset_schemas import CommitIn, Committed, Diff, VersionOut
+from ..dataset_views import one_version, versions_list
+from ..manifest import diff
+from .common import Caller, Ctx, as_person, in_thread
+
+router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
+
+
+@router.post(
+    "/versions",
+    response_model=Committed,
+    status_code=201,
+    responses={200: {"description": "the manifest equals the parent's: the existing version, unchanged: true"}},
+)
+async def commit_version(vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response) -> dict:
+    """Members who see the dataset: commit a version whose objects are all uploaded; atomic.
+
+    409 when ``parent`` is not the latest version; 422 naming bad paths or missing objects.
+    """
+    out, created = await in_thread(commit, ctx.storage, as_person(caller), vc, name, body)
+    if not created:
+        response.status_code = 200
+    return out | {"unchanged": not created}
+
+
+@router.get("/versions", response_model=list[VersionOut])
+async def list_versions(vc: str, name: str, caller: Caller, ctx: Ctx) -> list[dict]:
+    """Versions, newest first: number, author, message, parent, files, bytes, tags."""
+
+    def work() -> list[dict]:
+        with ctx.db.session() as s:
+            return versions_list(s, ds.visible(s, as_person(caller), vc, name))
+
+    return await in_thread(work)
+
+
+@router.get("/versions/{ref}", response_model=VersionOut)
+async def get_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> dict:
+    """One version; ``ref`` is a number, ``v<number>``, a tag or ``latest``."""
+
+    def work() -> dict:
+        with ctx.db.session() as s:
+            d = ds.visible(s, as_person(caller), vc, name)
+            return one_version(s, d, ds.resolve(s, d, ref))
+
+    return await in_thread(work)
+
+
+@router.delete("/versions/{ref}", status_code=204)
+async def delete_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> Response:
+    """The owner or an admin: delete a version (409 naming what uses it); GC reclaims its objects."""
+    person = as_person(caller)
+
+    def work() -> None:
+        with ctx.db.session() as s, s.begin():
+            d = ds.visible(s, person, vc, name)
+            ds.require_owner(person, d, "delete versions of")
+            ds.delete_version(s, d, ds.resolve(s, d, ref))
+
+    await in_thread(work)
+    return Response(status_code=204)
+
+
+@router.get("/diff", response_model=Diff)
+async def diff_versions(
+    vc: str,
+    name: str,
+    caller: Caller,
+    ctx: Ctx,
+    old: str | None = Query(None, alias="from", description="default: the parent of `to`"),
+    new: str = Query("latest", alias="to"),
+) -> dict:
+    """Files added, removed and changed (with sizes) from one version to another."""
+
+    def work() -> dict:
+        with ctx.db.session() as s:
+            d = ds.visible(s, as_person(caller), vc, name)
+            after = ds.resolve(s, d, new)
+            before = ds.resolve(s, d, old) if old is not None else None
+            if old is None and after.parent is not None:
+                before = ds.resolve(s, d, str(after.parent))
+        empty: dict = {"files": []}
+        first = ctx.storage.manifest(before.manifest) if before else empty
+        return diff(first, ctx.storage.manifest(after.manifest))
+
+    return await in_thread(work)

@@ -1,0 +1,101 @@
+"""The pure parts of datasets against literals: manifest form and hash, diff, path rules,
+the pack record reader (any chunking), HTTP ranges, visibility rules."""
+
+import json
+
+import pytest
+from blake3 import blake3
+
+from yitong_services.authz import Person, sees_dataset
+from yitong_services.manifest import canonical, diff, manifest_hash, path_refusal
+from yitong_services.packs import PackError, PackReader, record_header
+from yitong_services.serve import parse_range
+
+H = {c: blake3(c.encode()).hexdigest() for c in "abc"}
+
+
+def test_canonical_sorts_by_utf8_bytes_and_hash_is_the_contract():
+    files = [
+        {"path": "é.txt", "size": 1, "hash": H["a"]},
+        {"path": "z.txt", "size": 2, "hash": H["b"]},
+        {"path": "Z/a", "size": 3, "hash": H["c"]},
+    ]
+    m = canonical(files)
+    assert [f["path"] for f in m["files"]] == ["Z/a", "z.txt", "é.txt"]
+    text = (
+        '{"files":[{"hash":"%s","path":"Z/a","size":3},{"hash":"%s","path":"z.txt","size":2},'
+        '{"hash":"%s","path":"é.txt","size":1}]}' % (H["c"], H["b"], H["a"])
+    )
+    assert manifest_hash(m) == blake3(text.encode()).hexdigest()
+    assert json.loads(text) == m
+
+
+@pytest.mark.parametrize(
+    "path,ok",
+    [("a/b.txt", True), ("...", True), ("a..b", True), (".hidden", True), ("数据/x", True),
+     ("../x", False), ("a/..", False), ("/x", False), ("a\\b", False), ("a\x00", False), ("a\x7f", False),
+     ("./x", False), ("a//b", False), ("a/", False), ("", False), ("\ud800", False)],
+)
+def test_path_rules(path, ok):
+    assert (path_refusal(path) is None) == ok, path_refusal(path)
+
+
+def test_diff():
+    old = canonical([{"path": "a", "size": 1, "hash": H["a"]}, {"path": "b", "size": 2, "hash": H["b"]}])
+    new = canonical([{"path": "b", "size": 3, "hash": H["c"]}, {"path": "c", "size": 4, "hash": H["a"]}])
+    assert diff(old, new) == {
+        "added": [{"path": "c", "size": 4}],
+        "removed": [{"path": "a", "size": 1}],
+        "changed": [{"path": "b", "old_size": 2, "size": 3}],
+    }
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 40, 41, 1000])
+def test_pack_reader_any_chunking(chunk):
+    blobs = [b"", b"x" * 100, b"hello"]
+    stream = b"".join(record_header(blake3(b).hexdigest(), len(b)) + b for b in blobs)
+    reader = PackReader(limit=1000)
+    for i in range(0, len(stream), chunk):
+        reader.feed(stream[i : i + chunk])
+    records = reader.finish()
+    assert [(r.hash, r.size) for r in records] == [(blake3(b).hexdigest(), len(b)) for b in blobs]
+    assert [stream[r.offset : r.offset + r.size] for r in records] == blobs
+
+
+def test_pack_reader_refusals():
+    reader = PackReader(limit=10)
+    with pytest.raises(PackError) as e:
+        reader.feed(record_header(H["a"], 11))
+    assert e.value.status == 413
+    reader = PackReader(limit=10)
+    with pytest.raises(PackError, match=f"object {H['a']} in the pack has the BLAKE3"):
+        reader.feed(record_header(H["a"], 1) + b"b")
+
+
+@pytest.mark.parametrize(
+    "header,expected",
+    [(None, None), ("bytes=0-9", (0, 10)), ("bytes=90-", (90, 100)), ("bytes=-10", (90, 100)),
+     ("bytes=95-200", (95, 100)), ("bytes=0-1,5-6", None), ("items=0-1", None)],
+)
+def test_parse_range(header, expected):
+    assert parse_range(header, 100) == expected
+
+
+@pytest.mark.parametrize("header", ["bytes=100-", "bytes=5-2", "bytes=-0"])
+def test_parse_range_unsatisfiable(header):
+    with pytest.raises(ValueError):
+        parse_range(header, 100)
+
+
+@pytest.mark.parametrize(
+    "person,visibility,sees",
+    [
+        (Person("alice", groups=("vision",)), "private", True),   # owner
+        (Person("erin", groups=("vision",)), "private", False),   # member, not owner
+        (Person("erin", groups=("vision",)), "vc", True),
+        (Person("carol", groups=("everyone",)), "vc", False),
+        (Person("root", admin=True), "private", True),
+    ],
+)
+def test_visibility(person, visibility, sees):
+    assert sees_dataset(person, "alice", visibility, ["vision"]) == sees
