@@ -21,13 +21,19 @@ export interface IApiInfo {
   profile: string | null;
 }
 
-/** GET `<baseUrl>/<path>`; rejects with the service's `detail` sentence on failure. */
-export async function getJSON<T>(path: string): Promise<T> {
+/** `method <baseUrl>/<path>` with an optional JSON body; resolves to the decoded JSON (null for
+ * 204) and rejects with the service's `detail` sentence on failure. */
+export async function requestJSON<T>(method: string, path: string, body?: unknown): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, path);
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers = { 'Content-Type': 'application/json' };
+  }
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, {}, settings);
+    response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
     throw new Error(`cannot reach this server: ${String(error)}`);
   }
@@ -43,6 +49,11 @@ export async function getJSON<T>(path: string): Promise<T> {
     throw new Error(detail || `the platform API answered HTTP ${response.status}`);
   }
   return data as T;
+}
+
+/** GET `<baseUrl>/<path>`; rejects with the service's `detail` sentence on failure. */
+export function getJSON<T>(path: string): Promise<T> {
+  return requestJSON<T>('GET', path);
 }
 
 export const fetchVCs = (): Promise<IVC[]> => getJSON<IVC[]>('yitong/api/vcs');

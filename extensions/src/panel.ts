@@ -1,11 +1,14 @@
-// The "Yitong" sidebar: the user's VCs with quota / used / free per resource as bars.
+// The "Yitong" sidebar: the user's VCs with quota / used / free per resource as bars, then the
+// Datasets section (datasets.ts).
 // DOM hooks for browser tests: #yitong-panel, .yt-vc[data-vc=NAME],
-// .yt-resource[data-resource=R] (data-quota/data-used/data-free), .yt-error, .yt-refresh.
+// .yt-resource[data-resource=R] (data-quota/data-used/data-free), .yt-error, .yt-refresh;
+// the Datasets section's hooks are listed in datasets.ts.
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IApiInfo, IVC, fetchInfo, fetchVCs, formatAmount, resourceNames } from './api';
+import { DatasetsSection } from './datasets';
 import { yitongIcon } from './icon';
 
 export const REFRESH_MS = 15000;
@@ -82,7 +85,8 @@ export class YitongPanel extends Widget {
     button.onclick = () => void this.refresh();
     header.append(el('span', 'yt-title', 'Virtual clusters'), button);
     this._error.hidden = true;
-    this.node.append(header, this._error, this._list, this._updated);
+    this._datasets = new DatasetsSection(() => this._info?.vc ?? null);
+    this.node.append(header, this._error, this._list, this._updated, this._datasets.node);
     this._timer = window.setInterval(() => {
       if (this.isVisible) {
         void this.refresh();
@@ -105,7 +109,7 @@ export class YitongPanel extends Widget {
       if (this._info === null) {
         this._info = await fetchInfo().catch(() => null);
       }
-      const vcs = await fetchVCs();
+      const [vcs] = await Promise.all([fetchVCs(), this._datasets.refresh()]);
       this._error.hidden = true;
       this._error.textContent = '';
       this._render(vcs);
@@ -141,6 +145,7 @@ export class YitongPanel extends Widget {
   private _list = el('div', 'yt-vcs');
   private _updated = el('div', 'yt-updated');
   private _info: IApiInfo | null = null;
+  private _datasets: DatasetsSection;
   private _pending: Promise<void> | null = null;
   private _timer: number;
 }

@@ -100,15 +100,29 @@ class Client:
             raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
         import httpx  # lazy: keep `import yitong_lab` and `%load_ext yitong_lab` instant
 
+        try:
+            response = self.http().request(method, self.url + path, json=json, params=params)
+        except httpx.HTTPError as exc:
+            raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
+        return self.check(response)
+
+    def http(self) -> Any:
+        """The shared ``httpx.Client`` (token header set; thread-safe), for streaming calls."""
+        if not self.url:
+            raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
         if self._http is None:
+            import httpx
+
             headers = {"Accept": "application/json"}
             if self.token:
                 headers["Authorization"] = f"token {self.token}"
-            self._http = httpx.Client(headers=headers, timeout=self.timeout)
-        try:
-            response = self._http.request(method, self.url + path, json=json, params=params)
-        except httpx.HTTPError as exc:
-            raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
+            limits = httpx.Limits(max_connections=16, max_keepalive_connections=8)
+            self._http = httpx.Client(headers=headers, timeout=self.timeout, limits=limits)
+        return self._http
+
+    @staticmethod
+    def check(response: Any) -> Any:
+        """The decoded JSON body of a read response, or :class:`YitongError` for a 4xx/5xx."""
         try:
             body = response.json() if response.content else None
         except ValueError:

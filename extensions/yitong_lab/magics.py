@@ -2,6 +2,8 @@
 
 ``%yt vc ls`` prints exactly what ``yt vc ls`` prints; refusals print the service's
 sentence (no traceback). Only stdlib is imported here; the SDK imports httpx on first use.
+In a notebook (a kernel with a frontend), ``%yt data commit|pull`` show an ipywidgets progress
+bar instead of tqdm's text bar.
 """
 
 from __future__ import annotations
@@ -20,7 +22,23 @@ def yt(line: str) -> None:
 
         print(f"yt: {error}", file=sys.stderr)
         return
-    run(argv)
+    run(argv, progress=progress_kind())
+
+
+def progress_kind() -> str:
+    """``"widget"`` inside a Jupyter kernel (ipykernel's shell), ``"auto"`` elsewhere (IPython in
+    a terminal shows tqdm, like ``yt``)."""
+    import sys
+
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
+        try:
+            import ipywidgets  # noqa: F401
+        except ImportError:
+            return "auto"
+        return "widget"
+    return "auto"
 
 
 def register(ipython) -> None:  # noqa: ANN001

@@ -11,6 +11,9 @@
 - ``yt``: runs the installed ``yt`` console script in a subprocess; ``vc_ls_text``: what
   ``yt vc ls`` prints for alice.
 - ``yt_env``: points the SDK at the stand-in as alice (``YITONG_API_URL``, ``JUPYTERHUB_API_TOKEN``).
+- ``platform_api.datasets``: the stand-in's dataset routes (``datasets_standin.py``: objects,
+  packs, resumable uploads, versions, tags, diff, fetch, materialize; knobs to drop connections).
+  ``yt_env`` also points ``YITONG_CACHE_DIR`` (the stat cache) into the test's tmp dir.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import datasets_standin  # noqa: E402
 
 PREFIX = "/services/yitong/api/v1"
 GiB = 2**30
@@ -77,6 +83,17 @@ class StandIn(BaseHTTPRequestHandler):
 
     def handle_any(self) -> None:
         state = self.server.state
+        route = self.path.split("?")[0][len(PREFIX):]
+        if self.path.startswith(PREFIX) and route.startswith(("/datasets", "/objects/", "/storage/")):
+            auth = self.headers.get("Authorization", "")
+            state.requests.append((self.command, self.path, auth, None))
+            if state.fail:
+                return self.reply(state.fail[0], {"detail": state.fail[1]})
+            user = USERS.get(re.sub(r"^(token|Bearer) ", "", auth))
+            if user is None:
+                return self.reply(401, {"detail": "authentication required: send a JupyterHub token"})
+            member_of = [vc["name"] for vc in state.vcs.values() if set(vc["groups"]) & set(user["groups"])]
+            return datasets_standin.handle(self, user, member_of, route)
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         auth = self.headers.get("Authorization", "")
@@ -130,12 +147,13 @@ class StandIn(BaseHTTPRequestHandler):
         del state.vcs[vc["name"]]
         return self.reply(204)
 
-    do_GET = do_POST = do_PATCH = do_DELETE = handle_any
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = do_HEAD = handle_any
 
 
 @pytest.fixture
 def platform_api():
-    state = SimpleNamespace(vcs=copy.deepcopy(VCS), requests=[], fail=None)
+    state = SimpleNamespace(vcs=copy.deepcopy(VCS), requests=[], fail=None,
+                            datasets=datasets_standin.DatasetState())
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     server.daemon_threads = True
     server.state = state
@@ -145,14 +163,16 @@ def platform_api():
     yield state
     server.shutdown()
     server.server_close()
+    state.datasets.close()
 
 
 @pytest.fixture
-def yt_env(monkeypatch, platform_api):
+def yt_env(monkeypatch, platform_api, tmp_path):
     for name in ("YT_API_URL", "YT_TOKEN", "YITONG_VC", "YITONG_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("YITONG_API_URL", platform_api.url)
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-token")
+    monkeypatch.setenv("YITONG_CACHE_DIR", str(tmp_path / "yt-cache"))
     return platform_api
 
 

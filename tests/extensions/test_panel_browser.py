@@ -161,3 +161,52 @@ async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
         return json.loads(await page.eval(PANEL_STATE))["error"]
 
     assert await wait_for(error, timeout=30, what=".yt-error") == "the platform service is restarting"
+
+
+UPLOAD_STATE = """JSON.stringify({
+  state: document.querySelector('#yitong-panel .yt-upload')?.dataset.state ?? null,
+  status: document.querySelector('#yitong-panel .yt-upload-status')?.textContent,
+  progress: [document.querySelector('.yt-upload-progress')?.value, document.querySelector('.yt-upload-progress')?.max],
+  versions: [...document.querySelectorAll('.yt-dataset[data-dataset="vision/web"] .yt-version')]
+            .map(e => e.dataset.version),
+})"""
+
+
+async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
+    """Datasets section: pick a folder (input webkitdirectory), upload with a progress bar, see the
+    new version, copy the path of its materialised tree."""
+    folder = tmp_path / "picked" / "imgs"
+    (folder / "train").mkdir(parents=True)
+    files = {"a.txt": b"alpha", "train/1.png": os.urandom(300_000)}
+    for path, data in files.items():
+        (folder / path).write_bytes(data)
+    await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}")
+    await wait_for(lambda: page.eval("!!document.querySelector('#yitong-panel .yt-datasets .yt-upload')"),
+                   timeout=120, what="the Datasets section")
+    await page.eval("""(() => {
+      document.querySelector('.yt-upload-dataset').value = 'vision/web';
+      document.querySelector('.yt-upload-message').value = 'from the panel';
+    })()""")
+    root = (await page.send("DOM.getDocument"))["root"]["nodeId"]
+    node = (await page.send("DOM.querySelector", nodeId=root, selector=".yt-upload input[type=file]"))["nodeId"]
+    await page.send("DOM.setFileInputFiles", nodeId=node, files=[str(folder)])
+    picked = await page.eval("Array.from(document.querySelector('.yt-upload input[type=file]').files)"
+                             ".map(f => f.webkitRelativePath).sort()")
+    assert picked == ["imgs/a.txt", "imgs/train/1.png"]
+    await page.eval("document.querySelector('.yt-upload-button').click()")
+
+    async def uploaded():
+        state = json.loads(await page.eval(UPLOAD_STATE))
+        return state if state["state"] in ("done", "error") and (state["versions"] or state["state"] == "error") else None
+
+    state = await wait_for(uploaded, timeout=60, what="the upload")
+    assert (state["state"], state["status"], state["versions"]) == ("done", "Committed vision/web v1.", ["1"])
+    assert state["progress"][0] == state["progress"][1] > 0
+    version = yt_env.datasets.datasets["vision/web"]["versions"][0]
+    assert sorted(f["path"] for f in version["files"]) == ["a.txt", "train/1.png"]
+    assert version["message"] == "from the panel"
+
+    await page.eval("document.querySelector('.yt-version[data-version=\"1\"] .yt-copy-path').click()")
+    path = await wait_for(lambda: page.eval("document.querySelector('.yt-version[data-version=\"1\"]').dataset.path"),
+                          timeout=30, what="the materialised path")
+    assert Path(path, "train", "1.png").read_bytes() == files["train/1.png"]

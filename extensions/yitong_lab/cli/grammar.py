@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "whoami": "yitong_lab.cli.whoami",
     "vc": "yitong_lab.cli.vc",
     "profile": "yitong_lab.cli.profile",
+    "data": "yitong_lab.cli.data",
 }
 
 
@@ -52,7 +53,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(prog: str = PROG) -> Parser:
     parser = Parser(
         prog=prog,
-        description="Yitong: your virtual clusters (VCs), quotas and profiles.",
+        description="Yitong: your virtual clusters (VCs), quotas, profiles and datasets.",
         epilog="Configured by YITONG_API_URL and JUPYTERHUB_API_TOKEN (or YT_API_URL, YT_TOKEN).",
     )
     common = Parser(add_help=False)
@@ -63,10 +64,11 @@ def build_parser(prog: str = PROG) -> Parser:
     return parser
 
 
-def run(argv: list[str], client: Any = None) -> int:
+def run(argv: list[str], client: Any = None, progress: Any = "auto") -> int:
     """Parse ``argv``, run the command, print to ``sys.stdout``/``sys.stderr``; return the exit code.
 
-    Service refusals print ``yt: <the service's sentence>`` on stderr and return 1.
+    Service refusals print ``yt: <the service's sentence>`` on stderr and return 1. ``progress``:
+    how transfers show progress (``"auto"``: tqdm on a terminal; ``"widget"`` in a notebook).
     """
     try:
         args = build_parser().parse_args(argv)
@@ -79,7 +81,7 @@ def run(argv: list[str], client: Any = None) -> int:
     if own:
         client = Client()
     try:
-        args.func(args, client, Output(json=getattr(args, "json", False)))
+        args.func(args, client, Output(json=getattr(args, "json", False), progress=progress))
     except YitongError as error:
         print(f"{PROG}: {error.detail}", file=sys.stderr)
         return 1

@@ -80,9 +80,11 @@ def profiles_table(profiles: list[dict[str, Any]]) -> str:
 
 @dataclass
 class Output:
-    """Where a command prints: ``show(data, text)`` prints JSON or the text rendering."""
+    """Where a command prints: ``show(data, text)`` prints JSON or the text rendering.
+    ``progress`` is handed to long transfers (see :mod:`yitong_lab.datasets.progress`)."""
 
     json: bool = False
+    progress: Any = "auto"
 
     def show(self, data: Any, text: str) -> None:
         if self.json:

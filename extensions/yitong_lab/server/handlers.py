@@ -1,6 +1,6 @@
 """Routes of the server extension (relative to the server's ``base_url``).
 
-- ``GET|POST|PATCH|DELETE yitong/api/<path>``: forwarded to ``$YITONG_API_URL/<path>`` with the
+- ``GET|POST|PUT|PATCH|DELETE yitong/api/<path>``: forwarded to ``$YITONG_API_URL/<path>`` with the
   server's token, so the browser never holds it; the upstream status and JSON body come back.
 - ``GET yitong/api-info``: ``{"configured": bool, "vc": ..., "profile": ...}``.
 
@@ -22,7 +22,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from yitong_lab.client import api_token, api_url
 
-FORWARDED_METHODS = ("GET", "POST", "PATCH", "DELETE")
+FORWARDED_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
 def upstream_url(base: str, path: str, query: str) -> str | None:
@@ -97,6 +97,11 @@ class ForwardHandler(YitongHandler):
 
     @web.authenticated
     @authorized
+    async def put(self, path: str) -> None:
+        await self.forward(path)
+
+    @web.authenticated
+    @authorized
     async def patch(self, path: str) -> None:
         await self.forward(path)
 
@@ -119,6 +124,7 @@ class InfoHandler(YitongHandler):
         })
 
 
+#: the dataset upload routes (``uploads.upload_handlers``) are added next to these by the extension
 default_handlers = [
     (r"yitong/api/(.*)", ForwardHandler),
     (r"yitong/api-info", InfoHandler),

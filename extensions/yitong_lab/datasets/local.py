@@ -1,0 +1,166 @@
+"""The local side of a dataset: walk a directory (``os.scandir``), hash what the stat cache does
+not know (BLAKE3 in a thread pool, streaming, never a whole big file in memory).
+
+A scanned file is a plain tuple ``(path, size, mtime_ns, inode)`` (``path`` relative to the
+root, ``/``-separated): 70,000 of them must cost little more than the 70,000 ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from yitong_lab.datasets.statcache import Stat
+
+SMALL = 1 << 20  # read in one call up to this size; mmap in 64 MiB windows above
+WINDOW = 64 << 20
+BATCH = 256  # small files per thread-pool task (70k futures would cost more than the hashing)
+PARTIAL_MARKERS = (".yt-tmp-", ".yt-part-")  # our own temporary files (pull): never content
+
+Scanned = tuple[str, int, int, int]  # (path, size, mtime_ns, inode)
+
+
+def scan(root: str) -> list[Scanned]:
+    """Every regular file under ``root``, sorted by path (= UTF-8 byte order). Symlinks to files
+    are followed, symlinked directories are not, so a tree with a loop still ends."""
+    root = os.path.abspath(root)
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"{root} is not a directory")
+    files: list[Scanned] = []
+    add = files.append
+    stack = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, f"{prefix}{entry.name}/"))
+                elif entry.is_file():
+                    st = entry.stat()
+                    add((prefix + entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
+    files.sort()
+    return files
+
+
+def local_path(root: str, path: str) -> str:
+    """The local file of manifest path ``path`` under ``root``."""
+    return f"{root}/{path}" if os.sep == "/" else os.path.join(root, *path.split("/"))
+
+
+def stat_of(path: str) -> Stat:
+    st = os.stat(path)
+    return Stat(st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def hash_path(path: str, size: int, progress: Callable[[int], None] | None = None) -> str:
+    """BLAKE3 hex of one file: small ones in one read, big ones through mmap windows with all
+    cores (``max_threads=AUTO``)."""
+    import blake3
+
+    if size <= SMALL:
+        with open(path, "rb") as f:
+            data = f.read()
+        if progress:
+            progress(len(data))
+        return blake3.blake3(data).hexdigest()
+    import mmap
+
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    with open(path, "rb") as f:
+        length = os.fstat(f.fileno()).st_size
+        if length == 0:
+            return hasher.hexdigest()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            view = memoryview(mm)
+            try:
+                for offset in range(0, length, WINDOW):
+                    block = view[offset:offset + WINDOW]
+                    hasher.update(block)
+                    block.release()
+                    if progress:
+                        progress(min(WINDOW, length - offset))
+            finally:
+                view.release()
+    return hasher.hexdigest()
+
+
+def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, int, int]] | None:
+    """One read, then ``fstat`` of the same descriptor: ``None`` when the file is not the one
+    that was scanned any more (the caller hashes it again the careful way)."""
+    from blake3 import blake3
+
+    with open(path, "rb") as f:
+        data = f.read()
+        st = os.fstat(f.fileno())
+    after = (st.st_size, st.st_mtime_ns, st.st_ino)
+    if after != stat or len(data) != st.st_size:
+        return None
+    return blake3(data).hexdigest(), after
+
+
+def _hash_checked(root: str, file: Scanned, progress: Callable[[int], None] | None) -> tuple[str, Stat]:
+    """Hash, then stat again: a file written meanwhile is hashed once more, then refused."""
+    path = local_path(root, file[0])
+    if file[1] <= SMALL:
+        done = _hash_small(path, file[1:])
+        if done is not None:
+            if progress:
+                progress(file[1])
+            return done
+    stat = stat_of(path)
+    for _ in range(2):
+        digest = hash_path(path, stat.size, progress)
+        after = stat_of(path)
+        if after == stat:
+            return digest, after
+        stat = after
+    raise OSError(f"{path} keeps changing while it is being read: commit it once it is written")
+
+
+def hash_files(root: str, files: list[Scanned], cache, progress=None,
+               workers: int | None = None) -> dict[str, str]:
+    """``{path: hash}`` for ``files`` (scanned under ``root``): stat-cache hits cost nothing, the
+    rest are hashed in a thread pool and go into ``cache`` in one transaction. ``progress``: a
+    :class:`~yitong_lab.datasets.progress.Progress` (phase ``hash``, in bytes)."""
+    if not files:
+        return {}
+    root = os.path.abspath(root)
+    known = cache.load(root)
+    hashes: dict[str, str] = {}
+    todo: list[Scanned] = []
+    for file in files:
+        hit = known.get(file[0])
+        if hit is not None and hit[:3] == file[1:]:
+            hashes[file[0]] = hit[3]
+        else:
+            todo.append(file)
+    if not todo:
+        return hashes
+    advance = None
+    if progress is not None:
+        progress.start("hash", sum(f[1] for f in todo))
+        advance = progress.update
+
+    def run(batch: list[Scanned]) -> list[tuple[str, Stat, str]]:
+        out = []
+        for file in batch:
+            digest, stat = _hash_checked(root, file, advance)
+            out.append((file[0], stat, digest))
+        return out
+
+    small = [f for f in todo if f[1] <= SMALL]
+    batches = [small[i:i + BATCH] for i in range(0, len(small), BATCH)]
+    batches += [[f] for f in todo if f[1] > SMALL]
+    fresh: list[tuple[str, Stat, str]] = []
+    if len(batches) == 1:
+        fresh = run(batches[0])
+    else:
+        workers = workers or min(8, os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="yt-hash") as pool:
+            for rows in pool.map(run, batches):
+                fresh.extend(rows)
+    for path, _stat, digest in fresh:
+        hashes[path] = digest
+    cache.store(root, fresh)
+    return hashes

@@ -1,0 +1,123 @@
+"""The pack record format: ``<32-byte raw hash><8-byte big-endian size><bytes>``, repeated.
+
+:func:`pack_body` streams files as one pack (a generator body for httpx: never a whole pack in
+memory); :class:`PackDecoder` turns a received stream back into records, chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+HEADER = 40  # 32 bytes of hash + 8 bytes of size
+BLOCK = 1 << 20
+
+
+def header(hash_hex: str, size: int) -> bytes:
+    """The 40-byte record header."""
+    try:
+        raw = bytes.fromhex(hash_hex)
+    except ValueError:
+        raw = b""
+    if len(raw) != 32:
+        raise ValueError(f"{hash_hex!r} is not a BLAKE3 hash (64 hex digits)")
+    return raw + size.to_bytes(8, "big")
+
+
+def encode(records: Iterable[tuple[str, bytes]]) -> bytes:
+    """A whole pack in memory (tests and tiny packs): ``[(hash, data), ...]`` -> bytes."""
+    return b"".join(header(h, len(data)) + data for h, data in records)
+
+
+class Item(NamedTuple):
+    hash: str
+    size: int
+    path: str  # the local file that holds the bytes
+
+
+def body_length(items: Iterable[Item]) -> int:
+    return sum(HEADER + item.size for item in items)
+
+
+def pack_body(items: list[Item], sent: Callable[[int], None] | None = None) -> Iterator[bytes]:
+    """Yield the pack of ``items`` in blocks of at most 1 MiB; ``sent(n)`` after each block.
+
+    A file whose size changed since it was hashed raises ``OSError`` (the upload then fails
+    instead of sending a record the service would refuse).
+    """
+    for item in items:
+        yield header(item.hash, item.size)
+        left = item.size
+        with open(item.path, "rb") as f:
+            while left:
+                block = f.read(min(BLOCK, left))
+                if not block:
+                    break
+                left -= len(block)
+                yield block
+                if sent:
+                    sent(len(block))
+        if left:
+            raise OSError(f"{item.path} changed while it was being uploaded: commit again")
+        if sent:
+            sent(HEADER)
+
+
+class Record(NamedTuple):
+    """One event of :class:`PackDecoder`: bytes ``data`` of the record ``hash`` (``size`` bytes
+    in all); ``end`` is true on the record's last event (an empty record has one event)."""
+
+    hash: str
+    size: int
+    data: bytes
+    end: bool
+
+
+class PackDecoder:
+    """Incremental decoder: ``feed(chunk)`` yields :class:`Record` events; ``close()`` checks
+    that the stream did not stop inside a record."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._hash: str | None = None
+        self._size = 0
+        self._left = 0
+
+    def feed(self, chunk: bytes) -> Iterator[Record]:
+        view = self._buffer + chunk if self._buffer else chunk
+        self._buffer = b""
+        pos = 0
+        while pos < len(view):
+            if self._hash is None:
+                if len(view) - pos < HEADER:
+                    self._buffer = bytes(view[pos:])
+                    return
+                self._hash = bytes(view[pos:pos + 32]).hex()
+                self._size = self._left = int.from_bytes(view[pos + 32:pos + HEADER], "big")
+                pos += HEADER
+                if self._left == 0:
+                    yield Record(self._hash, 0, b"", True)
+                    self._hash = None
+                continue
+            take = min(self._left, len(view) - pos)
+            self._left -= take
+            data = bytes(view[pos:pos + take])
+            pos += take
+            yield Record(self._hash, self._size, data, self._left == 0)
+            if self._left == 0:
+                self._hash = None
+
+    def close(self) -> None:
+        if self._hash is not None or self._buffer:
+            raise ValueError("the pack stream ended inside a record")
+
+
+def decode(data: bytes) -> list[tuple[str, bytes]]:
+    """A whole pack -> ``[(hash, data), ...]`` (tests)."""
+    decoder, out, parts = PackDecoder(), [], []
+    for record in decoder.feed(data):
+        parts.append(record.data)
+        if record.end:
+            out.append((record.hash, b"".join(parts)))
+            parts = []
+    decoder.close()
+    return out
