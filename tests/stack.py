@@ -27,6 +27,7 @@ from helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+YT = str(VENV_BIN / "yt")
 
 
 class Stack:
@@ -108,7 +109,7 @@ class Stack:
 
     def _login(self, client: httpx.Client, name: str) -> None:
         r = client.get("/hub/login")
-        xsrf = client.cookies.get("_xsrf") or re.search(r'name="_xsrf" value="([^"]+)"', r.text).group(1)
+        xsrf = self.xsrf(client) or re.search(r'name="_xsrf" value="([^"]+)"', r.text).group(1)
         r = client.post(
             "/hub/login",
             data={"username": name, "password": self.passwords[name], "_xsrf": xsrf},
@@ -116,13 +117,21 @@ class Stack:
         if r.status_code >= 400 or "/hub/login" in str(r.url):
             raise AssertionError(f"login of {name} failed: {r.status_code} {r.url}")
 
+    @staticmethod
+    def xsrf(client: httpx.Client) -> str:
+        """The hub's XSRF cookie (a user's server sets its own under /user/NAME/)."""
+        for cookie in client.cookies.jar:
+            if cookie.name == "_xsrf" and cookie.path in ("/hub/", "/hub"):
+                return cookie.value
+        return ""
+
     def token(self, name: str) -> str:
         """An API token for a user, asked for through a session logged in with their password."""
         with self.login(name) as c:
             r = c.post(
                 f"/hub/api/users/{name}/tokens",
                 json={"note": "test", "expires_in": 3600},
-                headers={"X-XSRFToken": c.cookies.get("_xsrf", "")},
+                headers={"X-XSRFToken": self.xsrf(c)},
             )
         r.raise_for_status()
         return r.json()["token"]
@@ -167,3 +176,17 @@ class Stack:
             r = api.get("/allocations", params=params)
             r.raise_for_status()
             return r.json()
+
+    # -- the yt CLI ----------------------------------------------------------------------
+    def cli_env(self, token: str, **extra: str) -> dict[str, str]:
+        """The environment of a terminal outside any notebook server, logged in with token."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_"))}
+        env.update(YT_API_URL=self.platform, YT_TOKEN=token, **extra)
+        return env
+
+    def yt(self, token: str, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess:
+        r = subprocess.run([YT, *args], env=self.cli_env(token, **extra), capture_output=True, text=True,
+                           timeout=300)
+        if check and r.returncode:
+            raise AssertionError(f"yt {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
+        return r

@@ -30,7 +30,7 @@ def page():
         browser.close()
 
 
-def test_picker_spawn_and_panel(stack, admin_token, page):
+def test_picker_spawn_and_panel(stack, admin_token, page, tmp_path):
     # someone else in the VC holds its only GPU
     with stack.hub(admin_token) as hub:
         assert hub.post("/users/u7/server", json={"vc": "vision", "profile": "gpu-1"}).status_code in (201, 202)
@@ -65,6 +65,33 @@ def test_picker_spawn_and_panel(stack, admin_token, page):
         gpu_row = card.locator('.yt-resource[data-resource="nvidia.com/gpu"]')
         assert gpu_row.get_attribute("data-used") == "1" and gpu_row.get_attribute("data-quota") == "1"
         page.screenshot(path=str(DOCS_IMG / "lab-panel.png"))
+
+        # Datasets section: upload a folder through the panel into the real service's store
+        folder = tmp_path / "leaves"
+        (folder / "healthy").mkdir(parents=True)
+        for i in range(5):
+            (folder / "healthy" / f"{i}.txt").write_text(f"leaf {i}\n")
+        page.click("#yitong-panel .yt-upload-dataset")  # focusing prefills this server's VC
+        page.keyboard.type("leaves")
+        assert page.input_value("#yitong-panel .yt-upload-dataset") == "vision/leaves"
+        page.fill("#yitong-panel .yt-upload-message", "from the browser")
+        page.set_input_files("#yitong-panel .yt-upload input[type=file]", str(folder))
+        page.click("#yitong-panel .yt-upload-button")
+        upload = page.locator("#yitong-panel .yt-upload")
+        for _ in range(240):
+            if upload.get_attribute("data-state") in ("done", "error"):
+                break
+            page.wait_for_timeout(250)
+        status = page.locator("#yitong-panel .yt-upload-status").inner_text()
+        assert upload.get_attribute("data-state") == "done", status
+        dataset = page.locator('#yitong-panel .yt-dataset[data-dataset="vision/leaves"]')
+        dataset.wait_for(timeout=30_000)
+        page.screenshot(path=str(DOCS_IMG / "lab-datasets.png"))
+        with stack.platform_client(stack.token("alice")) as api:
+            [version] = api.get("/datasets/vision/leaves/versions").json()
+            manifest = api.get("/datasets/vision/leaves/versions/1/manifest").json()
+        assert version["message"] == "from the browser" and version["author"] == "alice"
+        assert sorted(f["path"] for f in manifest["files"]) == [f"healthy/{i}.txt" for i in range(5)]
     finally:
         stack.stop_server(admin_token, "u7")
         stack.stop_server(admin_token, "alice")

@@ -3,27 +3,9 @@ admin verbs change VCs."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 pytestmark = pytest.mark.e2e
-
-YT = str(Path(sys.executable).parent / "yt")
-
-
-def env_for(stack, token):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_"))}
-    env.update(YT_API_URL=stack.platform, YT_TOKEN=token)
-    return env
-
-
-def yt(stack, token, *args, check=True):
-    return subprocess.run([YT, *args], env=env_for(stack, token), capture_output=True, text=True,
-                          timeout=60, check=check)
 
 
 def run_in_kernel(env, code: str) -> str:
@@ -48,23 +30,23 @@ def run_in_kernel(env, code: str) -> str:
 
 
 def test_magic_prints_what_the_cli_prints(stack, alice_token):
-    cli = yt(stack, alice_token, "vc", "ls").stdout
+    cli = stack.yt(alice_token, "vc", "ls").stdout
     assert "vision" in cli and "nlp" not in cli
     # the yitong-python3 kernelspec loads the magics itself: no %load_ext needed
-    magic = run_in_kernel(env_for(stack, alice_token), "%yt vc ls")
+    magic = run_in_kernel(stack.cli_env(alice_token), "%yt vc ls")
     assert magic == cli
 
 
 def test_cli_admin_verbs_and_refusals(stack, admin_token, alice_token):
-    r = yt(stack, alice_token, "vc", "create", "rogue", "--quota", "cpu=1", check=False)
+    r = stack.yt(alice_token, "vc", "create", "rogue", "--quota", "cpu=1", check=False)
     assert r.returncode == 1 and "admin" in r.stderr.lower()
-    yt(stack, admin_token, "vc", "create", "audio", "--quota", "cpu=2,memory=4Gi,nvidia.com/gpu=0",
+    stack.yt(admin_token, "vc", "create", "audio", "--quota", "cpu=2,memory=4Gi,nvidia.com/gpu=0",
        "--group", "vision", "--profile", "cpu-small", "--description", "Audio team")
-    assert "audio" in yt(stack, alice_token, "vc", "ls").stdout
-    yt(stack, admin_token, "vc", "edit", "audio", "--quota", "cpu=3,memory=4Gi")
-    shown = yt(stack, admin_token, "vc", "show", "audio", "--json").stdout
+    assert "audio" in stack.yt(alice_token, "vc", "ls").stdout
+    stack.yt(admin_token, "vc", "edit", "audio", "--quota", "cpu=3,memory=4Gi")
+    shown = stack.yt(admin_token, "vc", "show", "audio", "--json").stdout
     assert '"cpu": 3' in shown.replace("3.0", "3")
-    yt(stack, admin_token, "vc", "rm", "audio", "--yes")
-    assert "audio" not in yt(stack, alice_token, "vc", "ls").stdout
-    r = yt(stack, alice_token, "vc", "show", "nlp", check=False)
+    stack.yt(admin_token, "vc", "rm", "audio", "--yes")
+    assert "audio" not in stack.yt(alice_token, "vc", "ls").stdout
+    r = stack.yt(alice_token, "vc", "show", "nlp", check=False)
     assert r.returncode == 1 and "nlp" in r.stderr

@@ -19,7 +19,7 @@ def test_login_picker_spawn_lab(stack, admin_token):
         assert "Computer vision &lt;b&gt;team&lt;/b&gt;" in page
         r = browser.post(
             "/hub/spawn",
-            data={"profile": "vision/cpu-small", "_xsrf": browser.cookies.get("_xsrf", "")},
+            data={"profile": "vision/cpu-small", "_xsrf": stack.xsrf(browser)},
         )
         assert r.status_code < 400, r.text[:500]
         srv = stack.wait_ready(admin_token, "alice")

@@ -171,7 +171,7 @@ def db_kind(request) -> str:
 def wipe(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
-        for table in ("objects", "packs", "dataset_refs", "dataset_tags", "dataset_versions", "datasets",
+        for table in ("runs", "jobs", "objects", "packs", "dataset_refs", "dataset_tags", "dataset_versions", "datasets",
                       "allocations", "seed_log", "profiles", "vcs", "alembic_version"):
             conn.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
     engine.dispose()

@@ -24,7 +24,7 @@ def test_upgrade_matches_models_and_is_idempotent(db_url):
         db.upgrade()
         with db.engine.connect() as conn:
             context = MigrationContext.configure(conn)
-            assert context.get_current_revision() == "0002"
+            assert context.get_current_revision() == "0003"
             assert compare_metadata(context, Base.metadata) == []
         assert {"vcs", "profiles", "allocations", "seed_log"} <= set(inspect(db.engine).get_table_names())
         with db.engine.begin() as conn:
