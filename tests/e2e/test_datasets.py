@@ -76,6 +76,12 @@ def test_commit_log_diff_tag_pull_open_delete(stack, alice_token, bob_token, adm
     r = stack.yt(bob_token, "data", "pull", "vision/mnist", str(tmp_path / "bob"), check=False)
     assert r.returncode == 1 and "vision/mnist" in r.stderr
 
+    # a single file is a version of one file
+    stack.yt(alice_token, "data", "commit", str(src / "labels.csv"), "vision/labels", "-m", "one file")
+    with stack.platform_client(alice_token) as api:
+        files = api.get("/datasets/vision/labels/versions/1/manifest").json()["files"]
+    assert [f["path"] for f in files] == ["labels.csv"]
+
     stack.yt(alice_token, "data", "rm", "vision/mnist@1", "--yes")
     with stack.platform_client(alice_token) as api:
         assert [v["number"] for v in api.get("/datasets/vision/mnist/versions").json()] == [2]

@@ -220,3 +220,15 @@ def test_widget_progress(monkeypatch):
     assert (widget.value, widget.max, widget.description, widget.bar_style) == (3 << 20, 3 << 20, "uploading", "success")
     assert label.value == "3 MiB / 3 MiB"
     assert isinstance(progress.make(None), progress.Progress) and type(progress.make("auto")) is progress.Progress
+
+
+def test_scan_of_a_single_file_is_a_tree_of_one(tmp_path):
+    from yitong_lab.datasets.local import base_dir, scan
+
+    (tmp_path / "d").mkdir()
+    f = tmp_path / "d" / "weights.bin"
+    f.write_bytes(b"x" * 10)
+    (tmp_path / "d" / "other.bin").write_bytes(b"y")
+    [(name, size, _, _)] = scan(str(f))
+    assert (name, size) == ("weights.bin", 10)
+    assert base_dir(str(f)) == str(tmp_path / "d") and base_dir(str(tmp_path / "d")) == str(tmp_path / "d")

@@ -53,7 +53,7 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("ls", ls, "the datasets you can see")
     sub.add_argument("--vc", help="only this VC's datasets")
     sub = verb("commit", commit, "make a directory the next version (creates the dataset if missing)")
-    sub.add_argument("path", metavar="PATH", help="the directory to commit")
+    sub.add_argument("path", metavar="PATH", help="the directory (or single file) to commit")
     sub.add_argument("dataset", metavar="VC/NAME")
     sub.add_argument("-m", "--message", default="", help="what changed")
     sub.add_argument("--private", action="store_true", help="when creating: only you can see it")

@@ -21,12 +21,22 @@ PARTIAL_MARKERS = (".yt-tmp-", ".yt-part-")  # our own temporary files (pull): n
 Scanned = tuple[str, int, int, int]  # (path, size, mtime_ns, inode)
 
 
+def base_dir(root: str) -> str:
+    """The directory manifest paths are relative to: ``root`` itself, or a single file's folder."""
+    root = os.path.abspath(root)
+    return os.path.dirname(root) if os.path.isfile(root) else root
+
+
 def scan(root: str) -> list[Scanned]:
     """Every regular file under ``root``, sorted by path (= UTF-8 byte order). Symlinks to files
-    are followed, symlinked directories are not, so a tree with a loop still ends."""
+    are followed, symlinked directories are not, so a tree with a loop still ends. A single file
+    is a tree of one: its name, relative to :func:`base_dir`."""
     root = os.path.abspath(root)
+    if os.path.isfile(root):
+        st = os.stat(root)
+        return [(os.path.basename(root), st.st_size, st.st_mtime_ns, st.st_ino)]
     if not os.path.isdir(root):
-        raise NotADirectoryError(f"{root} is not a directory")
+        raise NotADirectoryError(f"{root} is neither a directory nor a file")
     files: list[Scanned] = []
     add = files.append
     stack = [(root, "")]

@@ -135,10 +135,10 @@ class Datasets:
     def commit(self, path: str | os.PathLike, dataset: str, message: str = "", *,
                progress: Any = "auto", create: bool = True, description: str = "",
                private: bool = False, stat_cache: bool = True) -> dict[str, Any]:
-        """Make the directory ``path`` the next version of ``dataset``; returns the version model
+        """Make the directory (or single file) ``path`` the next version of ``dataset``; returns the version model
         plus ``unchanged`` (nothing was sent when the content equals the latest version) and
         ``uploaded: {objects, bytes}``. Creates the dataset when missing (``create``)."""
-        from yitong_lab.datasets.local import local_path
+        from yitong_lab.datasets.local import base_dir, local_path
         from yitong_lab.datasets.packs import Item
         from yitong_lab.datasets.progress import make
         from yitong_lab.datasets.transfer import upload
@@ -162,7 +162,8 @@ class Datasets:
                     return {**parent, "unchanged": True, "uploaded": {"objects": 0, "bytes": 0}}
                 if manifest is None:  # the tree is as last committed, but that is not the latest
                     files, digest, manifest = self._local_manifest(root, cache, bar, memo=False)
-            items = [Item(f["hash"], f["size"], local_path(root, f["path"])) for f in manifest["files"]]
+            base = base_dir(root)
+            items = [Item(f["hash"], f["size"], local_path(base, f["path"])) for f in manifest["files"]]
             objects, sent = upload(self.client, items, bar)
             try:
                 version = self.client.request("POST", self._base(ref) + "/versions", json={
@@ -185,14 +186,14 @@ class Datasets:
         manifest (nothing is hashed or built)."""
         import marshal
 
-        from yitong_lab.datasets.local import hash_files, scan
+        from yitong_lab.datasets.local import base_dir, hash_files, scan
 
         files = scan(root)
         snapshot = marshal.dumps(files)
         remembered = cache.tree(root) if memo else None
         if remembered is not None and remembered[0] == snapshot:
             return files, remembered[1], None
-        hashes = hash_files(root, files, cache, bar)
+        hashes = hash_files(base_dir(root), files, cache, bar)
         manifest = canonical({"path": f[0], "size": f[1], "hash": hashes[f[0]]} for f in files)
         digest = manifest_hash(manifest)
         cache.remember_tree(root, snapshot, digest)
