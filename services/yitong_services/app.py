@@ -21,6 +21,8 @@ from .context import Context
 from .db import Database
 from .hub import HubClient
 from .inventory import inventory as backend_inventory
+from .jobs.backend import make_backend
+from .jobs.manager import JobManager
 from .metrics import Metrics
 from .oauth import cookie_secret, hub_oauth
 from .oauth import router as oauth_router
@@ -75,15 +77,23 @@ def create_app(
         storage=Storage(settings, db),
     )
     interval = settings.service.reconcile_interval if reconcile_interval is None else reconcile_interval
+    jobs = JobManager(
+        db, ctx.storage, make_backend(settings.backend, settings.data_dir, settings), ctx.inventory,
+        settings.data_dir, settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
+        settings.jobs.poll_interval,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         task = None
         if interval >= 0 and hub.token:
             task = asyncio.create_task(reconcile_forever(ctx, interval))
+        if settings.jobs.enabled:
+            await jobs.start()
         try:
             yield
         finally:
+            await jobs.stop()
             if task:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -94,13 +104,14 @@ def create_app(
     app = FastAPI(
         title="Yitong platform service",
         version="1",
-        description="VCs, quotas, profiles, allocations and datasets. Errors are `{\"detail\": \"...\"}`.",
+        description="VCs, quotas, profiles, allocations, datasets and jobs. Errors are `{\"detail\": \"...\"}`.",
         openapi_url=f"{prefix}openapi.json",
         docs_url=f"{prefix}docs",
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.yitong = ctx
+    app.state.jobs = jobs
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
@@ -141,6 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     service_url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
     port = args.port or service_url.port or settings.service.port
     ip = args.ip or service_url.hostname or settings.service.ip
+    settings.service.ip, settings.service.port = ip, port
     app = create_app(settings)
     uvicorn.run(app, host=ip, port=port, log_level=args.log_level.lower(), access_log=False)
 

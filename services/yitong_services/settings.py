@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
 """
@@ -53,6 +53,16 @@ class StorageSettings(BaseModel):
     gc_grace: float = Field(3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected")
 
 
+class JobsSettings(BaseModel):
+    """Jobs (``jobs``): how the service reaches its jobs and how often it looks at them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_url: str | None = Field(None, description="the API base URL jobs POST metrics to (YITONG_API_URL); null = http://<service ip>:<port><prefix>api/v1")
+    poll_interval: float = Field(1.0, gt=0, le=60, description="seconds between admission passes and job polls")
+    enabled: bool = Field(True, description="run the job manager in this service (one service per database)")
+
+
 class BackendSettings(Lenient):
     inventory: Resources = Field(default_factory=dict)
 
@@ -62,6 +72,7 @@ class Settings(Lenient):
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)

@@ -2,7 +2,10 @@
 
 from fastapi import APIRouter
 
-from . import allocations, datasets, health, me, objects, profiles, spawn_options, storage, usage, vcs, version_data, versions
+from . import (
+    allocations, datasets, health, job_logs, jobs, me, objects, profiles, runs, spawn_options, storage, usage, vcs, version_data,
+    versions,
+)
 
 ROUTERS: list[APIRouter] = [
     health.router,
@@ -17,4 +20,7 @@ ROUTERS: list[APIRouter] = [
     version_data.router,
     objects.router,
     storage.router,
+    jobs.router,
+    job_logs.router,
+    runs.router,
 ]

@@ -1,0 +1,136 @@
+"""The compute backend interface and the ``yitong.backends`` entry-point group.
+
+A backend turns an admitted job into work on an engine and reports back. Four methods, all
+async, none blocking the event loop:
+
+- ``submit(launch) -> backend_ref``: start the work; the ref (pid, Slurm job id, Kubernetes
+  name) is saved in the job row and never recomputed;
+- ``poll(ref) -> Polled``: running / succeeded / failed / vanished, with exit code and reason;
+- ``cancel(ref)``: stop it (idempotent);
+- ``read_log(ref, rank, offset) -> bytes`` and ``ranks(ref)``: per-rank logs, during and after.
+
+Backends register as ``[project.entry-points."yitong.backends"] name = "module:Class"``; a
+plugin that fails to load is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from .spec import JobSpec
+
+log = logging.getLogger(__name__)
+GROUP = "yitong.backends"
+
+
+@dataclass
+class Launch:
+    """Everything a backend needs to start one attempt of a job (plain values)."""
+
+    job_id: int
+    attempt: int
+    spec: JobSpec
+    workdir: Path                      # <data_dir>/jobs/<id>: outputs live under it
+    cwd: Path                          # the submitted code directory, else workdir
+    env: dict[str, str]                # platform additions (token, API URL)
+    input_paths: dict[str, str] = field(default_factory=dict)
+    visible_devices: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Polled:
+    state: str                         # "running" | "succeeded" | "failed" | "vanished"
+    exit_code: int | None = None
+    reason: str = ""
+    finished: str | None = None        # ISO time, when known
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(abc.ABC):
+    name = "abstract"
+
+    def __init__(self, data_dir: Path, settings: Any = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.settings = settings
+
+    @abc.abstractmethod
+    async def submit(self, launch: Launch) -> str: ...
+
+    @abc.abstractmethod
+    async def poll(self, ref: str) -> Polled: ...
+
+    @abc.abstractmethod
+    async def cancel(self, ref: str) -> None: ...
+
+    @abc.abstractmethod
+    async def read_log(self, ref: str, rank: int, offset: int = 0) -> bytes: ...
+
+    @abc.abstractmethod
+    async def ranks(self, ref: str) -> list[int]: ...
+
+    async def adopt(self, job_id: int, attempt: int) -> str | None:
+        """After a restart: the ref of an attempt started but never recorded (None: none)."""
+        return None
+
+    def describe(self, ref: str) -> dict[str, Any]:
+        """Hosts, ports and how to reach the job, for the job detail."""
+        return {}
+
+
+def builtin() -> dict[str, str]:
+    return {"local": "yitong_services.jobs.runner_local:LocalBackend"}
+
+
+def load_backend(name: str) -> type[Backend]:
+    """The backend class registered under ``name`` (entry points first, then the built-ins)."""
+    targets = {ep.name: ep.value for ep in entry_points(group=GROUP)}
+    target = targets.get(name) or builtin().get(name)
+    if target is None:
+        raise LookupError(f"no job backend {name!r} (entry-point group {GROUP}: {', '.join(sorted(targets)) or 'none'})")
+    module, _, attr = target.partition(":")
+    import importlib
+
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except Exception:
+        log.exception("job backend %s (%s) failed to load", name, target)
+        raise LookupError(f"job backend {name!r} failed to load") from None
+    return cls
+
+
+class Unavailable(Backend):
+    """Stands in when the configured backend has no job runner (yet): submits are refused (503)."""
+
+    name = "unavailable"
+
+    def __init__(self, data_dir: Path, settings: Any = None, why: str = "") -> None:
+        super().__init__(data_dir, settings)
+        self.why = why
+
+    async def submit(self, launch: Launch) -> str:
+        raise RuntimeError(self.why)
+
+    async def poll(self, ref: str) -> Polled:
+        return Polled("vanished", None, self.why)
+
+    async def cancel(self, ref: str) -> None:
+        return None
+
+    async def read_log(self, ref: str, rank: int, offset: int = 0) -> bytes:
+        return b""
+
+    async def ranks(self, ref: str) -> list[int]:
+        return []
+
+
+def make_backend(name: str, data_dir: Path, settings: Any = None) -> Backend:
+    try:
+        return load_backend(name)(data_dir, settings)
+    except LookupError as e:
+        log.warning("jobs are unavailable: %s", e)
+        return Unavailable(data_dir, settings, f"jobs cannot run on the {name} backend: {e}")

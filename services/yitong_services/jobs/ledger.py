@@ -1,0 +1,121 @@
+"""The run ledger: a pure record builder, plus the I/O that gathers its facts.
+
+A record says what a run was made of: dataset versions (manifest hashes), code (commit and the
+hash of uncommitted changes, as the client sent them), environment (image digest where known;
+locally the Python executable and a hash of the installed distributions, ``pip freeze``
+equivalent), devices and driver, parameters, and at the end the exit code, final metrics
+(``POST /jobs/{id}/metrics``) and artifacts (files under the outputs directory).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import socket
+import sys
+from importlib.metadata import distributions
+from pathlib import Path
+from typing import Any
+
+from blake3 import blake3
+
+PARAMETERS = ("command", "framework", "nodes", "procs_per_node", "accelerator", "cpu", "memory", "env",
+              "retries", "priority", "max_run_time", "outputs")
+
+
+def start_record(
+    *, run_id: int, job: dict[str, Any], attempt: int, spec: dict[str, Any], inputs: list[dict[str, Any]],
+    code: dict[str, Any], environment: dict[str, Any], devices: dict[str, Any], backend: str, started: str,
+) -> dict[str, Any]:
+    return {
+        "run": run_id,
+        "job": job["id"],
+        "name": job["name"],
+        "vc": job["vc"],
+        "user": job["user"],
+        "attempt": attempt,
+        "backend": backend,
+        "spec": spec,
+        "parameters": {k: spec.get(k) for k in PARAMETERS},
+        "inputs": [{k: i.get(k) for k in ("dataset", "mount", "version", "manifest")} for i in inputs],
+        "code": {k: code.get(k) for k in ("commit", "dirty_hash", "path")},
+        "environment": environment,
+        "devices": devices,
+        "started": started,
+        "finished": None,
+        "state": "running",
+        "exit_code": None,
+        "metrics": {},
+        "artifacts": [],
+    }
+
+
+def finish_record(
+    record: dict[str, Any], *, state: str, exit_code: int | None, finished: str, metrics: dict[str, Any],
+    artifacts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    return {**record, "state": state, "exit_code": exit_code, "finished": finished, "metrics": metrics,
+            "artifacts": artifacts}
+
+
+def pinned_inputs(record: dict[str, Any]) -> list[dict[str, str]]:
+    """The spec ``inputs`` that name the exact versions a record used (for a rerun)."""
+    return [{"dataset": f"{i['dataset'].split('@')[0]}@{i['version']}", "mount": i["mount"]} for i in record["inputs"]]
+
+
+# ---- I/O: call from a worker thread ----
+
+@functools.cache
+def local_environment() -> dict[str, Any]:
+    dists = sorted(f"{d.metadata['Name']}=={d.version}".lower() for d in distributions() if d.metadata["Name"])
+    return {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
+        "pip_freeze_sha256": hashlib.sha256("\n".join(dists).encode()).hexdigest(),
+        "packages": len(dists),
+    }
+
+
+def environment(spec: dict[str, Any]) -> dict[str, Any]:
+    env = spec.get("environment") or {}
+    image = env.get("image")
+    digest = image.split("@", 1)[1] if image and "@sha256:" in image else None
+    return {"image": image, "digest": digest, "kernel": env.get("kernel"), **local_environment()}
+
+
+def device_info(spec: dict[str, Any], visible: list[int]) -> dict[str, Any]:
+    driver = None
+    nvidia = Path("/proc/driver/nvidia/version")
+    if nvidia.exists():
+        driver = nvidia.read_text().splitlines()[0].strip()
+    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), None)
+    return {"accelerator": spec.get("accelerator"), "visible": visible, "driver": driver, "cpu_model": cpu,
+            "host": socket.gethostname(), "machine": platform.machine(), "kernel": platform.release()}
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def artifacts(outputs: Path, limit: int = 10_000) -> list[dict[str, Any]]:
+    """``[{path, size, blake3}]`` of the files under ``outputs`` (sorted, at most ``limit``)."""
+    out: list[dict[str, Any]] = []
+    if not outputs.is_dir():
+        return out
+    for root, dirs, files in os.walk(outputs):
+        dirs.sort()
+        for name in sorted(files):
+            p = Path(root) / name
+            if not p.is_file() or len(out) >= limit:
+                continue
+            h = blake3()
+            with open(p, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            out.append({"path": p.relative_to(outputs).as_posix(), "size": p.stat().st_size, "blake3": h.hexdigest()})
+    return out

@@ -1,0 +1,206 @@
+"""The job manager: one task per service that admits, launches and watches jobs.
+
+Every ``jobs.poll_interval`` seconds (or at once when woken by a submit, cancel or retry): an
+admission pass (``queue.admit_pass``), a launch of each admitted job, a poll of each running
+job. Database work runs in worker threads; the backend's methods are async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+from anyio import to_thread
+from sqlalchemy import delete, select
+
+from ..db import Database
+from ..materialize import materialize
+from ..models import Allocation, DatasetRef, Job, Run, utcnow
+from ..quantities import Resources
+from ..storage import Storage
+from . import ledger, queue, states
+from .backend import Backend, Launch, Polled
+from .spec import spec_from_dict
+
+log = logging.getLogger(__name__)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class JobManager:
+    def __init__(self, db: Database, storage: Storage, backend: Backend, inventory: Resources,
+                 data_dir: Path, api_url: str, poll_interval: float) -> None:
+        self.db, self.storage, self.backend, self.inventory = db, storage, backend, inventory
+        self.data_dir, self.api_url, self.poll_interval = Path(data_dir).absolute(), api_url, poll_interval
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def workdir(self, job_id: int) -> Path:
+        return self.data_dir / "jobs" / str(job_id)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def start(self) -> None:
+        from .reconcile import reconcile_jobs
+
+        self._loop_ref = asyncio.get_running_loop()
+        await reconcile_jobs(self)
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:  # keep the loop alive; the next tick may succeed
+                log.exception("job manager tick failed")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            self._wake.clear()
+
+    async def tick(self) -> None:
+        await to_thread.run_sync(queue.admit_pass, self.db, self.inventory)
+
+        def active() -> list[tuple[int, str, str | None]]:
+            with self.db.session() as s:
+                return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
+
+        for job_id, state, ref in await to_thread.run_sync(active):
+            if state == states.ADMITTED and ref is None:
+                await self.launch(job_id)
+            elif ref:
+                polled = await self.backend.poll(ref)
+                if polled.state != "running":
+                    await to_thread.run_sync(self.finish, job_id, polled)
+
+    # ---- launch ----
+
+    def _prepare(self, job_id: int) -> tuple[Launch, dict[str, Any]]:
+        token = secrets.token_urlsafe(32)
+        with self.db.locked("~jobs") as s:
+            job = s.get(Job, job_id)
+            job.token_hash = token_hash(token)
+            spec = spec_from_dict(job.spec)
+            facts = _facts(job)
+        paths = {i["mount"]: str(materialize(self.storage, i["manifest"])) for i in facts["inputs"]}
+        for i in facts["inputs"]:
+            i["path"] = paths[i["mount"]]
+        code_path = Path(facts["code"].get("path") or "")
+        cwd = code_path if facts["code"].get("path") and code_path.is_dir() else self.workdir(job_id)
+        self.workdir(job_id).mkdir(parents=True, exist_ok=True)
+        env = {"YITONG_JOB_TOKEN": token, "YITONG_API_URL": self.api_url, "YITONG_ATTEMPT": str(facts["attempt"])}
+        launch = Launch(job_id, facts["attempt"], spec, self.workdir(job_id), cwd, env, paths, facts["visible"])
+        return launch, facts
+
+    def _prepare_facts_only(self, job_id: int) -> dict[str, Any]:
+        with self.db.session() as s:
+            return _facts(s.get(Job, job_id))
+
+    def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> bool:
+        described = self.backend.describe(ref)
+        with self.db.locked("~jobs") as s:
+            job = s.get(Job, job_id)
+            job.backend_ref = ref
+            job.state = states.check_move(job.state, states.RUNNING)
+            job.started = utcnow()
+            job.hosts = described.get("hosts", [])
+            job.ports = described.get("ports", {})
+            run = Run(job_id=job_id, attempt=facts["attempt"], record={}, metrics={})
+            s.add(run)
+            s.flush()
+            run.record = ledger.start_record(
+                run_id=run.id, job=facts["job"], attempt=facts["attempt"], spec=facts["spec"], inputs=facts["inputs"],
+                code=facts["code"], environment=ledger.environment(facts["spec"]),
+                devices=ledger.device_info(facts["spec"], facts["visible"]), backend=self.backend.name,
+                started=job.started.isoformat(),
+            )
+            return job.cancel_requested
+
+    async def launch(self, job_id: int) -> None:
+        try:
+            launch, facts = await to_thread.run_sync(self._prepare, job_id)
+            ref = await self.backend.submit(launch)
+        except Exception as e:
+            log.exception("job %s could not be started", job_id)
+            await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))
+            return
+        if await to_thread.run_sync(self._started, job_id, ref, facts):
+            await self.backend.cancel(ref)  # cancelled while it was being started
+
+    # ---- end ----
+
+    def finish(self, job_id: int, polled: Polled) -> str:
+        """Record the end of an attempt, release its allocation, retry if the spec says so."""
+        with self.db.locked("~jobs") as s:
+            job = s.get(Job, job_id)
+            if job is None or job.state not in states.ACTIVE:
+                return job.state if job else "gone"
+            if polled.state == "vanished":
+                new, reason = (states.CANCELLED, "cancelled") if job.cancel_requested else (states.FAILED, polled.reason)
+            else:
+                new = states.final_state(polled.exit_code, job.cancel_requested)
+                reason = "cancelled" if new == states.CANCELLED else polled.reason or (
+                    f"exit code {polled.exit_code}" if new == states.FAILED else "")
+            job.state = states.check_move(job.state, new)
+            job.reason, job.exit_code, job.finished = reason, polled.exit_code, utcnow()
+            s.execute(delete(Allocation).where(Allocation.kind == "job", Allocation.ref == str(job.id)))
+            run = s.scalar(select(Run).where(Run.job_id == job.id, Run.attempt == job.attempts))
+            if run is not None:
+                outputs = self.workdir(job.id) / job.spec.get("outputs", "outputs")
+                run.record = ledger.finish_record(
+                    run.record, state=new, exit_code=polled.exit_code, finished=job.finished.isoformat(),
+                    metrics=dict(run.metrics), artifacts=ledger.artifacts(outputs),
+                )
+            retries = int(job.spec.get("retries") or 0)
+            if new == states.FAILED and job.attempts <= retries:
+                job.state = states.check_move(job.state, states.QUEUED)
+                job.reason = f"retrying ({reason}); attempt {job.attempts + 1} of {retries + 1}"
+                job.backend_ref = None
+            else:
+                s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
+            log.info("job %s: %s (%s)", job.id, job.state, job.reason)
+            self.wake_threadsafe()
+            return job.state
+
+    def wake_threadsafe(self) -> None:
+        loop = getattr(self, "_loop_ref", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake.set)
+
+    async def cancel(self, job_id: int) -> None:
+        def mark() -> str | None:
+            with self.db.locked("~jobs") as s:
+                job = s.get(Job, job_id)
+                if job.state == states.QUEUED:
+                    job.state, job.reason, job.finished = states.CANCELLED, "cancelled", utcnow()
+                    s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
+                    return None
+                if job.state in states.ACTIVE:
+                    job.cancel_requested = True
+                    job.reason = "cancelling"
+                    return job.backend_ref
+                return None
+
+        ref = await to_thread.run_sync(mark)
+        if ref:
+            await self.backend.cancel(ref)
+        self.wake()
+
+
+def _facts(job: Job) -> dict[str, Any]:
+    return {"job": {"id": job.id, "name": job.name, "vc": job.vc, "user": job.user},
+            "attempt": job.attempts, "spec": job.spec, "inputs": [dict(i) for i in job.inputs], "code": dict(job.code),
+            "visible": list((job.devices or {}).get("visible") or [])}

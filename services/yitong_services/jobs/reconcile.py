@@ -1,0 +1,53 @@
+"""At start: account for every admitted or running job (no lost jobs, none started twice).
+
+- running with a ref: left to the watch loop, which polls it: alive (same pid *and* /proc start
+  time) is watched again, an exit record is read, a vanished process fails the job with the reason;
+- admitted without a ref (the service died while starting it): the backend adopts the attempt
+  if it was started (``adopt`` finds its pid file or process), else the loop starts it now.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from anyio import to_thread
+from sqlalchemy import select
+
+from ..models import Job
+from . import states
+
+if TYPE_CHECKING:
+    from .manager import JobManager
+
+log = logging.getLogger(__name__)
+
+
+async def reconcile_jobs(manager: JobManager) -> dict[str, int]:
+    def active() -> list[tuple[int, str, str | None, int]]:
+        with manager.db.session() as s:
+            query = select(Job.id, Job.state, Job.backend_ref, Job.attempts).where(
+                Job.state.in_(states.ACTIVE), Job.backend == manager.backend.name)
+            return list(s.execute(query))
+
+    counts = {"watched": 0, "adopted": 0, "relaunch": 0, "ended": 0}
+    for job_id, state, ref, attempt in await to_thread.run_sync(active):
+        if ref is None:
+            ref = await manager.backend.adopt(job_id, attempt)
+            if ref is None:
+                counts["relaunch"] += 1
+                continue
+            facts = await to_thread.run_sync(manager._prepare_facts_only, job_id)
+            await to_thread.run_sync(manager._started, job_id, ref, facts)
+            counts["adopted"] += 1
+        polled = await manager.backend.poll(ref)
+        if polled.state == "running":
+            counts["watched"] += 1
+            continue
+        if polled.state == "vanished":
+            polled.reason = f"{polled.reason} while the platform service was down"
+        await to_thread.run_sync(manager.finish, job_id, polled)
+        counts["ended"] += 1
+    if any(counts.values()):
+        log.info("jobs reconciled: %s", counts)
+    return counts

@@ -1,0 +1,79 @@
+"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME -- ARGV...``: one job attempt.
+
+Started by the local runner in its own session, so it outlives a restart of the platform
+service. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
+``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
+ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
+A restarted service reads these files to learn what happened while it was down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .procs import group_members, start_time, write_atomic
+
+
+def _kill_group(sig: int) -> None:
+    me = os.getpid()
+    for pid in group_members(os.getpgid(0)):
+        if pid != me:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+
+def main(argv: list[str]) -> int:
+    attempt_dir, limit, sep, *command = argv
+    assert sep == "--" and command, "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME -- ARGV..."
+    here = Path(attempt_dir)
+    write_atomic(here / "pid", f"{os.getpid()} {start_time(os.getpid())}\n")
+    cancelled = False
+
+    def on_term(_sig, _frame):  # the service signals the whole group; the child stops itself
+        nonlocal cancelled
+        cancelled = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    reason = ""
+    with open(here / "launcher.log", "ab") as out:
+        try:
+            child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            write_atomic(here / "exit", json.dumps({"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"}))
+            return 127
+        deadline = time.monotonic() + float(limit) if float(limit) > 0 else None
+        while True:
+            try:
+                rc = child.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if deadline is not None and time.monotonic() > deadline and not reason:
+                reason = f"max_run_time of {int(float(limit))}s exceeded"
+                _kill_group(signal.SIGTERM)
+                deadline = time.monotonic() + 5
+            elif reason and deadline is not None and time.monotonic() > deadline:
+                _kill_group(signal.SIGKILL)
+    if rc < 0 and not reason:
+        reason = f"killed by {signal.Signals(-rc).name}"
+    if cancelled and not reason:
+        reason = "cancelled"
+    write_atomic(here / "exit", json.dumps({"exit_code": rc, "end": _now(), "reason": reason}))
+    return 0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

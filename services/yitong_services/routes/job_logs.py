@@ -1,0 +1,60 @@
+"""Per-rank logs of a job's current attempt: a snapshot, or ``?follow=1`` streamed until the job ends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from ..jobs import records, states
+from ..models import Job
+from .common import Caller, Ctx, as_person, in_thread
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+@router.get("/{job_id}/logs", response_class=StreamingResponse)
+async def logs(job_id: int, caller: Caller, ctx: Ctx, request: Request, rank: int = Query(0, ge=0),
+               follow: bool = Query(False), offset: int = Query(0, ge=0)) -> StreamingResponse:
+    """The log of one rank (``?rank=``, default 0) as text; ``?follow=1`` streams (chunked) while the job runs and ends when it ends. Logs are kept after the end."""
+    backend = request.app.state.jobs.backend
+
+    def look() -> tuple[str, str | None]:
+        with ctx.db.session() as s:
+            job = records.visible(s, as_person(caller), job_id)
+            return job.state, job.backend_ref
+
+    state, ref = await in_thread(look)
+
+    async def current() -> tuple[str, str | None]:
+        def read() -> tuple[str, str | None]:
+            with ctx.db.session() as s:
+                job = s.get(Job, job_id)
+                return job.state, job.backend_ref
+        return await in_thread(read)
+
+    async def stream() -> AsyncIterator[bytes]:
+        nonlocal state, ref
+        pos = offset
+        while True:
+            chunk = await backend.read_log(ref, rank, pos) if ref else b""
+            if chunk:
+                pos += len(chunk)
+                yield chunk
+                continue
+            if not follow or state in states.TERMINAL or await request.is_disconnected():
+                return
+            await asyncio.sleep(0.3)
+            new_state, new_ref = await current()
+            if new_ref != ref:
+                ref, pos = new_ref, 0
+            state = new_state
+            if state in states.TERMINAL and ref:  # drain what was written before the end
+                tail = await backend.read_log(ref, rank, pos)
+                if tail:
+                    yield tail
+                return
+
+    return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")

@@ -1,0 +1,175 @@
+"""Jobs: submit (JSON, YAML or an imported document), list, detail, cancel, retry, clone, metrics."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+from typing import Any
+
+from fastapi import APIRouter, Body, Query, Request
+from sqlalchemy import select
+
+from ..auth import person_for
+from ..errors import Refusal
+from ..jobs import records, states
+from ..jobs.manager import JobManager
+from ..jobs.queue import positions
+from ..jobs.spec import spec_from_dict
+from ..models import Job, Run
+from .common import Caller, Ctx, as_person, in_thread
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+SUBMIT_BODY = {"requestBody": {"content": {
+    "application/json": {"schema": {"type": "object"}}, "application/yaml": {"schema": {"type": "string"}}}}}
+
+
+def manager(request: Request) -> JobManager:
+    return request.app.state.jobs
+
+
+async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: dict, user: str | None,
+                      notes: list[str]) -> dict:
+    person = await person_for(ctx, caller, user if user is not None or caller.kind != "user" else None)
+    mgr = manager(request)
+
+    def work() -> dict:
+        with ctx.db.locked("~jobs") as s:
+            job = records.create(s, person, spec, code, ctx.inventory, mgr.backend.name)
+            return records.job_dict(job) | {"notes": notes}
+
+    out = await in_thread(work)
+    mgr.wake()
+    return out
+
+
+@router.post("", status_code=201, openapi_extra=SUBMIT_BODY)
+async def submit(request: Request, caller: Caller, ctx: Ctx,
+                 source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
+                 vc: str | None = Query(None, description="the VC (overrides the document's)")) -> dict:
+    """Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal."""
+    spec, code, user, notes = records.parse_submission(
+        await request.body(), request.headers.get("content-type", ""), source, vc)
+    return await submit_spec(request, ctx, caller, spec, code, user, notes)
+
+
+@router.get("")
+async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), state: str | None = Query(None),
+                    user: str | None = Query(None)) -> list[dict]:
+    """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``."""
+    person = as_person(caller)
+
+    def work() -> list[dict]:
+        pos = positions(ctx.db)
+        query = select(Job).order_by(Job.id.desc())
+        for column, value in ((Job.vc, vc), (Job.state, state), (Job.user, user)):
+            if value is not None:
+                query = query.where(column == value)
+        with ctx.db.session() as s:
+            from ..models import VC
+
+            groups = {v.name: v.groups for v in s.scalars(select(VC))}
+            return [records.job_dict(j, pos.get(j.id)) for j in s.scalars(query)
+                    if person.admin or set(person.groups) & set(groups.get(j.vc, []))]
+
+    return await in_thread(work)
+
+
+@router.get("/{job_id}")
+async def get_job(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids."""
+    mgr = manager(request)
+
+    def work() -> dict:
+        pos = positions(ctx.db)
+        with ctx.db.session() as s:
+            job = records.visible(s, as_person(caller), job_id)
+            out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
+        out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
+        return out
+
+    return await in_thread(work)
+
+
+@router.post("/{job_id}/cancel", status_code=202)
+async def cancel(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Owner or admin: cancel; a queued job is cancelled at once, a running one is signalled (SIGTERM, then SIGKILL) and becomes ``cancelled`` when its processes end."""
+    def check() -> None:
+        with ctx.db.session() as s:
+            job = records.visible(s, as_person(caller), job_id)
+            records.require_owner(as_person(caller), job, "cancel")
+            if job.state in states.TERMINAL:
+                raise Refusal(409, f"job {job_id} is already {job.state}")
+
+    await in_thread(check)
+    await manager(request).cancel(job_id)
+    return await get_job(job_id, caller, ctx, request)
+
+
+@router.post("/{job_id}/retry")
+async def retry(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions)."""
+    def work() -> dict:
+        with ctx.db.locked("~jobs") as s:
+            job = records.visible(s, as_person(caller), job_id)
+            records.require_owner(as_person(caller), job, "retry")
+            if job.state not in states.RETRYABLE:
+                raise Refusal(409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried")
+            job.state = states.check_move(job.state, states.QUEUED)
+            job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
+            job.admitted = job.started = job.finished = None
+            records.pin_inputs(s, job)
+            return records.job_dict(job)
+
+    out = await in_thread(work)
+    manager(request).wake()
+    return out
+
+
+def merge(base: dict, patch: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@router.post("/{job_id}/clone", status_code=201)
+async def clone(job_id: int, caller: Caller, ctx: Ctx, request: Request,
+                patch: dict[str, Any] = Body(default_factory=dict, embed=True)) -> dict:
+    """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``)."""
+    def load() -> tuple[dict, dict]:
+        with ctx.db.session() as s:
+            job = records.visible(s, as_person(caller), job_id)
+            return dict(job.spec), dict(job.code)
+
+    spec_doc, code = await in_thread(load)
+    doc = merge(spec_doc, patch)
+    code = doc.pop("code", code)
+    try:
+        spec = spec_from_dict(doc)
+    except Exception as e:
+        raise Refusal(422, str(e)) from None
+    return await submit_spec(request, ctx, caller, spec, code, None, [])
+
+
+@router.post("/{job_id}/metrics")
+async def post_metrics(job_id: int, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
+    """The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record."""
+    header = request.headers.get("authorization", "")
+    token = header.split(None, 1)[1].strip() if " " in header else ""
+
+    def work() -> dict:
+        with ctx.db.locked("~jobs") as s:
+            job = s.get(Job, job_id)
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            if job is None or not token or not hmac.compare_digest(digest, job.token_hash or ""):
+                raise Refusal(401, f"a valid token of job {job_id} is required")
+            run = s.scalar(select(Run).where(Run.job_id == job_id, Run.attempt == job.attempts))
+            if run is None:
+                raise Refusal(409, f"job {job_id} has no running attempt")
+            run.metrics = {**run.metrics, **metrics}
+            if run.record.get("finished"):
+                run.record = {**run.record, "metrics": run.metrics}
+            return {"run": run.id, "metrics": run.metrics}
+
+    return await in_thread(work)
