@@ -64,7 +64,7 @@ def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, code, err", [
-    (["data", "commit", "/nonexistent", "vision/x"], 2, "yt: /nonexistent is not a directory\n"),
+    (["data", "commit", "/nonexistent", "vision/x"], 2, "yt: /nonexistent is neither a directory nor a file\n"),
     (["data", "log", "mnist"], 2, "yt: 'mnist' is not a dataset name: use VC/NAME (a-z, 0-9, -), e.g. vision/mnist\n"),
     (["data", "show", "vision/nope"], 1, "yt: no dataset vision/nope\n"),
     (["data", "gc"], 1, "yt: alice is not an administrator\n"),
