@@ -14,15 +14,7 @@ import {
   materialize,
   uploadFolder
 } from './datasetsApi';
-
-function el(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
+import { el } from './dom';
 
 const size = (bytes: number | undefined): string => formatAmount('memory', bytes);
 const PHASES: Record<string, string> = {

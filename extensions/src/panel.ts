@@ -10,17 +10,9 @@ import { Widget } from '@lumino/widgets';
 import { IApiInfo, IVC, fetchInfo, fetchVCs, formatAmount, resourceNames } from './api';
 import { DatasetsSection } from './datasets';
 import { yitongIcon } from './icon';
+import { el } from './dom';
 
 export const REFRESH_MS = 15000;
-
-function el(tag: string, className: string, text?: string): HTMLElement {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 function resourceRow(vc: IVC, name: string): HTMLElement {
   const quota = vc.quota?.[name];
