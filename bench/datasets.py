@@ -94,6 +94,7 @@ def main() -> None:
     make_small(repo / "small", args.small_files)
     make_big(repo / "big.bin", args.big_gib)
     big_bytes = (repo / "big.bin").stat().st_size
+    os.sync()  # neither tool should pay for the generator's writeback
 
     settings = {
         "backend": "local", "hub": {"admin_users": ["admin"]},
@@ -106,7 +107,8 @@ def main() -> None:
     rows = []
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_"))}
-        env.update(YT_API_URL=stack.platform, YT_TOKEN=stack.token("admin"),
+        # the URL a notebook server on the local backend gets (loopback, not through the proxy)
+        env.update(YT_API_URL=stack.platform_direct, YT_TOKEN=stack.token("admin"),
                    YITONG_CACHE_DIR=str(work / "yt-cache"))
         denv = dict(os.environ, DVC_NO_ANALYTICS="1")
         subprocess.run([str(dvc), "init", "--no-scm", "-q"], cwd=repo, check=True, env=denv)

@@ -45,6 +45,8 @@ class Stack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.api = f"{self.url}/hub/api"
         self.platform = f"{self.url}/services/yitong/api/v1"
+        # what notebook servers on the local backend get as YITONG_API_URL: loopback, no proxy
+        self.platform_direct = f"http://127.0.0.1:{self.service_port}/services/yitong/api/v1"
         self.proc: subprocess.Popen | None = None
         self.log_path = self.workdir / "hub.log"
         self.admin_token: str | None = None

@@ -15,7 +15,9 @@ from typing import Any
 from .db import Database
 from .objindex import index, locate, storage_lock
 from .packs import PackError, PackReader
-from .store import Store, pack_key
+from .store import Store, pack_key, start_writeback
+
+WRITEBACK = 8 << 20  # start writing a local pack to disk every this many bytes
 
 
 def too_big(what: str, size: int, limit: int) -> str:
@@ -44,6 +46,7 @@ class PackIngest:
         self._writer = store.writer(pack_key(self.pack_id))
         self._file = self._writer.__enter__()
         self._open = True
+        self._synced = 0  # bytes handed to the disk so far (local stores)
 
     def feed(self, chunk: bytes) -> None:
         self.received += len(chunk)
@@ -51,6 +54,10 @@ class PackIngest:
             raise PackError(too_big("the pack upload", self.received, self.limit), 413)
         self.reader.feed(chunk)
         self._file.write(chunk)
+        if self.store.local and self.received - self._synced >= WRITEBACK:
+            self._file.flush()
+            start_writeback(self._file.fileno(), self._synced, self.received - self._synced)
+            self._synced = self.received
 
     def abort(self, exc: BaseException | None = None) -> None:
         if self._open:

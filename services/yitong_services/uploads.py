@@ -2,14 +2,19 @@
 
 Partials live in a local spool, ``<data_dir>/uploads/<h>.part``, whatever the store is: object
 stores cannot append, and a local file can (each PATCH is fsync'ed before it answers, so the
-offset it reports survives a crash). When the partial reaches ``Upload-Length`` it is hashed
-(BLAKE3, memory-mapped, multi-threaded), moved into ``objects/<h[:2]>/<h>`` (a rename on a
+offset it reports survives a crash). The bytes are hashed as they are appended (BLAKE3, one
+incremental hasher per upload, kept in memory while the service runs), so when the partial
+reaches ``Upload-Length`` its hash is known without reading it again; a partial this process
+did not see from its first byte (a restart, a truncation) is hashed from disk instead
+(memory-mapped, multi-threaded). Then it is moved into ``objects/<h[:2]>/<h>`` (a rename on a
 local store, a streamed copy otherwise) and indexed. Blocking: call from a worker thread.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 from blake3 import blake3
@@ -17,7 +22,9 @@ from blake3 import blake3
 from .db import Database
 from .errors import Refusal
 from .objindex import index, storage_lock
-from .store import Store, object_key
+from .store import Store, object_key, start_writeback
+
+HASHERS = 64  # uploads whose running hash is kept (an abandoned one is dropped, oldest first)
 
 
 class Spool:
@@ -26,6 +33,37 @@ class Spool:
         self.store = store
         self.db = db
         directory.mkdir(parents=True, exist_ok=True)
+        # hash -> (hasher, (size, mtime_ns, inode) of the partial it has seen all of); one
+        # writer per hash at a time
+        self._hashers: OrderedDict[str, tuple[blake3, tuple[int, int, int]]] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def _stat(self, h: str) -> tuple[int, int, int] | None:
+        try:
+            st = self.part(h).stat()
+        except FileNotFoundError:
+            return None
+        return st.st_size, st.st_mtime_ns, st.st_ino
+
+    def hasher(self, h: str, offset: int) -> blake3 | None:
+        """The running hasher of the upload of ``h`` when it has seen all of the partial, which
+        has ``offset`` bytes and has not been touched by anyone else since (same size, mtime and
+        inode); a new one at 0; ``None`` when the partial must be hashed from disk."""
+        with self._guard:
+            kept = self._hashers.pop(h, None)
+        if kept is not None and kept[1][0] == offset and kept[1] == self._stat(h):
+            return kept[0]
+        return blake3(max_threads=blake3.AUTO) if offset == 0 else None
+
+    def keep(self, h: str, hasher: blake3 | None) -> None:
+        """Remember ``hasher`` as having seen all of the partial of ``h`` as it is now."""
+        stat = self._stat(h) if hasher is not None else None
+        if stat is None:
+            return
+        with self._guard:
+            self._hashers[h] = (hasher, stat)
+            while len(self._hashers) > HASHERS:
+                self._hashers.popitem(last=False)
 
     def part(self, h: str) -> Path:
         return self.directory / f"{h}.part"
@@ -48,8 +86,13 @@ class Spool:
         return open(self.part(h), "ab")  # noqa: SIM115
 
     @staticmethod
-    def write(f, data: bytes) -> None:  # type: ignore[no-untyped-def]
+    def write(f, data: bytes | bytearray | memoryview, hasher: blake3 | None = None) -> None:  # type: ignore[no-untyped-def]
         f.write(data)
+        f.flush()
+        end = f.tell()
+        start_writeback(f.fileno(), end - len(data), len(data))
+        if hasher is not None:
+            hasher.update(data)
 
     @staticmethod
     def close(f, truncate_to: int | None = None) -> int:  # type: ignore[no-untyped-def]
@@ -62,12 +105,16 @@ class Spool:
         f.close()
         return size
 
-    def finish(self, h: str, length: int) -> None:
-        """Hash the complete partial; move it into the store and index it, or drop it (422)."""
+    def finish(self, h: str, length: int, hasher: blake3 | None = None) -> None:
+        """Check the complete partial's hash (``hasher``: one that has seen all of it, else it
+        is read again); move it into the store and index it, or drop it (422)."""
         part = self.part(h)
-        hasher = blake3(max_threads=blake3.AUTO)
-        if length:
-            hasher.update_mmap(part)
+        with self._guard:
+            self._hashers.pop(h, None)
+        if hasher is None:
+            hasher = blake3(max_threads=blake3.AUTO)
+            if length:
+                hasher.update_mmap(part)
         got = hasher.hexdigest()
         if got != h:
             part.unlink(missing_ok=True)

@@ -137,7 +137,8 @@ def hub_config(
             "data_dir": data_dir,
             "platform_api_url": f"{service_url}{api_path}",
             "platform_api_token": service_token,
-            "user_api_url": f"{public_url}{api_path}",
+            # servers on this machine talk to the service on loopback, not through the proxy
+            "user_api_url": f"{service_url if backend == 'local' else public_url}{api_path}",
         },
         "Spawner": {
             "default_url": "/lab",

@@ -25,7 +25,7 @@ def test_defaults_for_the_embedded_platform():
     assert cfg["YitongSpawner"] == {
         "backend": "local", "data_dir": "/d", "platform_api_token": "T",
         "platform_api_url": "http://127.0.0.1:8010/services/yitong/api/v1",
-        "user_api_url": "http://127.0.0.1:8000/services/yitong/api/v1",
+        "user_api_url": "http://127.0.0.1:8010/services/yitong/api/v1",  # local: loopback, no proxy
     }
     assert cfg["Spawner"]["cmd"] == ["/venv/bin/jupyterhub-singleuser"]
     assert cfg["Spawner"]["environment"]["PATH"].startswith("/venv/bin:")
@@ -44,7 +44,7 @@ def test_defaults_for_the_embedded_platform():
          "YitongSpawner", {"slurm_partition": "gpu"}),
         ({"backend": "slurm"}, "YitongSlurmSpawner",
          {"batchspawner_singleuser_cmd": "/venv/bin/batchspawner-singleuser"}),
-        ({"hub": {"ip": "0.0.0.0", "port": 9000, "public_url": "https://ai.example.org"}},
+        ({"backend": "slurm", "hub": {"ip": "0.0.0.0", "port": 9000, "public_url": "https://ai.example.org"}},
          "YitongSpawner", {"user_api_url": "https://ai.example.org/services/yitong/api/v1"}),
     ],
 )

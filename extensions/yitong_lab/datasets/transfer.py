@@ -21,12 +21,13 @@ from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, pa
 
 LARGE = 1 << 20  # bigger objects go up loose (the service's default pack_threshold)
 PACK_LIMIT = 64 << 20
-PATCH_BLOCK = 32 << 20
+PATCH_BLOCK = 128 << 20  # one PATCH (and one fsync on the service) per this many bytes
 MISSING_CHUNK = 100_000
 FETCH_HASHES = 10_000
 RETRIES = 6
 WORKERS = 4
 BLOCK = 1 << 20
+SEND_BLOCK = 4 << 20  # reads of a big file for its PATCH bodies
 
 
 def plan_packs(items: list[Item], limit: int = PACK_LIMIT) -> list[list[Item]]:
@@ -99,7 +100,7 @@ def _file_range(path: str, start: int, end: int, advance: Callable[[int], None])
         f.seek(start)
         left = end - start
         while left > 0:
-            block = f.read(min(BLOCK, left))
+            block = f.read(min(SEND_BLOCK, left))
             if not block:
                 raise OSError(f"{path} shrank while it was being uploaded: commit again")
             left -= len(block)

@@ -14,6 +14,7 @@ from .common import Caller, Ctx, in_thread
 
 router = APIRouter(prefix="/objects", tags=["objects"])
 BATCH = 1 << 20
+UPLOAD_BATCH = 8 << 20  # resumable uploads: write (and hash) in blocks of this size
 _locks: dict[tuple[str, str], asyncio.Lock] = {}
 
 
@@ -52,15 +53,8 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
     if declared and declared.isdigit() and int(declared) > storage.limit:
         raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
     ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit)
-    buf = bytearray()
     try:
-        async for chunk in request.stream():
-            buf += chunk
-            if len(buf) >= BATCH:
-                await in_thread(ingest.feed, bytes(buf))
-                buf.clear()
-        if buf:
-            await in_thread(ingest.feed, bytes(buf))
+        await _pipelined(_blocks(request, BATCH), ingest.feed)
         return await in_thread(ingest.commit)
     except PackError as e:
         await in_thread(ingest.abort, e)
@@ -68,6 +62,48 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
     except BaseException as e:
         await in_thread(ingest.abort, e)
         raise
+
+
+async def _blocks(request: Request, size: int):  # type: ignore[no-untyped-def]
+    """The body in blocks of ``size`` bytes (the last one shorter), as views of two buffers
+    used in turn: a block stays valid while the next one fills, so a thread can write it
+    meanwhile (:func:`_pipelined`), and must be done with it before the one after is asked for."""
+    views = [memoryview(bytearray(size)), memoryview(bytearray(size))]
+    turn, pos = 0, 0
+    view = views[0]
+    async for chunk in request.stream():
+        chunk = memoryview(chunk)
+        while chunk:
+            take = min(size - pos, len(chunk))
+            view[pos:pos + take] = chunk[:take]
+            pos += take
+            chunk = chunk[take:]
+            if pos == size:
+                yield view
+                turn, pos = 1 - turn, 0
+                view = views[turn]
+    if pos:
+        yield view[:pos]
+
+
+async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-untyped-def]
+    """``await in_thread(work, block)`` for each block, in order, while the next block arrives;
+    ``before(block)`` (on the event loop) may stop the loop early by returning false."""
+    pending: asyncio.Future | None = None
+    try:
+        async for block in blocks:
+            if pending is not None:
+                await pending
+                pending = None
+            if before is not None and not before(block):
+                break
+            pending = asyncio.ensure_future(in_thread(work, block))
+        if pending is not None:
+            await pending
+            pending = None
+    finally:
+        if pending is not None:  # an error on the way: let the write finish before cleaning up
+            await asyncio.gather(pending, return_exceptions=True)
 
 
 async def _stored_size(ctx, h: str) -> int | None:  # type: ignore[no-untyped-def]
@@ -125,26 +161,31 @@ async def _append(ctx, h: str, offset: int, length: int, request: Request) -> di
     await in_thread(spool.check_offset, h, offset)
     if offset > length:
         raise Refusal(422, f"upload of object {h}: Upload-Offset {offset} is past Upload-Length {length}")
+    hasher = spool.hasher(h, offset)
     f = await in_thread(spool.open, h)
-    written, buf, overrun = 0, bytearray(), False
+    accepted, hashed, overrun = 0, [0], False
+
+    def fits(block: memoryview) -> bool:
+        nonlocal accepted, overrun
+        if offset + accepted + len(block) > length:
+            overrun = True
+            return False
+        accepted += len(block)
+        return True
+
+    def write(block: memoryview) -> None:
+        spool.write(f, block, hasher)
+        hashed[0] += len(block)  # written and hashed
+
     try:
-        async for chunk in request.stream():
-            if offset + written + len(buf) + len(chunk) > length:
-                overrun = True
-                break
-            buf += chunk
-            if len(buf) >= BATCH:
-                await in_thread(spool.write, f, bytes(buf))
-                written += len(buf)
-                buf.clear()
-        if buf and not overrun:
-            await in_thread(spool.write, f, bytes(buf))
-            written += len(buf)
+        await _pipelined(_blocks(request, UPLOAD_BATCH), write, fits)
     finally:
         size = await in_thread(spool.close, f, offset if overrun else None)
+        # the hasher has seen offset + hashed bytes: keep it only when that is the partial
+        spool.keep(h, hasher if size == offset + hashed[0] else None)
     if overrun:
         raise Refusal(422, f"upload of object {h}: the body runs past Upload-Length {length}; nothing of it was kept")
     if size == length:
-        await in_thread(spool.finish, h, length)
+        await in_thread(spool.finish, h, length, spool.hasher(h, length))
         return {"offset": length, "complete": True}
     return {"offset": size, "complete": False}
