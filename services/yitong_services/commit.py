@@ -40,10 +40,14 @@ def _check_parent(session: Session, d: Dataset, parent: int | None, h: str) -> D
     return None
 
 
-def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any]) -> None:
+def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any], known: dict[str, int]) -> None:
+    """Every object the manifest names is indexed with the size it says. ``known`` (hash -> size)
+    are the parent version's objects: the parent still exists (checked in the same transaction)
+    and GC takes the same lock, so they are in the store and only the rest is looked up."""
     wanted = hashes(manifest)
-    found = locate(session, wanted)
-    absent = [h for h in wanted if h not in found]
+    new = [h for h in wanted if h not in known]
+    found = {h: loc.size for h, loc in locate(session, new).items()}
+    absent = [h for h in new if h not in found]
     if absent:
         more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
         raise Refusal(
@@ -51,13 +55,19 @@ def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any]) -> No
             f"dataset {datasets.full_name(d)}: {len(absent)} objects are not in the store (upload them first): "
             f"{', '.join(absent[:SHOWN])}{more}",
         )
+    sizes = {**known, **found}
     for f in manifest["files"]:
-        if found[f["hash"]].size != f["size"]:
+        if sizes[f["hash"]] != f["size"]:
             raise Refusal(
                 422,
                 f"dataset {datasets.full_name(d)}: file '{f['path']}' says {f['size']} bytes but object "
-                f"{f['hash']} has {found[f['hash']].size}",
+                f"{f['hash']} has {sizes[f['hash']]}",
             )
+
+
+def _parent_objects(storage: Storage, session: Session, d: Dataset) -> dict[str, int]:
+    last = datasets.latest(session, d)
+    return hashes(storage.manifest(last.manifest)) if last is not None else {}
 
 
 def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
@@ -75,14 +85,15 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
-        _check_objects(s, d, manifest)
+        known = _parent_objects(storage, s, d)
+        _check_objects(s, d, manifest, known)
     storage.put_manifest(manifest, h)
     with storage_lock(db) as s:
         d = datasets.visible(s, person, vc, name)
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
-        _check_objects(s, d, manifest)
+        _check_objects(s, d, manifest, _parent_objects(storage, s, d))
         storage.put_manifest(manifest, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(
             dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,
