@@ -187,11 +187,16 @@ async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
       document.querySelector('.yt-upload-dataset').value = 'vision/web';
       document.querySelector('.yt-upload-message').value = 'from the panel';
     })()""")
-    root = (await page.send("DOM.getDocument"))["root"]["nodeId"]
-    node = (await page.send("DOM.querySelector", nodeId=root, selector=".yt-upload input[type=file]"))["nodeId"]
-    await page.send("DOM.setFileInputFiles", nodeId=node, files=[str(folder)])
-    picked = await page.eval("Array.from(document.querySelector('.yt-upload input[type=file]').files)"
-                             ".map(f => f.webkitRelativePath).sort()")
+
+    async def pick():
+        # the panel may redraw between looking the input up and setting its files: retry
+        root = (await page.send("DOM.getDocument"))["root"]["nodeId"]
+        node = (await page.send("DOM.querySelector", nodeId=root, selector=".yt-upload input[type=file]"))["nodeId"]
+        await page.send("DOM.setFileInputFiles", nodeId=node, files=[str(folder)])
+        return await page.eval("Array.from(document.querySelector('.yt-upload input[type=file]').files)"
+                               ".map(f => f.webkitRelativePath).sort()")
+
+    picked = await wait_for(pick, timeout=30, what="the folder to be picked")
     assert picked == ["imgs/a.txt", "imgs/train/1.png"]
     await page.eval("document.querySelector('.yt-upload-button').click()")
 
