@@ -109,8 +109,11 @@ print_env() {
 }
 
 if [ "${1:-}" = "--env" ]; then print_env; exit 0; fi
+# Only the environment goes to stdout (the caller evals it): whatever the service tools print
+# (pg_ctlcluster's "Removed stale pid file", apt notices) goes to stderr.
+exec 3>&1 1>&2
 install_packages
 start_munge
 start_slurm
 start_postgres
-print_env
+print_env >&3
