@@ -111,9 +111,12 @@ print_env() {
 if [ "${1:-}" = "--env" ]; then print_env; exit 0; fi
 # Only the environment goes to stdout (the caller evals it): whatever the service tools print
 # (pg_ctlcluster's "Removed stale pid file", apt notices) goes to stderr.
+# The daemons must not inherit fd 3, or they hold the caller's pipe open for ever.
 exec 3>&1 1>&2
-install_packages
-start_munge
-start_slurm
-start_postgres
+{
+  install_packages
+  start_munge
+  start_slurm
+  start_postgres
+} 3>&-
 print_env >&3
