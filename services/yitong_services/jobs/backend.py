@@ -1,11 +1,12 @@
 """The compute backend interface and the ``yitong.backends`` entry-point group.
 
-A backend turns an admitted job into work on an engine and reports back. Four methods, all
+A backend turns an admitted job into work on an engine and reports back. The methods are
 async, none blocking the event loop:
 
 - ``submit(launch) -> backend_ref``: start the work; the ref (pid, Slurm job id, Kubernetes
   name) is saved in the job row and never recomputed;
-- ``poll(ref) -> Polled``: running / succeeded / failed / vanished, with exit code and reason;
+- ``poll(ref) -> Polled``: running / succeeded / failed / vanished, with exit code and reason
+  (``poll_many(refs)`` asks about many at once; the manager uses it);
 - ``cancel(ref)``: stop it (idempotent);
 - ``read_log(ref, rank, offset) -> bytes`` and ``ranks(ref)``: per-rank logs, during and after.
 
@@ -72,6 +73,14 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     async def ranks(self, ref: str) -> list[int]: ...
+
+    async def poll_many(self, refs: list[str]) -> dict[str, Polled]:
+        """Poll several attempts at once; engines with a list call (``squeue``, a Job list)
+        override this so a tick costs one call, not one per job."""
+        import asyncio
+
+        polled = await asyncio.gather(*(self.poll(ref) for ref in refs))
+        return dict(zip(refs, polled))
 
     async def adopt(self, job_id: int, attempt: int) -> str | None:
         """After a restart: the ref of an attempt started but never recorded (None: none)."""

@@ -35,6 +35,8 @@ def token_hash(token: str) -> str:
 
 
 class JobManager:
+    launch_concurrency = 8  # attempts started at once (sbatch / API calls overlap; local spawns too)
+
     def __init__(self, db: Database, storage: Storage, backend: Backend, inventory: Resources,
                  data_dir: Path, api_url: str, poll_interval: float) -> None:
         self.db, self.storage, self.backend, self.inventory = db, storage, backend, inventory
@@ -78,13 +80,22 @@ class JobManager:
             with self.db.session() as s:
                 return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
 
-        for job_id, state, ref in await to_thread.run_sync(active):
-            if state == states.ADMITTED and ref is None:
-                await self.launch(job_id)
-            elif ref:
-                polled = await self.backend.poll(ref)
-                if polled.state != "running":
-                    await to_thread.run_sync(self.finish, job_id, polled)
+        rows = await to_thread.run_sync(active)
+        to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
+        running = {ref: job_id for job_id, _state, ref in rows if ref}
+        if to_launch:
+            gate = asyncio.Semaphore(self.launch_concurrency)
+
+            async def gated(job_id: int) -> None:
+                async with gate:
+                    await self.launch(job_id)
+
+            await asyncio.gather(*(gated(j) for j in to_launch))
+        if running:
+            polled = await self.backend.poll_many(list(running))
+            for ref, result in polled.items():
+                if result.state != "running":
+                    await to_thread.run_sync(self.finish, running[ref], result)
 
     # ---- launch ----
 
