@@ -77,7 +77,7 @@ async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), stat
 
 @router.get("/{job_id}")
 async def get_job(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids."""
+    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
     mgr = manager(request)
 
     def work() -> dict:
@@ -86,9 +86,12 @@ async def get_job(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> di
             job = records.visible(s, as_person(caller), job_id)
             out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
         out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
+        out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
         return out
 
-    return await in_thread(work)
+    out = await in_thread(work)
+    out["ranks"] = await mgr.backend.ranks(out["backend_ref"]) if out["backend_ref"] else []
+    return out
 
 
 @router.post("/{job_id}/cancel", status_code=202)
