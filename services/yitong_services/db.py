@@ -6,6 +6,7 @@ lock up front (``BEGIN IMMEDIATE``); other transactions start ``DEFERRED``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,17 @@ class Database:
             lock = self._locks.setdefault(vc, threading.Lock())
         with lock, self._locking() as session, session.begin():
             yield session
+
+    @contextmanager
+    def locked_many(self, names: list[str]) -> Iterator[Session]:
+        """:meth:`locked` for several names at once (process locks taken in sorted order)."""
+        with self._locks_guard:
+            locks = [self._locks.setdefault(n, threading.Lock()) for n in sorted(set(names))]
+        with contextlib.ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            with self._locking() as session, session.begin():
+                yield session
 
     def upgrade(self) -> None:
         """``alembic upgrade head``, programmatically (no alembic.ini needed)."""

@@ -75,13 +75,26 @@ def check(
     ``held`` are the VC's current allocations; ``cluster_used`` is the usage across all VCs
     (only devices are checked against the inventory).
     """
+    held = list(held)
+    vc_used = total(h.resources for h in held)
+    user_used = total(h.resources for h in held if h.user == user)
+    return check_usage(request, vc, vc_used, user_used, user, inventory, cluster_used)
+
+
+def check_usage(
+    request: Resources,
+    vc: VCLimits,
+    vc_used: Resources,
+    user_used: Resources,
+    user: str,
+    inventory: Resources,
+    cluster_used: Resources | None = None,
+) -> str | None:
+    """:func:`check` with the usage already summed (the admission pass keeps running totals)."""
     wanted = {name: amount for name, amount in request.items() if amount > 0}
     for name in wanted:
         if is_device(name) and inventory.get(name, 0) <= 0:
             return f"this cluster has no {name}"
-    held = list(held)
-    vc_used = total(h.resources for h in held)
-    user_used = total(h.resources for h in held if h.user == user)
     for name, amount in wanted.items():
         limit = vc.quota.get(name, 0)
         if limit <= 0:

@@ -1,29 +1,34 @@
-"""Admission: queued jobs become admitted when ``allocate`` of their resources succeeds.
+"""Admission: queued jobs become admitted when their resources fit the VC's quota.
 
 Order: priority (high first), then per-VC fairness (the n-th queued job of every VC before the
 (n+1)-th of any), then submit time. A VC whose next job does not fit blocks its later jobs (no
 overtaking within a VC), not other VCs. A waiting job's ``reason`` says which quota blocks it:
-``waiting: VC vision: 2 of 2 nvidia.com/gpu in use``. The check and the insert of the
-``kind=job`` allocation (ref = job id) happen in one transaction under the VC's lock, exactly
-as ``POST /allocations`` does, so jobs and notebooks share the quotas.
+``waiting: VC vision: 2 of 2 nvidia.com/gpu in use``.
+
+A pass admits in chunks of :data:`CHUNK` jobs. Each chunk is one transaction holding the job
+lock and the lock of every VC involved (exactly the locks ``POST /allocations`` takes, so jobs
+and notebooks share the quotas): usage is read once, kept as running totals while the chunk's
+jobs are checked (``quota.check_usage``), and the ``kind=job`` allocations (ref = job id) and
+job rows are written together at the end.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
-from .. import allocations, quota
-from ..authz import Person
+from .. import quota
 from ..db import Database
 from ..models import VC, Allocation, Job, utcnow
 from ..quantities import Resources
 from . import states
 from .spec import per_job_resources, spec_from_dict
+
+CHUNK = 1000  # jobs per admission transaction: other writers wait at most one chunk
 
 
 @dataclass(frozen=True)
@@ -53,67 +58,113 @@ def queued(db: Database) -> list[Waiting]:
     return fair_order([Waiting(*r) for r in rows])
 
 
-def _free_devices(session, kind: str, count: int, inventory: Resources) -> list[int]:
-    taken: set[int] = set()
+def _add(into: dict[str, float], amounts: Resources) -> None:
+    for name, amount in amounts.items():
+        into[name] = into.get(name, 0) + amount
+
+
+@dataclass
+class Usage:
+    """Running totals while a chunk is admitted: per VC, per (VC, user), devices cluster-wide."""
+
+    vc: dict[str, dict[str, float]] = field(default_factory=dict)
+    user: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)
+    cluster: dict[str, float] = field(default_factory=dict)
+    taken: dict[str, set[int]] = field(default_factory=dict)  # device type -> visible indices in use
+
+    def take(self, vc: str, user: str, amounts: Resources) -> None:
+        _add(self.vc.setdefault(vc, {}), amounts)
+        _add(self.user.setdefault((vc, user), {}), amounts)
+        _add(self.cluster, amounts)
+
+    def devices(self, kind: str, count: int, inventory: Resources) -> list[int]:
+        taken = self.taken.setdefault(kind, set())
+        free = [i for i in range(int(inventory.get(kind, 0))) if i not in taken][:count]
+        taken.update(free)
+        return free
+
+
+def _usage(session, inventory: Resources) -> Usage:
+    usage = Usage()
+    for vc, user, resources in session.execute(select(Allocation.vc, Allocation.user, Allocation.resources)):
+        usage.take(vc, user, resources)
     for devices in session.scalars(select(Job.devices).where(Job.state.in_(states.ACTIVE))):
-        if devices and devices.get("type") == kind:
-            taken.update(devices.get("visible") or [])
-    free = [i for i in range(int(inventory.get(kind, 0))) if i not in taken]
-    return free[:count]
+        if devices and devices.get("type"):
+            usage.taken.setdefault(devices["type"], set()).update(devices.get("visible") or [])
+    return usage
 
 
-def try_admit(db: Database, job_id: int, inventory: Resources) -> str | None:
-    """Admit one queued job; the refusal (why it waits) otherwise. None also when it is no longer queued."""
-    with db.session() as s:
-        vc_name = s.scalar(select(Job.vc).where(Job.id == job_id))
-    with db.locked(vc_name) as session:
-        vc = session.scalar(select(VC).where(VC.name == vc_name).with_for_update())
-        job = session.get(Job, job_id)
-        if vc is None or job is None or job.state != states.QUEUED:
-            return None
-        spec = spec_from_dict(job.spec)
-        request = per_job_resources(spec)
+def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, blocked: dict[str, tuple[int, str]],
+                 reasons: dict[int, str], admitted: list[int]) -> None:
+    names = sorted({w.vc for w in chunk})
+    with db.locked_many(["~jobs", *names]) as s:
+        vcs = {v.name: v for v in s.scalars(select(VC).where(VC.name.in_(names)).with_for_update())}
         if not db.is_sqlite:
-            for name in sorted(r for r in request if quota.is_device(r)):
-                session.execute(select(func.pg_advisory_xact_lock(zlib.crc32(name.encode()))))
-        refused = allocations.reason(session, vc, Person(name=job.user), request, inventory)
-        if refused:
-            return refused
-        session.add(Allocation(user=job.user, vc=vc.name, profile="job", kind="job", ref=str(job.id), resources=request))
-        job.devices = {}
-        if spec.accelerator:
-            visible = _free_devices(session, spec.accelerator.type, spec.accelerator.count, inventory)
-            job.devices = {"type": spec.accelerator.type, "count": spec.accelerator.count, "visible": visible}
-        job.state = states.check_move(job.state, states.ADMITTED)
-        job.admitted = utcnow()
-        job.attempts += 1
-        job.reason = ""
-        job.backend_ref = None
-    return None
+            for name in sorted(r for r in inventory if quota.is_device(r)):
+                s.execute(select(func.pg_advisory_xact_lock(zlib.crc32(name.encode()))))
+        ids = [w.id for w in chunk]
+        jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids), Job.state == states.QUEUED).with_for_update())}
+        usage = _usage(s, inventory)
+        now = utcnow()
+        rows: list[dict[str, Any]] = []
+        for w in chunk:
+            job, vc = jobs.get(w.id), vcs.get(w.vc)
+            if job is None or vc is None:
+                continue  # cancelled meanwhile, or its VC is gone
+            if w.vc in blocked:
+                head, why = blocked[w.vc]
+                reasons[w.id] = f"waiting: behind job {head}: {why}"
+                continue
+            spec = spec_from_dict(job.spec)
+            request = per_job_resources(spec)
+            limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
+            why = quota.check_usage(request, limits, usage.vc.get(vc.name, {}), usage.user.get((vc.name, job.user), {}),
+                                    job.user, inventory, usage.cluster)
+            if why:
+                blocked[w.vc] = (w.id, why)
+                reasons[w.id] = f"waiting: {why}"
+                continue
+            usage.take(vc.name, job.user, request)
+            rows.append({"user": job.user, "vc": vc.name, "profile": "job", "kind": "job", "ref": str(job.id),
+                         "resources": request, "created": now})
+            job.devices = {}
+            if spec.accelerator:
+                visible = usage.devices(spec.accelerator.type, spec.accelerator.count, inventory)
+                job.devices = {"type": spec.accelerator.type, "count": spec.accelerator.count, "visible": visible}
+            job.state = states.check_move(job.state, states.ADMITTED)
+            job.admitted = now
+            job.attempts += 1
+            job.reason = ""
+            job.backend_ref = None
+            admitted.append(job.id)
+        if rows:
+            s.execute(insert(Allocation), rows)
+        for job_id, why in reasons.items():
+            job = jobs.get(job_id)
+            if job is not None and job.reason != why:
+                job.reason = why
 
 
 def admit_pass(db: Database, inventory: Resources) -> list[int]:
     """One pass over the queue; returns the ids admitted and stores each waiting job's reason."""
     admitted: list[int] = []
     blocked: dict[str, tuple[int, str]] = {}
-    reasons: dict[int, str] = {}
-    for w in queued(db):
-        if w.vc in blocked:
-            head, why = blocked[w.vc]
-            reasons[w.id] = f"waiting: behind job {head}: {why}"
+    waiting = queued(db)
+    for start in range(0, len(waiting), CHUNK):
+        chunk = waiting[start:start + CHUNK]
+        if all(w.vc in blocked for w in chunk):
+            reasons = {w.id: f"waiting: behind job {blocked[w.vc][0]}: {blocked[w.vc][1]}" for w in chunk}
+            _store_reasons(db, reasons)
             continue
-        why = try_admit(db, w.id, inventory)
-        if why is None:
-            admitted.append(w.id)
-        else:
-            blocked[w.vc] = (w.id, why)
-            reasons[w.id] = f"waiting: {why}"
-    if reasons:
-        with db.locked("~jobs") as s:
-            for job in s.scalars(select(Job).where(Job.id.in_(list(reasons)), Job.state == states.QUEUED)):
-                if job.reason != reasons[job.id]:
-                    job.reason = reasons[job.id]
+        _admit_chunk(db, chunk, inventory, blocked, {}, admitted)
     return admitted
+
+
+def _store_reasons(db: Database, reasons: dict[int, str]) -> None:
+    with db.locked("~jobs") as s:
+        for job in s.scalars(select(Job).where(Job.id.in_(list(reasons)), Job.state == states.QUEUED)):
+            if job.reason != reasons[job.id]:
+                job.reason = reasons[job.id]
 
 
 def positions(db: Database) -> dict[int, int]:
