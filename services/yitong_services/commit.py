@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blake3 import blake3
+
 from sqlalchemy.orm import Session
 
 from . import datasets
@@ -20,7 +22,7 @@ from .authz import Person
 from .dataset_schemas import CommitIn
 from .dataset_views import one_version
 from .errors import Refusal
-from .manifest import canonical, hashes, manifest_hash, totals
+from .manifest import canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
 from .objindex import locate, storage_lock
 from .storage import Storage
@@ -73,10 +75,11 @@ def _parent_objects(storage: Storage, session: Session, d: Dataset) -> dict[str,
 def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
     """(version dict, created?)."""
     try:
-        manifest = canonical(f.model_dump() for f in body.files)
+        manifest = canonical(body.files)
     except ValueError as e:
         raise Refusal(422, f"dataset {vc}/{name}: {e}") from e
-    h = manifest_hash(manifest)
+    data = encode(manifest)
+    h = blake3(data).hexdigest()
     files, size = totals(manifest)
     db = storage.db
     with db.session() as s:
@@ -87,14 +90,14 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
             return one_version(s, d, same), False
         known = _parent_objects(storage, s, d)
         _check_objects(s, d, manifest, known)
-    storage.put_manifest(manifest, h)
+    storage.put_manifest(data, h)
     with storage_lock(db) as s:
         d = datasets.visible(s, person, vc, name)
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
         _check_objects(s, d, manifest, _parent_objects(storage, s, d))
-        storage.put_manifest(manifest, h)  # GC may have taken an old orphan copy meanwhile
+        storage.put_manifest(data, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(
             dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,
             author=person.name, message=body.message, files=files, bytes=size,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, ConfigDict, Field
+from typing_extensions import TypedDict
 
 from .manifest import hash_refusal
 from .schemas import Name, Strict
@@ -51,9 +52,13 @@ class DatasetOut(Strict):
     tags: dict[str, int]
 
 
-class FileEntry(Strict):
+class FileEntry(TypedDict):
+    """One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth
+    of the time, and ``manifest.canonical`` checks every path, size and hash anyway."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
     path: str
-    size: int = Field(ge=0)
+    size: int
     hash: str
 
 

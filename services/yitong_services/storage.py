@@ -41,10 +41,11 @@ class Storage:
         self._manifests: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._guard = threading.Lock()
 
-    def put_manifest(self, manifest: dict[str, Any], h: str) -> None:
+    def put_manifest(self, manifest: dict[str, Any] | bytes, h: str) -> None:
+        """Store a manifest (or its canonical bytes) under its hash, unless it is there."""
         key = manifest_key(h)
         if not self.store.exists(key):
-            self.store.write_bytes(key, encode(manifest))
+            self.store.write_bytes(key, manifest if isinstance(manifest, bytes) else encode(manifest))
 
     def manifest(self, h: str, cached: bool = True) -> dict[str, Any]:
         """A version's manifest (immutable, so cached); checked against its hash when read."""

@@ -7,7 +7,7 @@ import pytest
 from blake3 import blake3
 
 from yitong_services.authz import Person, sees_dataset
-from yitong_services.manifest import canonical, diff, manifest_hash, path_refusal
+from yitong_services.manifest import canonical, diff, encode, manifest_hash, path_refusal
 from yitong_services.packs import PackError, PackReader, record_header
 from yitong_services.serve import parse_range
 
@@ -38,6 +38,33 @@ def test_canonical_sorts_by_utf8_bytes_and_hash_is_the_contract():
 )
 def test_path_rules(path, ok):
     assert (path_refusal(path) is None) == ok, path_refusal(path)
+    # canonical's one-regex fast path refuses exactly what path_refusal refuses
+    entry = {"path": path, "size": 1, "hash": H["a"]}
+    if ok:
+        assert canonical([entry])["files"] == [entry]
+    else:
+        with pytest.raises(ValueError):
+            canonical([entry])
+
+
+def test_encode_is_the_contracts_json_dumps():
+    names = ['a"quoted".txt', "é/ü ß.bin", "数据/x y", "tab-free/'single'", "a" * 4000, "emoji-😀", "ab:c"]
+    m = canonical({"path": n, "size": i * 7, "hash": H["abc"[i % 3]]} for i, n in enumerate(names))
+    assert encode(m) == json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("files, says", [
+    ([{"path": "a", "size": 1, "hash": "x"}], "is not a BLAKE3 hash"),
+    ([{"path": "a", "size": True, "hash": "0" * 64}], "is not a byte count"),
+    ([{"path": "a", "size": -1, "hash": "0" * 64}], "is not a byte count"),
+    ([{"path": "a", "size": 1, "hash": "0" * 64}] * 2, "appears twice"),
+    ([{"path": "a/b/c", "size": 1, "hash": "0" * 64}, {"path": "a/b", "size": 1, "hash": "0" * 64}], "'a/b' is both"),
+    ([{"path": "a" * 4097, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
+    ([{"path": "é" * 2049, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
+])
+def test_canonical_refusals(files, says):
+    with pytest.raises(ValueError, match=says):
+        canonical(files)
 
 
 def test_diff():
