@@ -1,4 +1,4 @@
-// yitong-lab: the "Yitong" left sidebar panel (VCs, quota, used, free).
+// yitong-lab: the "Yitong" left sidebar panel (VCs with quota, used, free; jobs; datasets).
 import {
   ILayoutRestorer,
   JupyterFrontEnd,
@@ -9,7 +9,7 @@ import { YitongPanel } from './panel';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'yitong-lab:panel',
-  description: 'The Yitong sidebar: your virtual clusters, their quotas and usage.',
+  description: 'The Yitong sidebar: your virtual clusters, their quotas and usage, jobs and datasets.',
   autoStart: true,
   optional: [ILayoutRestorer],
   activate: (app: JupyterFrontEnd, restorer: ILayoutRestorer | null) => {

@@ -1,14 +1,15 @@
 // The "Yitong" sidebar: the user's VCs with quota / used / free per resource as bars, then the
-// Datasets section (datasets.ts).
+// Jobs section (jobs.ts) and the Datasets section (datasets.ts).
 // DOM hooks for browser tests: #yitong-panel, .yt-vc[data-vc=NAME],
 // .yt-resource[data-resource=R] (data-quota/data-used/data-free), .yt-error, .yt-refresh;
-// the Datasets section's hooks are listed in datasets.ts.
+// the Jobs and Datasets sections' hooks are listed in jobs.ts and datasets.ts.
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IApiInfo, IVC, fetchInfo, fetchVCs, formatAmount, resourceNames } from './api';
 import { DatasetsSection } from './datasets';
+import { JobsSection } from './jobs';
 import { yitongIcon } from './icon';
 import { el } from './dom';
 
@@ -69,7 +70,7 @@ export class YitongPanel extends Widget {
     this.id = 'yitong-panel';
     this.addClass('yt-panel');
     this.title.icon = yitongIcon;
-    this.title.caption = 'Yitong: virtual clusters';
+    this.title.caption = 'Yitong: virtual clusters, jobs, datasets';
     const header = el('div', 'yt-header');
     const button = el('button', 'yt-refresh jp-Button jp-mod-minimal') as HTMLButtonElement;
     button.title = 'Refresh';
@@ -78,7 +79,18 @@ export class YitongPanel extends Widget {
     header.append(el('span', 'yt-title', 'Virtual clusters'), button);
     this._error.hidden = true;
     this._datasets = new DatasetsSection(() => this._info?.vc ?? null);
-    this.node.append(header, this._error, this._list, this._updated, this._datasets.node);
+    this._jobs = new JobsSection({
+      defaultVC: () => this._info?.vc ?? null,
+      isVisible: () => this.isVisible && !this.isDisposed
+    });
+    this.node.append(
+      header,
+      this._error,
+      this._list,
+      this._updated,
+      this._jobs.node,
+      this._datasets.node
+    );
     this._timer = window.setInterval(() => {
       if (this.isVisible) {
         void this.refresh();
@@ -101,7 +113,12 @@ export class YitongPanel extends Widget {
       if (this._info === null) {
         this._info = await fetchInfo().catch(() => null);
       }
-      const [vcs] = await Promise.all([fetchVCs(), this._datasets.refresh()]);
+      const [vcs] = await Promise.all([
+        fetchVCs(),
+        this._jobs.refresh(),
+        this._datasets.refresh()
+      ]);
+      this._jobs.setVCs(vcs.map(vc => vc.name));
       this._error.hidden = true;
       this._error.textContent = '';
       this._render(vcs);
@@ -125,11 +142,18 @@ export class YitongPanel extends Widget {
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    this._jobs.resume();
     void this.refresh();
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._jobs.pause();
   }
 
   dispose(): void {
     window.clearInterval(this._timer);
+    this._jobs.dispose();
     super.dispose();
   }
 
@@ -138,6 +162,7 @@ export class YitongPanel extends Widget {
   private _updated = el('div', 'yt-updated');
   private _info: IApiInfo | null = null;
   private _datasets: DatasetsSection;
+  private _jobs: JobsSection;
   private _pending: Promise<void> | null = null;
   private _timer: number;
 }

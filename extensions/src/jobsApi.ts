@@ -1,0 +1,217 @@
+// Job calls of the panel: the platform's /jobs and /runs routes through yitong/api/ (the server
+// extension adds the server's token), the live per-rank log stream, and the TensorBoard link.
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+import { getJSON, requestJSON } from './api';
+
+export type JobState =
+  | 'queued'
+  | 'admitted'
+  | 'running'
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'preempted';
+
+/** States in which a job may still change by itself (the list polls while any job is in one). */
+export const ACTIVE_STATES: ReadonlySet<string> = new Set(['queued', 'admitted', 'running']);
+/** States a job can be retried from (`POST /jobs/{id}/retry`). */
+export const RETRYABLE_STATES: ReadonlySet<string> = new Set(['failed', 'cancelled', 'preempted']);
+
+export interface IJob {
+  id: number;
+  name: string;
+  vc: string;
+  user: string;
+  state: JobState;
+  reason: string | null;
+  priority: number;
+  position: number | null;
+  spec: Record<string, unknown>;
+  created: string;
+  admitted: string | null;
+  started: string | null;
+  finished: string | null;
+  exit_code: number | null;
+  attempts: number;
+  backend: string;
+  hosts: string[];
+  ports: Record<string, unknown>;
+  devices: { type?: string | null; count?: number; visible?: unknown[] };
+  runs: number[];
+  // the detail only (`GET /jobs/{id}`)
+  access?: string | null;
+  ranks?: number[];
+  outputs_path?: string;
+}
+
+/** The ledger record of one attempt (`GET /runs/{id}`); only the fields the panel shows. */
+export interface IRun {
+  run: number;
+  job: number;
+  attempt: number;
+  state: string;
+  exit_code: number | null;
+  started: string | null;
+  finished: string | null;
+  metrics: Record<string, unknown>;
+  inputs?: { dataset: string; mount: string; version: number }[];
+  code?: { commit?: string | null; dirty_hash?: string | null } | null;
+  environment?: { image?: string | null; kernel?: string | null; python_version?: string | null };
+  artifacts?: { path: string; size: number }[];
+}
+
+export const fetchJobs = (): Promise<IJob[]> => getJSON<IJob[]>('yitong/api/jobs');
+
+export const fetchJob = (id: number): Promise<IJob> => getJSON<IJob>(`yitong/api/jobs/${id}`);
+
+export const fetchRun = (id: number): Promise<IRun> => getJSON<IRun>(`yitong/api/runs/${id}`);
+
+export const cancelJob = (id: number): Promise<IJob> =>
+  requestJSON<IJob>('POST', `yitong/api/jobs/${id}/cancel`);
+
+export const retryJob = (id: number): Promise<IJob> =>
+  requestJSON<IJob>('POST', `yitong/api/jobs/${id}/retry`);
+
+/** Submit a spec given as fields (sent as JSON). */
+export const submitSpec = (spec: Record<string, unknown>): Promise<IJob> =>
+  requestJSON<IJob>('POST', 'yitong/api/jobs', spec);
+
+/** Submit a spec document as typed (YAML, or JSON, which is YAML too); the service parses it and
+ * names the line of a syntax error. */
+export async function submitYAML(text: string): Promise<IJob> {
+  const settings = ServerConnection.makeSettings();
+  const response = await ServerConnection.makeRequest(
+    URLExt.join(settings.baseUrl, 'yitong/api/jobs'),
+    { method: 'POST', body: text, headers: { 'Content-Type': 'application/yaml' } },
+    settings
+  );
+  const body = await response.text();
+  let data: any = null;
+  try {
+    data = body ? JSON.parse(body) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    throw new Error(
+      (typeof data?.detail === 'string' && data.detail) ||
+        `the platform API answered HTTP ${response.status}`
+    );
+  }
+  return data as IJob;
+}
+
+/** Where the server extension starts TensorBoard on the job's outputs (a redirect). */
+export function tensorboardUrl(id: number): string {
+  return URLExt.join(ServerConnection.makeSettings().baseUrl, 'yitong/jobs', String(id), 'tensorboard');
+}
+
+/**
+ * Follow one rank's log: `GET logs?rank=N&follow=1&offset=K`, read chunk by chunk, `onText` per
+ * decoded chunk. The service ends the stream when the job ends; a stream cut earlier (a proxy
+ * timeout) is resumed from the byte offset reached while `keepGoing()` says the job is active.
+ * Resolves when the log is complete or `signal` aborts; rejects with the service's sentence.
+ */
+export async function followLog(
+  id: number,
+  rank: number,
+  signal: AbortSignal,
+  onText: (text: string) => void,
+  keepGoing: () => boolean
+): Promise<void> {
+  const settings = ServerConnection.makeSettings();
+  let offset = 0;
+  for (;;) {
+    const url = URLExt.join(
+      settings.baseUrl,
+      `yitong/api/jobs/${id}/logs?rank=${rank}&follow=1&offset=${offset}`
+    );
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(url, { method: 'GET', signal }, settings);
+    } catch (error) {
+      if (signal.aborted) {
+        return;
+      }
+      throw new Error(`cannot reach this server: ${String(error)}`);
+    }
+    // a log is text/plain; JSON here is an error model (from the service or the forwarder)
+    const json = (response.headers.get('Content-Type') || '').includes('json');
+    if (!response.ok || json) {
+      const text = await response.text();
+      let detail = '';
+      try {
+        detail = JSON.parse(text).detail;
+      } catch {
+        detail = '';
+      }
+      throw new Error(detail || `the log answered HTTP ${response.status}`);
+    }
+    const decoder = new TextDecoder();
+    try {
+      if (response.body) {
+        const reader = response.body.getReader();
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) {
+            break;
+          }
+          offset += value.byteLength;
+          onText(decoder.decode(value, { stream: true }));
+        }
+      } else {
+        const whole = new Uint8Array(await response.arrayBuffer());
+        offset += whole.byteLength;
+        onText(decoder.decode(whole, { stream: true }));
+      }
+    } catch (error) {
+      if (signal.aborted) {
+        return;
+      }
+      // the connection dropped mid-stream: resume below
+    }
+    const tail = decoder.decode();
+    if (tail) {
+      onText(tail);
+    }
+    if (signal.aborted || !keepGoing()) {
+      return;
+    }
+    await new Promise(resolve => setTimeout(resolve, 1000));
+  }
+}
+
+/** A service timestamp (ISO, UTC; a missing zone is read as UTC) in milliseconds, or NaN. */
+export function parseTime(value: string | null | undefined): number {
+  if (!value) {
+    return NaN;
+  }
+  return Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`);
+}
+
+/** `42s`, `5m`, `3h`, `2d`: how long ago `value` was (`now` for tests). */
+export function ageText(value: string | null | undefined, now = Date.now()): string {
+  const then = parseTime(value);
+  if (isNaN(then)) {
+    return '-';
+  }
+  const seconds = Math.max(0, Math.round((now - then) / 1000));
+  if (seconds < 60) {
+    return `${seconds}s`;
+  }
+  if (seconds < 3600) {
+    return `${Math.floor(seconds / 60)}m`;
+  }
+  if (seconds < 86400) {
+    return `${Math.floor(seconds / 3600)}h`;
+  }
+  return `${Math.floor(seconds / 86400)}d`;
+}
+
+/** A timestamp in the browser's locale, or `-`. */
+export function timeText(value: string | null | undefined): string {
+  const then = parseTime(value);
+  return isNaN(then) ? '-' : new Date(then).toLocaleString();
+}
