@@ -95,6 +95,13 @@ def format_amount(resource: str, amount: Amount) -> str:
     return str(int(amount))
 
 
+def human_amount(resource: str, amount: Amount) -> str:
+    """For messages: like :func:`format_amount`, but cpu as a plain decimal (``14.5``, not ``14500m``)."""
+    if resource == "cpu":
+        return f"{round(float(amount), 3):g}"
+    return format_amount(resource, amount)
+
+
 def add(a: Resources, b: Resources) -> Resources:
     out = dict(a)
     for name, amount in b.items():

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .quantities import Resources, format_amount, tidy
+from .quantities import Resources, human_amount, tidy
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def free(quota: Resources, usage: Resources) -> Resources:
 
 
 def _of(resource: str, have: float, limit: float) -> str:
-    return f"{format_amount(resource, have)} of {format_amount(resource, limit)} {resource}"
+    return f"{human_amount(resource, have)} of {human_amount(resource, limit)} {resource}"
 
 
 def check(

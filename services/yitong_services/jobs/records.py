@@ -17,7 +17,7 @@ from .. import catalog, datasets
 from ..authz import Person, is_member
 from ..errors import Refusal, describe_validation
 from ..models import DatasetRef, DatasetVersion, Job, Run
-from ..quantities import Resources, format_amount
+from ..quantities import Resources, human_amount
 from . import states
 from .devices import check_backend_devices
 from .errors import JobSpecError
@@ -77,9 +77,9 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
         if limit <= 0:
             return f"VC {vc} has no {name} in its quota"
         if amount > limit + 1e-9:
-            return f"the job asks for {format_amount(name, amount)} {name}; VC {vc}'s quota is {format_amount(name, limit)} {name}"
+            return f"the job asks for {human_amount(name, amount)} {name}; VC {vc}'s quota is {human_amount(name, limit)} {name}"
         if name in caps and amount > caps[name] + 1e-9:
-            return f"the job asks for {format_amount(name, amount)} {name}; the user cap in VC {vc} is {format_amount(name, caps[name])} {name}"
+            return f"the job asks for {human_amount(name, amount)} {name}; the user cap in VC {vc} is {human_amount(name, caps[name])} {name}"
     return None
 
 
