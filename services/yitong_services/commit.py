@@ -72,14 +72,37 @@ def _parent_objects(storage: Storage, session: Session, d: Dataset) -> dict[str,
     return hashes(storage.manifest(last.manifest)) if last is not None else {}
 
 
+def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> list[dict[str, Any]]:
+    """The parent's entries with ``body.put`` and ``body.delete`` applied (checked by ``canonical``)."""
+    with storage.db.session() as s:
+        d = datasets.visible(s, person, vc, name)
+        last = datasets.latest(s, d)
+        if last is None or last.number != body.parent or last.manifest != body.base:
+            have = f"version {last.number} (manifest {last.manifest})" if last else "no version"
+            raise Refusal(409, f"dataset {datasets.full_name(d)}: the changes are relative to parent {body.parent} "
+                               f"(manifest {body.base}) but the latest is {have}; pull and commit again")
+    put_paths = [f["path"] for f in body.put]
+    if len(set(put_paths)) != len(put_paths):
+        raise ValueError("put names a path twice")
+    entries = {f["path"]: f for f in storage.manifest(body.base)["files"]}
+    for path in body.delete:
+        if entries.pop(path, None) is None:
+            raise ValueError(f"delete names '{path}', which the parent does not have")
+    for f in body.put:
+        entries[f["path"]] = f
+    return list(entries.values())
+
+
 def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
     """(version dict, created?)."""
     try:
-        manifest = canonical(body.files)
+        manifest = canonical(body.files if body.files is not None else _apply(storage, person, vc, name, body))
     except ValueError as e:
         raise Refusal(422, f"dataset {vc}/{name}: {e}") from e
     data = encode(manifest)
     h = blake3(data).hexdigest()
+    if body.manifest is not None and body.manifest != h:
+        raise Refusal(422, f"dataset {vc}/{name}: the changes give manifest {h}, not {body.manifest} as the client computed; commit the whole manifest")
     files, size = totals(manifest)
     db = storage.db
     with db.session() as s:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, model_validator
 from typing_extensions import TypedDict
 
 from .manifest import hash_refusal
@@ -67,9 +67,25 @@ class Manifest(Strict):
 
 
 class CommitIn(Strict):
+    """The whole manifest (``files``), or the changes to the parent's (``base`` = the parent's
+    manifest hash, ``put`` = entries added or changed, ``delete`` = paths gone, ``manifest`` = the
+    hash the result must have)."""
+
     message: str = ""
     parent: int | None = None
-    files: list[FileEntry]
+    files: list[FileEntry] | None = None
+    base: Hash | None = None
+    put: list[FileEntry] = []
+    delete: list[str] = []
+    manifest: Hash | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> CommitIn:
+        if (self.files is None) == (self.base is None):
+            raise ValueError("send either files (the whole manifest) or base with put/delete (the changes)")
+        if self.files is not None and (self.put or self.delete):
+            raise ValueError("put and delete go with base, not with files")
+        return self
 
 
 class Lineage(Strict):

@@ -37,6 +37,7 @@ class DatasetState:
     datasets: dict = field(default_factory=dict)
     refs: dict = field(default_factory=dict)
     refused_versions: list = field(default_factory=list)
+    commit_bodies: list = field(default_factory=list)
     drop_patch_after: int | None = None
     drop_get_after: int | None = None
     slow: float = 0.0
@@ -217,11 +218,23 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
         return h.reply(200, [version_model(ds, v) for v in reversed(ds["versions"])])
     if rest == "/versions" and method == "POST":
         body = json.loads(read_body(h))
-        files = body["files"]
         latest = ds["versions"][-1] if ds["versions"] else None
         if body.get("parent") != (latest["number"] if latest else None):
             return h.reply(409, {"detail": f"{key} is at v{latest['number'] if latest else 0} now, not "
                                            f"v{body.get('parent')}"})
+        st.commit_bodies.append(body)
+        if "base" in body:  # the changes to the parent's manifest
+            if latest is None or latest["manifest"] != body["base"]:
+                return h.reply(409, {"detail": "base is not the latest manifest"})
+            entries = {f["path"]: f for f in latest["files"]}
+            for path in body["delete"]:
+                del entries[path]
+            entries.update({f["path"]: f for f in body["put"]})
+            files = sorted(entries.values(), key=lambda f: f["path"].encode())
+            if manifest_hash(files) != body["manifest"]:
+                return h.reply(422, {"detail": "the changes do not give the manifest"})
+        else:
+            files = body["files"]
         if [f["path"] for f in files] != sorted((f["path"] for f in files), key=lambda p: p.encode()):
             return h.reply(422, {"detail": "files are not sorted by path"})
         absent = sorted({f["hash"] for f in files if f["hash"] not in st.objects})

@@ -217,3 +217,24 @@ def test_stat_cache_makes_the_noop_commit_stat_only(yt_env, data, monkeypatch):
     v = Datasets().commit(data, "vision/mnist", "", progress=None)
     assert read == ["copy.txt"] and v["number"] == 2 and v["uploaded"]["objects"] == 0
     assert Datasets().commit(data, "vision/mnist", "", progress=None)["unchanged"] and read == ["copy.txt"]
+
+
+def test_commit_on_a_parent_from_here_sends_only_the_changes(yt_env, data, monkeypatch):
+    ds = Datasets()
+    ds.commit(data, "vision/changes", "first", progress=None)
+    assert "files" in yt_env.datasets.commit_bodies[-1]  # nothing to build on yet: the whole manifest
+    (data / "a.txt").write_bytes(b"alpha, corrected")
+    (data / "train" / "0002.png").unlink()
+    asked = []
+    real = transfer.missing
+    monkeypatch.setattr(transfer, "missing", lambda client, hashes: asked.append(list(hashes)) or real(client, hashes))
+    v2 = ds.commit(data, "vision/changes", "second", progress=None)
+    body = yt_env.datasets.commit_bodies[-1]
+    assert "files" not in body and body["delete"] == ["train/0002.png"]
+    assert [f["path"] for f in body["put"]] == ["a.txt"] and body["manifest"] == v2["manifest"]
+    assert asked == [[blake3(b"alpha, corrected").hexdigest()]]  # only the changed object was looked up
+    assert v2["files"] == 6 and v2["uploaded"]["objects"] == 1
+    # without the cache (another machine) the whole manifest goes, and gives the same result
+    (data / "new.txt").write_bytes(b"new")
+    v3 = ds.commit(data, "vision/changes", "third", progress=None, stat_cache=False)
+    assert "files" in yt_env.datasets.commit_bodies[-1] and v3["number"] == 3

@@ -231,3 +231,46 @@ async def test_verify_reports_corruption_and_loss(data_service):
     report = (await svc.call("admin", "POST", "storage/verify")).json()
     assert report["missing"] == [b3(BIG)]
     assert len(report["corrupt"]) == 1 and report["corrupt"][0] in {b3(b) for b in V1.values()}
+
+
+async def test_commit_by_changes_to_the_parent(data_service):
+    """A commit may send only what changed (``base``/``put``/``delete``): the version equals the one
+    the whole manifest gives; a stale base, a bad entry or a wrong expected hash is refused."""
+    svc, data = data_service, data_service.data
+    from yitong_services.manifest import canonical, manifest_hash
+
+    assert (await data.push("alice", "vision/delta", V1, "v1")).status_code == 201
+    v1 = (await svc.call("alice", "GET", "datasets/vision/delta/versions/1")).json()
+    v2_files = {k: v for k, v in V1.items() if k != "README.md"} | {"train/a.bin": b"changed", "new/c.bin": b"c"}
+    await data.upload("alice", v2_files.values())
+    expected = manifest_hash(canonical(data.entries(v2_files)))
+    put = data.entries({"train/a.bin": b"changed", "new/c.bin": b"c"})
+    body = {"message": "v2", "parent": 1, "base": v1["manifest"], "put": put, "delete": ["README.md"], "manifest": expected}
+
+    for change, status, says in [
+        ({"base": "0" * 64}, 409, "the changes are relative to parent 1"),
+        ({"parent": None}, 409, "the changes are relative to parent None"),
+        ({"delete": ["nope"]}, 422, "delete names 'nope', which the parent does not have"),
+        ({"put": put + put[:1]}, 422, "put names a path twice"),
+        ({"put": put + data.entries({"train/a.bin/x": b"c"})}, 422, "is both a file and a directory"),
+        ({"put": data.entries({"../up": b"c"})}, 422, "leaves the dataset root"),
+        ({"manifest": "1" * 64}, 422, "as the client computed; commit the whole manifest"),
+        ({"files": put}, 422, "send either files"),
+        ({"files": put, "base": None}, 422, "put and delete go with base"),
+    ]:
+        r = await svc.call("alice", "POST", "datasets/vision/delta/versions", json=body | change)
+        assert r.status_code == status and says in r.text, (change, r.text)
+    r = await svc.call("alice", "POST", "datasets/vision/delta/versions",
+                       json={k: v for k, v in body.items() if k != "base"})
+    assert r.status_code == 422 and "send either files" in r.text
+    assert (await svc.call("alice", "GET", "datasets/vision/delta")).json()["versions"] == 1  # nothing committed
+
+    r = await svc.call("alice", "POST", "datasets/vision/delta/versions", json=body)
+    assert r.status_code == 201, r.text
+    assert (r.json()["number"], r.json()["manifest"], r.json()["parent"]) == (2, expected, 1)
+    files = (await svc.call("alice", "GET", "datasets/vision/delta/versions/2/manifest")).json()["files"]
+    assert files == canonical(data.entries(v2_files))["files"]
+    # objects the change names must be in the store like any other
+    body3 = {"parent": 2, "base": expected, "put": data.entries({"x": b"never uploaded"}), "delete": []}
+    r = await svc.call("alice", "POST", "datasets/vision/delta/versions", json=body3)
+    assert r.status_code == 422 and "1 objects are not in the store" in r.text

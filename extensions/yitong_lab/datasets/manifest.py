@@ -90,6 +90,15 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def changes(base: dict[str, Any], new: dict[str, Any]) -> tuple[list[File], list[str]]:
+    """``(put, delete)`` turning manifest ``base`` into ``new``: entries added or changed, paths gone."""
+    before = {f["path"]: f for f in base["files"]}
+    after = {f["path"] for f in new["files"]}
+    put = [f for f in new["files"] if before.get(f["path"]) != f]
+    delete = [p for p in before if p not in after]
+    return put, delete
+
+
 def manifest_hash(manifest: dict[str, Any]) -> str:
     """BLAKE3 (hex) of :func:`manifest_bytes`: the same value the service computes."""
     from blake3 import blake3

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from yitong_lab.client import Client, YitongError
-from yitong_lab.datasets.manifest import Ref, canonical, diff as diff_files, manifest_hash, parse_ref
+from yitong_lab.datasets.manifest import Ref, canonical, changes, diff as diff_files, manifest_bytes, manifest_hash, parse_ref
 
 def _q(text: str | int) -> str:
     return quote(str(text), safe="")
@@ -162,18 +162,26 @@ class Datasets:
                     return {**parent, "unchanged": True, "uploaded": {"objects": 0, "bytes": 0}}
                 if manifest is None:  # the tree is as last committed, but that is not the latest
                     files, digest, manifest = self._local_manifest(root, cache, bar, memo=False)
-            base = base_dir(root)
-            items = [Item(f["hash"], f["size"], local_path(base, f["path"])) for f in manifest["files"]]
-            objects, sent = upload(self.client, items, bar)
-            try:
-                version = self.client.request("POST", self._base(ref) + "/versions", json={
-                    "message": message, "parent": number, "files": manifest["files"]})
-            except YitongError as error:
-                if error.status == 409:
-                    raise YitongError(409, f"someone committed to {ref.dataset} meanwhile (your parent was "
-                                           f"{'v' + str(number) if number else 'no version'}): commit again "
-                                           f"to build on the new version ({error.detail})") from None
-                raise
+                body: dict[str, Any] = {"message": message, "parent": number, "files": manifest["files"]}
+                base = cache.manifest(parent["manifest"]) if parent is not None else None
+                sending = manifest["files"]
+                if base is not None:  # the parent was committed from here: send only the changes
+                    put, delete = changes(base, manifest)
+                    body = {"message": message, "parent": number, "base": parent["manifest"], "put": put,
+                            "delete": delete, "manifest": digest}
+                    sending = put
+                root_dir = base_dir(root)
+                items = [Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending]
+                objects, sent = upload(self.client, items, bar)
+                try:
+                    version = self.client.request("POST", self._base(ref) + "/versions", json=body)
+                except YitongError as error:
+                    if error.status == 409:
+                        raise YitongError(409, f"someone committed to {ref.dataset} meanwhile (your parent was "
+                                               f"{'v' + str(number) if number else 'no version'}): commit again "
+                                               f"to build on the new version ({error.detail})") from None
+                    raise
+                cache.remember_manifest(digest, manifest_bytes(manifest))
             return {**version, "unchanged": bool(version.get("unchanged")),
                     "uploaded": {"objects": objects, "bytes": sent}}
         finally:

@@ -2,7 +2,8 @@
 is only ``stat``-ed, never read again. A second table remembers, per directory tree, the sorted
 ``(path, size, mtime_ns, inode)`` list of its last commit and that manifest's hash: when a new
 scan gives the same list, the manifest hash is known without building the manifest (the
-no-op commit of 70,000 files only stats them).
+no-op commit of 70,000 files only stats them). A third keeps the last few manifests committed
+from this machine, so a commit on top of one of them sends only the changed entries.
 
 File: ``$YITONG_CACHE_DIR/stat-<host>.sqlite`` (default ``~/.cache/yitong/``; per host because
 inodes and mtimes are per machine even when the home directory is shared). Reads load a whole
@@ -16,6 +17,9 @@ import socket
 import sqlite3
 from pathlib import Path
 from typing import Iterable, NamedTuple
+
+
+KEEP_MANIFESTS = 8
 
 
 class Stat(NamedTuple):
@@ -52,6 +56,9 @@ class StatCache:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS tree (root TEXT PRIMARY KEY, snapshot BLOB NOT NULL,"
             " manifest TEXT NOT NULL)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS manifest (id INTEGER PRIMARY KEY, hash TEXT UNIQUE NOT NULL,"
+            " body BLOB NOT NULL)")
 
     def load(self, root: str) -> dict[str, tuple[int, int, int, str]]:
         """Every entry under the absolute directory ``root``, keyed by the path relative to it:
@@ -81,6 +88,30 @@ class StatCache:
     def remember_tree(self, root: str, snapshot: bytes, manifest: str) -> None:
         with self._transaction():
             self._db.execute("INSERT OR REPLACE INTO tree VALUES (?, ?, ?)", (root, snapshot, manifest))
+
+    def manifest(self, digest: str) -> dict | None:
+        """A manifest committed from this machine (checked against its hash), or None."""
+        import json
+        import zlib
+
+        from blake3 import blake3
+
+        row = self._db.execute("SELECT body FROM manifest WHERE hash = ?", (digest,)).fetchone()
+        if row is None:
+            return None
+        data = zlib.decompress(row[0])
+        return json.loads(data) if blake3(data).hexdigest() == digest else None
+
+    def remember_manifest(self, digest: str, data: bytes, keep: int = KEEP_MANIFESTS) -> None:
+        """Keep the canonical bytes of a committed manifest (the newest ``keep``): the next commit
+        on top of it sends only what changed."""
+        import zlib
+
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO manifest (hash, body) VALUES (?, ?)",
+                             (digest, zlib.compress(data, 1)))
+            self._db.execute("DELETE FROM manifest WHERE id NOT IN"
+                             " (SELECT id FROM manifest ORDER BY id DESC LIMIT ?)", (keep,))
 
     def _transaction(self):
         from contextlib import contextmanager
@@ -120,6 +151,12 @@ class NoCache:
         return None
 
     def remember_tree(self, root: str, snapshot: bytes, manifest: str) -> None:
+        pass
+
+    def manifest(self, digest: str) -> dict | None:
+        return None
+
+    def remember_manifest(self, digest: str, data: bytes, keep: int = 0) -> None:
         pass
 
     def close(self) -> None:
