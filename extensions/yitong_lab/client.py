@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any, TypedDict
 
+from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: stays cheap)
+
 Resources = dict[str, float]
 
 
@@ -85,8 +87,10 @@ def error_detail(body: Any, status: int) -> str:
     return f"the platform API answered HTTP {status}"
 
 
-class Client:
-    """``Client(url=None, token=None)``; defaults come from the environment (see module doc)."""
+class Client(JobCalls):
+    """``Client(url=None, token=None)``; defaults come from the environment (see module doc).
+    The job and run calls (``submit_job``, ``jobs``, ``job``, ``job_log``, ``follow_log``, ``run``,
+    ``rerun``, ...) come from :class:`~yitong_lab.jobs.sdk.JobCalls`."""
 
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
         self.url = (url or api_url()).rstrip("/")

@@ -1,9 +1,13 @@
-"""The ``%yt`` line magic: the ``yt`` grammar inside a kernel.
+"""The ``%yt`` line magic and ``%%yt`` cell magic: the ``yt`` grammar inside a kernel.
 
 ``%yt vc ls`` prints exactly what ``yt vc ls`` prints; refusals print the service's
 sentence (no traceback). Only stdlib is imported here; the SDK imports httpx on first use.
 In a notebook (a kernel with a frontend), ``%yt data commit|pull`` show an ipywidgets progress
-bar instead of tqdm's text bar.
+bar instead of tqdm's text bar, and ``%yt job logs --follow`` / ``job submit --follow`` show
+the job's state in a widget.
+
+``%%yt job submit [--vc VC] [--name NAME] [--procs N] ...`` runs the cell's body as a job
+(:mod:`yitong_lab.jobs.cell`); ``%%yt`` with any other command is refused.
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import shlex
 
 
-def yt(line: str) -> None:
-    """Run one ``yt`` command line, e.g. ``%yt vc ls`` or ``%yt vc show vision --json``."""
+def yt(line: str, cell: str | None = None) -> None:
+    """Run one ``yt`` command line, e.g. ``%yt vc ls`` or ``%yt vc show vision --json``;
+    as a cell magic, ``%%yt job submit --vc vision`` submits the cell as a job."""
     from yitong_lab.cli.grammar import run
 
     try:
@@ -22,7 +27,7 @@ def yt(line: str) -> None:
 
         print(f"yt: {error}", file=sys.stderr)
         return
-    run(argv, progress=progress_kind())
+    run(argv, progress=progress_kind(), cell=cell)
 
 
 def progress_kind() -> str:
@@ -42,4 +47,4 @@ def progress_kind() -> str:
 
 
 def register(ipython) -> None:  # noqa: ANN001
-    ipython.register_magic_function(yt, magic_kind="line", magic_name="yt")
+    ipython.register_magic_function(yt, magic_kind="line_cell", magic_name="yt")

@@ -63,7 +63,12 @@ class JobsSettings(BaseModel):
     enabled: bool = Field(True, description="run the job manager in this service (one service per database)")
 
 
-class BackendSettings(Lenient):
+class BackendSettings(BaseModel):
+    """``backends.<name>``: the inventory, plus the backend's own keys (kept as extras; each backend
+    validates its section, e.g. ``runner_slurm.SlurmSettings``)."""
+
+    model_config = ConfigDict(extra="allow")
+
     inventory: Resources = Field(default_factory=dict)
 
 

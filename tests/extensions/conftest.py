@@ -14,6 +14,9 @@
 - ``platform_api.datasets``: the stand-in's dataset routes (``datasets_standin.py``: objects,
   packs, resumable uploads, versions, tags, diff, fetch, materialize; knobs to drop connections).
   ``yt_env`` also points ``YITONG_CACHE_DIR`` (the stat cache) into the test's tmp dir.
+- ``platform_api.jobs``: the stand-in's job and run routes (``jobs_standin.py``: submit as JSON or
+  YAML, list, detail, logs streamed chunked, cancel, retry, clone, metrics with a job token, runs,
+  rerun; ``add(...)`` makes a job in any state).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import datasets_standin  # noqa: E402
+import jobs_standin  # noqa: E402
 
 PREFIX = "/services/yitong/api/v1"
 GiB = 2**30
@@ -84,6 +88,12 @@ class StandIn(BaseHTTPRequestHandler):
     def handle_any(self) -> None:
         state = self.server.state
         route = self.path.split("?")[0][len(PREFIX):]
+        if self.path.startswith(PREFIX) and re.match(r"/(jobs|runs)(/|$)", route):
+            auth = self.headers.get("Authorization", "")
+            state.requests.append((self.command, self.path, auth, None))
+            if state.fail:
+                return self.reply(state.fail[0], {"detail": state.fail[1]})
+            return jobs_standin.handle(self, state.jobs, auth, route, USERS, state.vcs)
         if self.path.startswith(PREFIX) and route.startswith(("/datasets", "/objects/", "/storage/")):
             auth = self.headers.get("Authorization", "")
             state.requests.append((self.command, self.path, auth, None))
@@ -153,7 +163,7 @@ class StandIn(BaseHTTPRequestHandler):
 @pytest.fixture
 def platform_api():
     state = SimpleNamespace(vcs=copy.deepcopy(VCS), requests=[], fail=None,
-                            datasets=datasets_standin.DatasetState())
+                            datasets=datasets_standin.DatasetState(), jobs=jobs_standin.JobState())
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     server.daemon_threads = True
     server.state = state

@@ -14,27 +14,7 @@ import pytest
 import yaml
 from tests.services.conftest import PREFIX, SETTINGS
 from helpers import free_port
-from jobs_helpers import PY, TERMINAL
-
-DDP = """
-import json, os, urllib.request
-import torch, torch.distributed as dist
-dist.init_process_group("gloo")
-rank, world = dist.get_rank(), dist.get_world_size()
-torch.manual_seed(0)
-model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-for _ in range(5):
-    opt.zero_grad(); loss = model(torch.randn(8, 4)).pow(2).mean(); loss.backward(); opt.step()
-print(f"rank {rank} of {world} loss {loss.item():.4f}", flush=True)
-if rank == 0:
-    torch.save(model.state_dict(), os.path.join(os.environ["YITONG_OUTPUT_DIR"], "model.pt"))
-    req = urllib.request.Request(os.environ["YITONG_API_URL"] + f"/jobs/{os.environ['YITONG_JOB_ID']}/metrics",
-        data=json.dumps({"loss": loss.item(), "world": world}).encode(), method="POST",
-        headers={"Authorization": "token " + os.environ["YITONG_JOB_TOKEN"], "Content-Type": "application/json"})
-    urllib.request.urlopen(req).read()
-dist.destroy_process_group()
-"""
+from jobs_helpers import DDP, PY, TERMINAL
 
 
 class Proc:

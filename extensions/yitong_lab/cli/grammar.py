@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "vc": "yitong_lab.cli.vc",
     "profile": "yitong_lab.cli.profile",
     "data": "yitong_lab.cli.data",
+    "job": "yitong_lab.cli.job",
+    "run": "yitong_lab.cli.run",
 }
 
 
@@ -53,7 +55,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(prog: str = PROG) -> Parser:
     parser = Parser(
         prog=prog,
-        description="Yitong: your virtual clusters (VCs), quotas, profiles and datasets.",
+        description="Yitong: your virtual clusters (VCs), quotas, profiles, datasets and jobs.",
         epilog="Configured by YITONG_API_URL and JUPYTERHUB_API_TOKEN (or YT_API_URL, YT_TOKEN).",
     )
     common = Parser(add_help=False)
@@ -64,16 +66,22 @@ def build_parser(prog: str = PROG) -> Parser:
     return parser
 
 
-def run(argv: list[str], client: Any = None, progress: Any = "auto") -> int:
+def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str | None = None) -> int:
     """Parse ``argv``, run the command, print to ``sys.stdout``/``sys.stderr``; return the exit code.
 
     Service refusals print ``yt: <the service's sentence>`` on stderr and return 1. ``progress``:
     how transfers show progress (``"auto"``: tqdm on a terminal; ``"widget"`` in a notebook).
+    ``cell``: the body of a ``%%yt`` cell (only ``job submit`` takes one).
     """
     try:
         args = build_parser().parse_args(argv)
     except ParserExit as stop:
         return stop.status
+    if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
+        print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands",
+              file=sys.stderr)
+        return 2
+    args.cell = cell
     from yitong_lab.cli.output import Output
     from yitong_lab.client import Client, YitongError
 

@@ -41,6 +41,7 @@ class Launch:
     env: dict[str, str]                # platform additions (token, API URL)
     input_paths: dict[str, str] = field(default_factory=dict)
     visible_devices: list[int] = field(default_factory=list)
+    vc_quota: dict[str, Any] | None = None   # the VC's quota (Kubernetes: its Kueue ClusterQueue)
 
 
 @dataclass
@@ -90,9 +91,15 @@ class Backend(abc.ABC):
         """Hosts, ports and how to reach the job, for the job detail."""
         return {}
 
+    async def close(self) -> None:
+        """Release clients (HTTP sessions) when the service stops."""
+        return None
+
 
 def builtin() -> dict[str, str]:
-    return {"local": "yitong_services.jobs.runner_local:LocalBackend"}
+    return {"local": "yitong_services.jobs.runner_local:LocalBackend",
+            "kubernetes": "yitong_services.jobs.runner_kube:KubeBackend",
+            "slurm": "yitong_services.jobs.runner_slurm:SlurmBackend"}
 
 
 def load_backend(name: str) -> type[Backend]:

@@ -20,7 +20,7 @@ from sqlalchemy import delete, select
 
 from ..db import Database
 from ..materialize import materialize
-from ..models import Allocation, DatasetRef, Job, Run, utcnow
+from ..models import VC, Allocation, DatasetRef, Job, Run, utcnow
 from ..quantities import Resources
 from ..storage import Storage
 from . import ledger, queue, states
@@ -62,6 +62,7 @@ class JobManager:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self.backend.close()
 
     async def _loop(self) -> None:
         while True:
@@ -106,6 +107,7 @@ class JobManager:
             job.token_hash = token_hash(token)
             spec = spec_from_dict(job.spec)
             facts = _facts(job)
+            vc_quota = s.scalar(select(VC.quota).where(VC.name == job.vc))
         paths = {i["mount"]: str(materialize(self.storage, i["manifest"])) for i in facts["inputs"]}
         for i in facts["inputs"]:
             i["path"] = paths[i["mount"]]
@@ -113,7 +115,8 @@ class JobManager:
         cwd = code_path if facts["code"].get("path") and code_path.is_dir() else self.workdir(job_id)
         self.workdir(job_id).mkdir(parents=True, exist_ok=True)
         env = {"YITONG_JOB_TOKEN": token, "YITONG_API_URL": self.api_url, "YITONG_ATTEMPT": str(facts["attempt"])}
-        launch = Launch(job_id, facts["attempt"], spec, self.workdir(job_id), cwd, env, paths, facts["visible"])
+        launch = Launch(job_id, facts["attempt"], spec, self.workdir(job_id), cwd, env, paths, facts["visible"],
+                        vc_quota=dict(vc_quota) if vc_quota is not None else None)
         return launch, facts
 
     def _prepare_facts_only(self, job_id: int) -> dict[str, Any]:

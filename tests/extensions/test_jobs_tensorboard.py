@@ -1,0 +1,160 @@
+"""TensorBoard on a job's outputs: the server extension's ``yitong/jobs/<id>/tensorboard`` route in a
+real Jupyter server (pytest-jupyter) with jupyter-server-proxy, a real ``tensorboard`` process and
+an event file written by ``torch.utils.tensorboard.SummaryWriter``; the job comes from the stand-in
+platform API (conftest)."""
+
+import asyncio
+import json
+import shutil
+
+import pytest
+import pytest_jupyter.jupyter_server as _pj
+from tornado.httpclient import HTTPClientError
+
+from yitong_lab.proxies import tensorboard as tb
+
+globals().update({name: value for name, value in vars(_pj).items()
+                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
+
+HAVE_TENSORBOARD = tb.find_tensorboard() is not None
+
+
+@pytest.fixture
+async def jp_asyncio_loop():
+    yield asyncio.get_running_loop()
+
+
+@pytest.fixture
+def jp_base_url():
+    return "/user/alice/"  # as JupyterHub names a user's server
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True, "jupyter_server_proxy": True}}}
+
+
+@pytest.fixture
+async def boards(jp_serverapp):
+    boards = jp_serverapp.web_app.settings["yitong_tensorboards"]
+    yield boards
+    await boards.stop_all()
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    """A job's outputs directory with a real event file (scalar ``loss``, 5 steps)."""
+    out = tmp_path / "jobs" / "1" / "outputs"
+    if not HAVE_TENSORBOARD:  # SummaryWriter needs the tensorboard package; the real test requires it
+        out.mkdir(parents=True)
+        return out
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(out / "tb"))
+    for step in range(5):
+        writer.add_scalar("loss", 1.0 / (step + 1), step)
+    writer.close()
+    return out
+
+
+def test_command_builders():
+    assert tb.job_board_path("/user/alice/", 6123) == "/user/alice/proxy/absolute/6123/"
+    assert tb.job_board_path("/", 6123) == "/proxy/absolute/6123/"
+    assert tb.job_board_command("/bin/tensorboard", "/srv/jobs/1/outputs", 6123, "/user/alice/") == [
+        "/bin/tensorboard", "--logdir", "/srv/jobs/1/outputs", "--port", "6123", "--host", "127.0.0.1",
+        "--path_prefix", "/user/alice/proxy/absolute/6123", "--reload_interval", "15"]
+
+
+async def test_route_starts_tensorboard_behind_the_proxy(yt_env, jp_fetch, http_server_client, jp_auth_header,
+                                                         boards, outputs):
+    from helpers import require
+
+    require("tensorboard", HAVE_TENSORBOARD, "pip install -r requirements-dev.txt")
+    job = yt_env.jobs.add(state="running", _outputs=str(outputs))
+    response = await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False,
+                              raise_error=False)
+    assert response.code == 302
+    location = response.headers["Location"]
+    port = boards.boards[job["id"]].port
+    assert location == f"/user/alice/proxy/absolute/{port}/"
+    assert yt_env.requests[-1][:3] == ("GET", f"/services/yitong/api/v1/jobs/{job['id']}", "token alice-token")
+
+    page = await http_server_client.fetch(location, headers=jp_auth_header)  # TensorBoard, through the proxy
+    assert page.code == 200 and b"<tb-webapp>" in page.body
+    scalars = {}
+    for _ in range(100):  # TensorBoard loads the event files in the background
+        reply = await http_server_client.fetch(f"{location}data/plugin/scalars/tags", headers=jp_auth_header)
+        scalars = json.loads(reply.body)
+        if scalars:
+            break
+        await asyncio.sleep(0.2)
+    assert list(scalars) == ["tb"] and list(scalars["tb"]) == ["loss"]
+    reply = await http_server_client.fetch(f"{location}data/plugin/scalars/scalars?run=tb&tag=loss",
+                                           headers=jp_auth_header)
+    assert [point[1] for point in json.loads(reply.body)] == [0, 1, 2, 3, 4]
+
+    again = await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False,
+                           raise_error=False)
+    assert again.headers["Location"] == location  # one TensorBoard per job, reused
+
+    with pytest.raises(HTTPClientError) as info:  # the proxy needs the server's login too
+        await http_server_client.fetch(location, headers={"Authorization": ""}, follow_redirects=False)
+    assert info.value.code in (302, 403)
+
+
+async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monkeypatch):
+    job = yt_env.jobs.add(state="running", _outputs=str(outputs))
+    with pytest.raises(HTTPClientError) as info:  # the user's token cannot see it: the platform's 404
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "bob-token")
+        await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False)
+    assert (info.value.code, json.loads(info.value.response.body)) == (404, {"detail": f"there is no job {job['id']}"})
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-token")
+
+    queued = yt_env.jobs.add(_outputs=str(tmp_path / "jobs" / "9" / "outputs"))
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("yitong", "jobs", str(queued["id"]), "tensorboard", follow_redirects=False)
+    assert info.value.code == 409
+    assert json.loads(info.value.response.body)["detail"] == (
+        f"job {queued['id']} (queued) has no outputs directory at {tmp_path}/jobs/9/outputs "
+        "that this server can see yet")
+
+    monkeypatch.setattr(tb, "find_tensorboard", lambda: None)
+    with pytest.raises(HTTPClientError) as info:
+        await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False)
+    assert info.value.code == 501
+    assert "TensorBoard is not installed" in json.loads(info.value.response.body)["detail"]
+    assert boards.boards == {}
+
+
+async def test_board_limit_and_restart(tmp_path, outputs):
+    """Least recently used boards stop first; a board whose process died is started again."""
+    fake = tmp_path / "fake-tensorboard"
+    fake.write_text("#!/bin/sh\n" + f"exec {shutil.which('python3') or 'python3'} -c '"
+                    "import socket,sys; a=sys.argv; p=int(a[a.index(\"--port\")+1]); s=socket.socket(); "
+                    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"127.0.0.1\", p)); s.listen(); "
+                    "import time; time.sleep(60)' \"$@\"\n")
+    fake.chmod(0o755)
+    boards = tb.JobBoards("/user/alice/", executable=str(fake))
+    boards.limit = 2
+    try:
+        first = await boards.url(1, str(outputs))
+        await boards.url(2, str(outputs))
+        assert await boards.url(1, str(outputs)) == first  # reused, and now the most recent
+        await boards.url(3, str(outputs))
+        assert sorted(boards.boards) == [1, 3]
+        boards.boards[1].process.kill()
+        await boards.boards[1].process.wait()
+        assert await boards.url(1, str(outputs)) != first
+    finally:
+        await boards.stop_all()
+    assert boards.boards == {} and not tb._PIDS
+
+
+async def test_board_that_fails_to_start(tmp_path, outputs):
+    broken = tmp_path / "broken"
+    broken.write_text("#!/bin/sh\necho 'E0101 no such flag --path_prefix' >&2\nexit 2\n")
+    broken.chmod(0o755)
+    boards = tb.JobBoards("/", executable=str(broken))
+    with pytest.raises(tb.BoardError) as info:
+        await boards.url(1, str(outputs))
+    assert info.value.status == 500 and "no such flag --path_prefix" in str(info.value)
