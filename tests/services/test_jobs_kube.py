@@ -173,12 +173,24 @@ async def test_cancel_running_and_waiting_for_kueue(svc, cluster):
     backend = svc.app.state.jobs.backend
     polled = await backend.poll(running["backend_ref"])
     assert (polled.state, polled.reason) == ("running", "waiting for Kueue admission")
+    shown = await wait_until_reason(svc, job["id"], "waiting for Kueue admission")  # the job says why, too
+    assert shown["state"] == "running"
     assert await backend.ranks(running["backend_ref"]) == []
     assert (await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")).status_code == 202
     assert (await wait_state(svc, "alice", job["id"], timeout=30))["state"] == "cancelled"
     assert cluster.objects("jobs") == [] and cluster.kubelet.started[-1]["pod"]["metadata"]["name"].startswith("sleepy-")
     assert_valid(cluster.sent)
     assert cluster.errors == []
+
+
+async def wait_until_reason(svc, job_id: int, reason: str, timeout: float = 20) -> dict:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        job = (await svc.call("alice", "GET", f"jobs/{job_id}")).json()
+        if job["reason"] == reason:
+            return job
+        assert asyncio.get_running_loop().time() < deadline, job
+        await asyncio.sleep(0.1)
 
 
 async def test_service_restart_keeps_watching(service_factory, cluster, tmp_path):

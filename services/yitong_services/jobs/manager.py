@@ -97,6 +97,21 @@ class JobManager:
             for ref, result in polled.items():
                 if result.state != "running":
                     await to_thread.run_sync(self.finish, running[ref], result)
+            waiting = {running[ref]: r.reason for ref, r in polled.items() if r.state == "running"}
+            await to_thread.run_sync(self._engine_reasons, waiting)
+
+    def _engine_reasons(self, reasons: dict[int, str]) -> None:
+        """What the engine says of a started attempt ("waiting for Kueue admission", Slurm's
+        pending reason) becomes the job's ``reason``; cleared once the engine says nothing."""
+        with self.db.session() as s:
+            current = dict(s.execute(select(Job.id, Job.reason).where(Job.id.in_(list(reasons)))).all())
+        changed = {i: r for i, r in reasons.items() if i in current and current[i] != r
+                   and not current[i].startswith("cancelling")}
+        if not changed:
+            return
+        with self.db.locked("~jobs") as s:
+            for job in s.scalars(select(Job).where(Job.id.in_(list(changed)), Job.state == states.RUNNING)):
+                job.reason = changed[job.id]
 
     # ---- launch ----
 
