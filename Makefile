@@ -28,7 +28,7 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 	$(MAKE) labextension
 	$(BIN)/python -m pip install -q -r requirements-dev.txt
 	$(BIN)/python -m pip install -q --no-build-isolation \
-	    -e 'spawner[kubernetes,slurm]' -e 'services[postgres]' -e 'extensions[kernel]'
+	    -e 'spawner[kubernetes,slurm]' -e 'services[postgres,kubernetes]' -e 'extensions[kernel]'
 	$(BIN)/jupyter-builder develop --overwrite extensions >/dev/null
 	$(BIN)/jupyter kernelspec install --sys-prefix --replace kernels/yitong-python3 >/dev/null
 	touch $@
