@@ -131,7 +131,8 @@ def create_app(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="yitong-service", description="Yitong's platform service")
+    p = argparse.ArgumentParser(prog="yitong-service", description="Yitong's platform service",
+                                epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)")
     p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
     p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
     p.add_argument("--ip", help="listen address (default: service.ip in settings, 127.0.0.1)")
@@ -141,6 +142,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["slurm-accounts"]:  # subcommand: the sacctmgr commands for the VCs
+        from .jobs.slurm_accounts import main as slurm_accounts
+
+        sys.exit(slurm_accounts(argv[1:]))
     import uvicorn
 
     args = parse_args(argv)
