@@ -37,9 +37,22 @@ async def test_submit_logs_ledger(svc):
     record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
     assert record["code"] == {"commit": "abc123", "dirty_hash": "d1", "path": None}
     assert record["artifacts"][0]["path"] == "model.txt" and record["exit_code"] == 0
-    assert record["environment"]["pip_freeze_sha256"] and record["parameters"]["command"][0].endswith("python") or True
+    assert len(record["environment"]["pip_freeze_sha256"]) == 64
+    assert record["parameters"]["command"][0] == body["command"][0]
     allocs = (await svc.call("admin", "GET", "allocations")).json()
     assert allocs == []  # released at the end
+
+
+async def test_local_jobs_do_not_inherit_the_service_secrets(svc, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-secret")
+    monkeypatch.setenv("YITONG_DATABASE_URL", "postgresql://u:pw@db/x")
+    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+    program = "import os; print(sorted(k for k in os.environ if k.startswith(('JUPYTERHUB', 'YITONG_DATABASE', 'HARMLESS', 'YITONG_JOB_TOKEN'))))"
+    r = await submit(svc, "alice", py_job("env", "vision", program))
+    job = await wait_state(svc, "alice", r.json()["id"])
+    assert job["state"] == "succeeded", job
+    shown = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.strip()
+    assert shown == "['HARMLESS_SETTING', 'YITONG_JOB_TOKEN']"
 
 
 async def test_yaml_body_and_import(svc):

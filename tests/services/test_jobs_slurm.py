@@ -128,6 +128,11 @@ async def test_cancel_running_job_then_retry(svc):
     ref = job["backend_ref"]
     backend = svc.app.state.jobs.backend
     await until(lambda: _has(backend, ref, b"first"), 60, "the first attempt to print")
+
+    async def hosts():
+        return (await svc.call("alice", "GET", f"jobs/{job_id}")).json()["hosts"]
+
+    assert await until(hosts, 20, "the job's hosts") == ["localhost"]  # where Slurm placed it, once a poll saw it
     r = await svc.call("alice", "POST", f"jobs/{job_id}/cancel")
     assert r.status_code == 202, r.text
     job = await wait_state(svc, "alice", job_id, timeout=60)

@@ -97,21 +97,31 @@ class JobManager:
             for ref, result in polled.items():
                 if result.state != "running":
                     await to_thread.run_sync(self.finish, running[ref], result)
-            waiting = {running[ref]: r.reason for ref, r in polled.items() if r.state == "running"}
-            await to_thread.run_sync(self._engine_reasons, waiting)
+            seen = {running[ref]: (r.reason, r.info.get("hosts") or None) for ref, r in polled.items()
+                    if r.state == "running"}
+            await to_thread.run_sync(self._engine_news, seen)
 
-    def _engine_reasons(self, reasons: dict[int, str]) -> None:
-        """What the engine says of a started attempt ("waiting for Kueue admission", Slurm's
-        pending reason) becomes the job's ``reason``; cleared once the engine says nothing."""
+    def _engine_news(self, seen: dict[int, tuple[str, list[str] | None]]) -> None:
+        """What the engine says of a started attempt becomes the job's: its ``reason`` ("waiting
+        for Kueue admission", Slurm's pending reason; cleared once the engine says nothing) and
+        its ``hosts`` once the engine has placed it."""
         with self.db.session() as s:
-            current = dict(s.execute(select(Job.id, Job.reason).where(Job.id.in_(list(reasons)))).all())
-        changed = {i: r for i, r in reasons.items() if i in current and current[i] != r
-                   and not current[i].startswith("cancelling")}
+            current = {i: (r, h) for i, r, h in s.execute(
+                select(Job.id, Job.reason, Job.hosts).where(Job.id.in_(list(seen)))).all()}
+        changed = {}
+        for i, (reason, hosts) in seen.items():
+            if i not in current:
+                continue
+            old_reason, old_hosts = current[i]
+            new_reason = old_reason if old_reason.startswith("cancelling") else reason
+            new_hosts = hosts if hosts is not None else old_hosts
+            if (new_reason, new_hosts) != (old_reason, old_hosts):
+                changed[i] = (new_reason, new_hosts)
         if not changed:
             return
         with self.db.locked("~jobs") as s:
             for job in s.scalars(select(Job).where(Job.id.in_(list(changed)), Job.state == states.RUNNING)):
-                job.reason = changed[job.id]
+                job.reason, job.hosts = changed[job.id]
 
     # ---- launch ----
 

@@ -68,7 +68,7 @@ class LocalBackend(Backend):
         user = user_argv(launch.spec)
         argv = argv[: len(argv) - len(user)] + [*SHIM, str(here / "logs"), "--", *user]
         limit = str(launch.spec.max_run_time or 0)
-        full_env = dict(os.environ)
+        full_env = job_base_env(os.environ)
         full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
         full_env.update(env)
         full_env.update(launch.env)
@@ -150,6 +150,16 @@ class LocalBackend(Backend):
             "hosts": [socket.gethostname()],
             "access": f"local processes on {socket.gethostname()}, process group {pid}; files under {here.parent}",
         }
+
+
+#: the service's own credentials and settings never reach a job's processes
+PRIVATE_PREFIXES = ("JUPYTERHUB_", "YITONG_", "JPY_", "CONFIGPROXY_", "AWS_SECRET", "PGPASSWORD")
+
+
+def job_base_env(environ) -> dict[str, str]:  # noqa: ANN001
+    """The service's environment without its secrets (hub API token, database URL, OAuth
+    client secrets): the base a local job's environment is built on."""
+    return {k: v for k, v in environ.items() if not k.startswith(PRIVATE_PREFIXES)}
 
 
 def _signal_group(pid: int, sig: int) -> None:
