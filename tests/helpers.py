@@ -36,3 +36,25 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:  # noqa: ANN001
+    """Run ``code`` in a fresh ``yitong-python3`` kernel; its stream output and tracebacks as text."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="yitong-python3", env=env, **({"cwd": str(cwd)} if cwd else {}))
+    try:
+        out: list[str] = []
+
+        def collect(msg):  # noqa: ANN001
+            if msg["header"]["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["header"]["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        reply = kc.execute_interactive(code, output_hook=collect, timeout=timeout)
+        assert reply["content"]["status"] == "ok", out
+        return "".join(out)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -4,30 +4,9 @@ admin verbs change VCs."""
 from __future__ import annotations
 
 import pytest
+from helpers import run_in_kernel
 
 pytestmark = pytest.mark.e2e
-
-
-def run_in_kernel(env, code: str) -> str:
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="yitong-python3", env=env)
-    try:
-        out: list[str] = []
-
-        def collect(msg):
-            if msg["header"]["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-            elif msg["header"]["msg_type"] == "error":
-                out.append("\n".join(msg["content"]["traceback"]))
-
-        reply = kc.execute_interactive(code, output_hook=collect, timeout=60)
-        assert reply["content"]["status"] == "ok", out
-        return "".join(out)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
 
 def test_magic_prints_what_the_cli_prints(stack, alice_token):
     cli = stack.yt(alice_token, "vc", "ls").stdout

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import run_in_kernel
 from stack import YT
 from yitong_lab.jobs.code import capture
 
@@ -153,33 +154,12 @@ def test_cancel_retry_and_another_vcs_user(stack, alice_token, bob_token, tmp_pa
     r = yt(stack, bob_token, "job", "submit", "sleeper.yaml", cwd=tmp_path, check=False)
     assert (r.returncode, r.stderr) == (1, "yt: bob is not a member of VC vision\n")
 
-
-def run_in_kernel(env: dict, code: str, cwd: Path) -> str:
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="yitong-python3", env=env, cwd=str(cwd))
-    try:
-        out: list[str] = []
-
-        def collect(msg):
-            if msg["header"]["msg_type"] == "stream":
-                out.append(msg["content"]["text"])
-            elif msg["header"]["msg_type"] == "error":
-                out.append("\n".join(msg["content"]["traceback"]))
-
-        reply = kc.execute_interactive(code, output_hook=collect, timeout=180)
-        assert reply["content"]["status"] == "ok", out
-        return "".join(out)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
-
 def test_cell_magic_runs_the_cell_as_a_job(stack, alice_token, tmp_path):
     notebook_dir = project(tmp_path / "nb")
     cell = "import yitong_lab\nyitong_lab.log_metrics(acc=0.9)\nprint('from the cell job', flush=True)"
     out = run_in_kernel(stack.cli_env(alice_token),
-                        f"%%yt job submit --vc vision --name cellj --memory 256Mi --follow\n{cell}", notebook_dir)
+                        f"%%yt job submit --vc vision --name cellj --memory 256Mi --follow\n{cell}", notebook_dir,
+                        timeout=180)
     job_id = submitted_id(out)
     assert "from the cell job" in out, out
     job = job_json(stack, alice_token, job_id)

@@ -20,7 +20,7 @@ from typing import Any
 
 from anyio import to_thread
 
-from . import procs
+from . import procs, ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import user_argv
 from .local import local_command
@@ -127,22 +127,10 @@ class LocalBackend(Backend):
             _signal_group(pid, signal.SIGKILL)
 
     async def read_log(self, ref: str, rank: int, offset: int = 0) -> bytes:
-        path = parse_ref(ref)[2] / "logs" / f"rank-{rank}.log"
-
-        def read() -> bytes:
-            try:
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    return f.read(1 << 20)
-            except FileNotFoundError:
-                return b""
-
-        return await to_thread.run_sync(read)
+        return await to_thread.run_sync(ranklogs.read, parse_ref(ref)[2], rank, offset)
 
     async def ranks(self, ref: str) -> list[int]:
-        logs = parse_ref(ref)[2] / "logs"
-        names = await to_thread.run_sync(lambda: os.listdir(logs) if logs.exists() else [])
-        return sorted(int(n[5:-4]) for n in names if n.startswith("rank-") and n.endswith(".log"))
+        return await to_thread.run_sync(ranklogs.ranks, parse_ref(ref)[2])
 
     def describe(self, ref: str) -> dict[str, Any]:
         pid, _started, here = parse_ref(ref)

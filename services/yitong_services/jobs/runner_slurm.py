@@ -33,6 +33,7 @@ from typing import Any
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import RDZV_PORT
 from .slurm import batch_script
@@ -345,22 +346,10 @@ class SlurmBackend(Backend):
             log.info("scancel %s: %s", slurm_id, err)
 
     async def read_log(self, ref: str, rank: int, offset: int = 0) -> bytes:
-        path = parse_ref(ref)[1] / "logs" / f"rank-{int(rank)}.log"
-
-        def read() -> bytes:
-            try:
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    return f.read(1 << 20)
-            except FileNotFoundError:
-                return b""
-
-        return await to_thread.run_sync(read)
+        return await to_thread.run_sync(ranklogs.read, parse_ref(ref)[1], rank, offset)
 
     async def ranks(self, ref: str) -> list[int]:
-        logs = parse_ref(ref)[1] / "logs"
-        names = await to_thread.run_sync(lambda: os.listdir(logs) if logs.is_dir() else [])
-        return sorted(int(n[5:-4]) for n in names if re.fullmatch(r"rank-\d+\.log", n))
+        return await to_thread.run_sync(ranklogs.ranks, parse_ref(ref)[1])
 
     def describe(self, ref: str) -> dict[str, Any]:
         slurm_id, here = parse_ref(ref)
