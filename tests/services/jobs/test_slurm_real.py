@@ -56,7 +56,11 @@ def test_srun_ranks_log_apart_and_failures_are_recorded(tmp_path):
     require("Slurm", slurm_works(), "sinfo shows no usable node (start it with .ci/run)")
     spec = spec_from_dict({"name": "ranks", "vc": "default", "environment": {"kernel": "python3"},
                            "framework": "mpi", "procs_per_node": 2, "memory": "64Mi", "max_run_time": "2m",
-                           "command": 'echo "task $SLURM_PROCID node $YITONG_NODE_RANK"; exit $((SLURM_PROCID * 5))'})
+                           # A barrier before the failing exit: srun cancels the step's other tasks once one
+                           # fails, so without it rank 0 could be killed before it has written its line.
+                           "command": f'echo "task $SLURM_PROCID node $YITONG_NODE_RANK"; touch {tmp_path}/up-$SLURM_PROCID; '
+                                      f'until [ -e {tmp_path}/up-0 ] && [ -e {tmp_path}/up-1 ]; do sleep 0.1; done; '
+                                      'exit $((SLURM_PROCID * 5))'})
     partition = subprocess.run(["sinfo", "-h", "-o", "%R"], capture_output=True, text=True, timeout=20).stdout.split()[0]
     here = tmp_path / "attempt-2"
     here.mkdir()
