@@ -1,10 +1,10 @@
 """Committing a version: all of it or none of it.
 
 1. the manifest is made canonical and hashed; the parent must be the latest version;
-2. every object it names must be indexed with the size the manifest says;
-3. the manifest goes into the store (temp, then rename);
-4. under the storage lock, the checks are repeated and the version row is inserted in one
-   transaction. A crash before 4 commits leaves at most an orphan manifest for GC.
+2. the manifest goes into the store (temp, then rename);
+3. under the storage lock, the parent is checked again, every object the manifest names must be
+   indexed with the size it says, and the version row is inserted, in one transaction. A crash
+   or a refusal before 3 commits leaves at most an orphan manifest for GC.
 
 Blocking: call from a worker thread.
 """
@@ -111,9 +111,7 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
-        known = _parent_objects(storage, s, d)
-        _check_objects(s, d, manifest, known)
-    storage.put_manifest(data, h)
+    storage.put_manifest(data, h)  # outside the lock (a slow store); refused below, it is GC's
     with storage_lock(db) as s:
         d = datasets.visible(s, person, vc, name)
         same = _check_parent(s, d, body.parent, h)

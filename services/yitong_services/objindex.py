@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -44,18 +44,30 @@ def _batches(items: list[str]) -> Iterator[list[str]]:
 
 
 def locate(session: Session, hashes: Iterable[str]) -> dict[str, Location]:
-    """Where each of ``hashes`` is stored (absent ones are left out): one ``IN`` query per
-    5,000 hashes, through Core (no ORM entities: 70,000 lookups must cost well under a second)."""
+    """Where each of ``hashes`` is stored (absent ones are left out).
+
+    Straight through the DB-API cursor of the session's connection (same transaction): a
+    commit of 70,000 files looks its objects up several times, and SQLAlchemy's compilation of
+    a 5,000-value ``IN`` and its row objects cost several times the query itself. PostgreSQL
+    gets one array parameter per batch (``= ANY(%s)``), SQLite an ``IN`` of placeholders.
+    """
     wanted = sorted(set(hashes))
     out: dict[str, Location] = {}
-    table = StoredObject.__table__
-    query = select(table.c.hash, table.c.size, table.c.pack, table.c.offset).where(
-        table.c.hash.in_(bindparam("hashes", expanding=True))
-    )
+    if not wanted:
+        return out
     conn = session.connection()
-    for batch in _batches(wanted):
-        for row in conn.execute(query, {"hashes": batch}).all():
-            out[row[0]] = Location._make(row)
+    columns = f'SELECT hash, size, pack, "offset" FROM {StoredObject.__tablename__} WHERE hash'
+    cursor = conn.connection.cursor()
+    try:
+        for batch in _batches(wanted):
+            if conn.dialect.name == "postgresql":
+                cursor.execute(f"{columns} = ANY(%s)", (batch,))
+            else:
+                cursor.execute(f"{columns} IN ({','.join('?' * len(batch))})", batch)
+            for row in cursor.fetchall():
+                out[row[0]] = Location._make(row)
+    finally:
+        cursor.close()
     return out
 
 
@@ -69,8 +81,9 @@ def _insert(session: Session):  # type: ignore[no-untyped-def]
     return sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
 
 
-def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = None) -> int:
-    """Add ``rows`` (hash, size, pack, offset) unless present; returns how many were new.
+def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = None) -> list[dict]:
+    """Add ``rows`` (hash, size, pack, offset) unless present; returns the rows that were new.
+    ``pack`` (id, size) is recorded when any row is new.
 
     Call it under :func:`storage_lock` (every indexer does), so "present" cannot change
     between the lookup and the insert: the new rows go in with one ``executemany`` of a
@@ -78,7 +91,7 @@ def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = Non
     than to run), and ``ON CONFLICT DO NOTHING`` still guards against a racing writer.
     """
     if not rows:
-        return 0
+        return []
     insert = _insert(session)
     present = locate(session, [r["hash"] for r in rows])
     now = utcnow()
@@ -86,13 +99,13 @@ def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = Non
     for r in rows:
         if r["hash"] not in present and r["hash"] not in fresh:
             fresh[r["hash"]] = r | {"created": now}
+    if not fresh:
+        return []
     if pack is not None:
         session.execute(insert(Pack).values(id=pack[0], size=pack[1], created=now).on_conflict_do_nothing())
-    if not fresh:
-        return 0
     statement = insert(StoredObject.__table__).on_conflict_do_nothing()
     conn = session.connection()
     values = list(fresh.values())
     for i in range(0, len(values), BATCH):
         conn.execute(statement, values[i : i + BATCH])
-    return len(values)
+    return values

@@ -48,30 +48,56 @@ class PackReader:
 
     def feed(self, chunk: bytes | memoryview) -> None:
         view = memoryview(chunk)
-        while view:
-            if self._current is None:
-                take = min(HEADER - len(self._header), len(view))
-                self._header += view[:take]
-                view = view[take:]
-                self.position += take
-                if len(self._header) == HEADER:
-                    self._begin()
-            else:
-                take = min(self._left, len(view))
-                assert self._hasher is not None
-                self._hasher.update(view[:take])
-                view = view[take:]
-                self.position += take
-                self._left -= take
-                if self._left == 0:
-                    self._end()
+        pos, end, base = 0, len(view), self.position
+        while pos < end:
+            if self._current is None and not self._header and end - pos >= HEADER:
+                # A whole record inside this chunk (small files: nearly all of them) is checked
+                # in one step, without the incremental state below.
+                size = int.from_bytes(view[pos + 32:pos + HEADER], "big")
+                start = pos + HEADER
+                if start + size <= end:
+                    h = view[pos:pos + 32].hex()
+                    self._check_size(h, size)
+                    self._verify(h, blake3(view[start:start + size]).hexdigest())
+                    self.records.append(Record(h, size, base + start))
+                    pos = start + size
+                    continue
+            self.position = base + pos
+            pos += self._step(view[pos:])
+        self.position = base + end
+
+    def _step(self, view: memoryview) -> int:
+        """Take the next piece of a record that spans chunks; returns the bytes consumed."""
+        if self._current is None:
+            take = min(HEADER - len(self._header), len(view))
+            self._header += view[:take]
+            self.position += take
+            if len(self._header) == HEADER:
+                self._begin()
+            return take
+        take = min(self._left, len(view))
+        assert self._hasher is not None
+        self._hasher.update(view[:take])
+        self.position += take
+        self._left -= take
+        if self._left == 0:
+            self._end()
+        return take
+
+    def _check_size(self, h: str, size: int) -> None:
+        if size > self.limit:
+            raise PackError(f"object {h} of {size} bytes exceeds the upload limit of {self.limit} bytes", 413)
+
+    @staticmethod
+    def _verify(h: str, got: str) -> None:
+        if got != h:
+            raise PackError(f"object {h} in the pack has the BLAKE3 {got}: corrupt or mislabelled")
 
     def _begin(self) -> None:
         h = bytes(self._header[:32]).hex()
         (size,) = struct.unpack(">Q", self._header[32:])
         self._header.clear()
-        if size > self.limit:
-            raise PackError(f"object {h} of {size} bytes exceeds the upload limit of {self.limit} bytes", 413)
+        self._check_size(h, size)
         self._current = Record(h, size, self.position)
         self._left = size
         self._hasher = blake3()
@@ -80,9 +106,7 @@ class PackReader:
 
     def _end(self) -> None:
         assert self._current is not None and self._hasher is not None
-        got = self._hasher.hexdigest()
-        if got != self._current.hash:
-            raise PackError(f"object {self._current.hash} in the pack has the BLAKE3 {got}: corrupt or mislabelled")
+        self._verify(self._current.hash, self._hasher.hexdigest())
         self.records.append(self._current)
         self._current = None
         self._hasher = None

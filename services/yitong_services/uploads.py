@@ -22,7 +22,8 @@ from blake3 import blake3
 from .db import Database
 from .errors import Refusal
 from .objindex import index, storage_lock
-from .store import Store, object_key, start_writeback
+from .appender import Appender
+from .store import Store, object_key
 
 HASHERS = 64  # uploads whose running hash is kept (an abandoned one is dropped, oldest first)
 
@@ -82,28 +83,25 @@ class Spool:
                 f"upload of object {h}: the partial upload has {have} bytes, not {offset}; resume at Upload-Offset: {have}",
             )
 
-    def open(self, h: str):  # type: ignore[no-untyped-def]
-        return open(self.part(h), "ab")  # noqa: SIM115
+    def open(self, h: str) -> Appender:
+        return Appender(self.part(h))
 
     @staticmethod
-    def write(f, data: bytes | bytearray | memoryview, hasher: blake3 | None = None) -> None:  # type: ignore[no-untyped-def]
+    def write(f: Appender, data: bytes | bytearray | memoryview, hasher: blake3 | None = None) -> None:
         f.write(data)
-        f.flush()
-        end = f.tell()
-        start_writeback(f.fileno(), end - len(data), len(data))
         if hasher is not None:
             hasher.update(data)
 
     @staticmethod
-    def close(f, truncate_to: int | None = None) -> int:  # type: ignore[no-untyped-def]
+    def close(f: Appender, truncate_to: int | None = None) -> int:
         """fsync and close; ``truncate_to`` drops what this request appended. Returns the size."""
-        f.flush()
-        if truncate_to is not None:
-            f.truncate(truncate_to)
-        os.fsync(f.fileno())
-        size = os.fstat(f.fileno()).st_size
-        f.close()
-        return size
+        try:
+            if truncate_to is not None:
+                f.truncate(truncate_to)
+            f.sync()
+            return os.fstat(f.fd).st_size
+        finally:
+            f.close()
 
     def finish(self, h: str, length: int, hasher: blake3 | None = None) -> None:
         """Check the complete partial's hash (``hasher``: one that has seen all of it, else it

@@ -2,6 +2,7 @@
 the pack record reader (any chunking), HTTP ranges, visibility rules."""
 
 import json
+import random
 
 import pytest
 from blake3 import blake3
@@ -87,6 +88,29 @@ def test_pack_reader_any_chunking(chunk):
     records = reader.finish()
     assert [(r.hash, r.size) for r in records] == [(blake3(b).hexdigest(), len(b)) for b in blobs]
     assert [stream[r.offset : r.offset + r.size] for r in records] == blobs
+
+
+def test_pack_reader_records_whole_and_split_across_chunks():
+    """Records that fit in a chunk take the one-step path, the others the incremental one;
+    offsets and hashes agree whichever way a stream is cut."""
+    rng = random.Random(7)
+    blobs = [rng.randbytes(rng.choice([0, 1, 39, 40, 41, 300, 5000])) for _ in range(60)]
+    stream = b"".join(record_header(blake3(b).hexdigest(), len(b)) + b for b in blobs)
+    for _ in range(20):
+        reader, i = PackReader(limit=10_000), 0
+        while i < len(stream):
+            step = rng.choice([1, 17, 40, 333, 4096, 20_000])
+            reader.feed(memoryview(stream)[i : i + step])
+            i += step
+        records = reader.finish()
+        assert [stream[r.offset : r.offset + r.size] for r in records] == blobs
+        assert [r.hash for r in records] == [blake3(b).hexdigest() for b in blobs]
+        assert reader.position == len(stream)
+    reader = PackReader(limit=10_000)
+    bad = bytearray(stream)
+    bad[-1] ^= 1  # the last record is whole in one chunk: the one-step path must check it too
+    with pytest.raises(PackError, match="has the BLAKE3"):
+        reader.feed(bytes(bad))
 
 
 def test_pack_reader_refusals():

@@ -15,7 +15,6 @@ from yitong_lab.datasets.statcache import Stat
 
 SMALL = 1 << 20  # read in one call up to this size; mmap in 64 MiB windows above
 WINDOW = 64 << 20
-BATCH = 256  # small files per thread-pool task (70k futures would cost more than the hashing)
 PARTIAL_MARKERS = (".yt-tmp-", ".yt-part-")  # our own temporary files (pull): never content
 
 Scanned = tuple[str, int, int, int]  # (path, size, mtime_ns, inode)
@@ -97,12 +96,22 @@ def hash_path(path: str, size: int, progress: Callable[[int], None] | None = Non
 
 def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, int, int]] | None:
     """One read, then ``fstat`` of the same descriptor: ``None`` when the file is not the one
-    that was scanned any more (the caller hashes it again the careful way)."""
+    that was scanned any more (the caller hashes it again the careful way). Plain ``os`` calls:
+    a Python file object costs as much as the read and the hash of a 4 KiB file together."""
     from blake3 import blake3
 
-    with open(path, "rb") as f:
-        data = f.read()
-        st = os.fstat(f.fileno())
+    size = stat[0]
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        data = os.read(fd, size + 1)  # one byte more: a file that grew is noticed
+        while len(data) < size:  # a short read (network filesystems): go on to the end
+            more = os.read(fd, size + 1 - len(data))
+            if not more:
+                break
+            data += more
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
     after = (st.st_size, st.st_mtime_ns, st.st_ino)
     if after != stat or len(data) != st.st_size:
         return None
@@ -159,16 +168,17 @@ def hash_files(root: str, files: list[Scanned], cache, progress=None,
             out.append((file[0], stat, digest))
         return out
 
-    small = [f for f in todo if f[1] <= SMALL]
-    batches = [small[i:i + BATCH] for i in range(0, len(small), BATCH)]
-    batches += [[f] for f in todo if f[1] > SMALL]
-    fresh: list[tuple[str, Stat, str]] = []
-    if len(batches) == 1:
-        fresh = run(batches[0])
-    else:
-        workers = workers or min(8, os.cpu_count() or 1)
+    # Small files are hashed here, one after the other: with the GIL handed back and forth on
+    # every read, two threads took 1.7 s and four 2.3 s for 70,000 files of 4 KiB where one took
+    # 1.2 s (2 cores). Big files release the GIL for their whole hash and go to a small pool.
+    fresh = run([f for f in todo if f[1] <= SMALL])
+    big = [[f] for f in todo if f[1] > SMALL]
+    if len(big) == 1:
+        fresh += run(big[0])
+    elif big:
+        workers = workers or min(4, os.cpu_count() or 1)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="yt-hash") as pool:
-            for rows in pool.map(run, batches):
+            for rows in pool.map(run, big):
                 fresh.extend(rows)
     for path, _stat, digest in fresh:
         hashes[path] = digest

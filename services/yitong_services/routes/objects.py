@@ -4,6 +4,7 @@ import asyncio
 
 from fastapi import APIRouter, Header, Request, Response
 
+from ..appender import BufferPool
 from ..dataset_schemas import Hashes, Missing, Stored, UploadState
 from ..errors import Refusal
 from ..ingest import PackIngest, too_big
@@ -16,6 +17,8 @@ router = APIRouter(prefix="/objects", tags=["objects"])
 BATCH = 1 << 20
 UPLOAD_BATCH = 8 << 20  # resumable uploads: write (and hash) in blocks of this size
 _locks: dict[tuple[str, str], asyncio.Lock] = {}
+_PACK_BUFFERS = BufferPool(BATCH)
+_UPLOAD_BUFFERS = BufferPool(UPLOAD_BATCH)
 
 
 def _check_hash(h: str) -> None:
@@ -54,7 +57,7 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
         raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
     ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit)
     try:
-        await _pipelined(_blocks(request, BATCH), ingest.feed)
+        await _pipelined_body(request, _PACK_BUFFERS, ingest.feed)
         return await in_thread(ingest.commit)
     except PackError as e:
         await in_thread(ingest.abort, e)
@@ -64,13 +67,13 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
         raise
 
 
-async def _blocks(request: Request, size: int):  # type: ignore[no-untyped-def]
-    """The body in blocks of ``size`` bytes (the last one shorter), as views of two buffers
-    used in turn: a block stays valid while the next one fills, so a thread can write it
-    meanwhile (:func:`_pipelined`), and must be done with it before the one after is asked for."""
-    views = [memoryview(bytearray(size)), memoryview(bytearray(size))]
+async def _blocks(request: Request, buffers: list[memoryview]):  # type: ignore[no-untyped-def]
+    """The body in blocks the size of ``buffers`` (the last one shorter), as views of the two
+    buffers used in turn: a block stays valid while the next one fills, so a thread can write
+    it meanwhile (:func:`_pipelined`), and must be done with it before the one after is asked for."""
+    size = len(buffers[0])
     turn, pos = 0, 0
-    view = views[0]
+    view = buffers[0]
     async for chunk in request.stream():
         chunk = memoryview(chunk)
         while chunk:
@@ -81,9 +84,18 @@ async def _blocks(request: Request, size: int):  # type: ignore[no-untyped-def]
             if pos == size:
                 yield view
                 turn, pos = 1 - turn, 0
-                view = views[turn]
+                view = buffers[turn]
     if pos:
         yield view[:pos]
+
+
+async def _pipelined_body(request: Request, pool: BufferPool, work, before=None) -> None:  # type: ignore[no-untyped-def]
+    """:func:`_pipelined` over the body of ``request`` in blocks of two pooled buffers."""
+    buffers = pool.take(2)
+    try:
+        await _pipelined(_blocks(request, buffers), work, before)
+    finally:
+        pool.give(buffers)  # _pipelined has waited for the last write
 
 
 async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-untyped-def]
@@ -178,7 +190,7 @@ async def _append(ctx, h: str, offset: int, length: int, request: Request) -> di
         hashed[0] += len(block)  # written and hashed
 
     try:
-        await _pipelined(_blocks(request, UPLOAD_BATCH), write, fits)
+        await _pipelined_body(request, _UPLOAD_BUFFERS, write, fits)
     finally:
         size = await in_thread(spool.close, f, offset if overrun else None)
         # the hasher has seen offset + hashed bytes: keep it only when that is the partial
