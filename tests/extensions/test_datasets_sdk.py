@@ -4,6 +4,7 @@ resume after a dropped connection."""
 
 import os
 import shutil
+import time
 
 import pytest
 from blake3 import blake3
@@ -112,19 +113,54 @@ def test_commit_conflict_when_someone_committed_meanwhile(yt_env, data, monkeypa
     ds = Datasets()
     ds.commit(data, "vision/mnist", "v1", progress=None)
     (data / "a.txt").write_bytes(b"mine")
-    real = transfer.upload
+    real = transfer.Uploader.finish
 
-    def upload_and_race(*args, **kwargs):  # someone else's commit lands while ours uploads
-        result = real(*args, **kwargs)
+    def upload_and_race(self, *args, **kwargs):  # someone else's commit lands while ours uploads
+        result = real(self, *args, **kwargs)
         store = yt_env.datasets.datasets["vision/mnist"]
         store["versions"].append({**store["versions"][-1], "number": 2, "parent": 1, "manifest": "x"})
         store["next"] = 3
         return result
 
-    monkeypatch.setattr(transfer, "upload", upload_and_race)
+    monkeypatch.setattr(transfer.Uploader, "finish", upload_and_race)
     with pytest.raises(YitongError, match="someone committed to vision/mnist meanwhile .*parent was v1.*commit again") as info:
         ds.commit(data, "vision/mnist", "v2", progress=None)
     assert info.value.status == 409
+
+
+def test_commit_uploads_while_it_still_hashes(yt_env, data, monkeypatch):
+    """Hashed files go up in batches while later ones are hashed: the hasher of the last
+    batch waits (here) until the service has seen an upload, which only overlap can give."""
+    from yitong_lab.datasets import local
+
+    monkeypatch.setattr(local, "SINK_FILES", 2)
+    real, waited = local._hash_checked, []
+
+    def hash_later_files_after_an_upload(root, file, progress):
+        if file[0] in ("train/0001.png", "train/0002.png"):  # the last small batch
+            deadline = time.monotonic() + 20
+            while not uploads(yt_env) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            waited.append(bool(uploads(yt_env)))
+        return real(root, file, progress)
+
+    monkeypatch.setattr(local, "_hash_checked", hash_later_files_after_an_upload)
+    v1 = Datasets().commit(data, "vision/mnist", "pipelined", progress=None)
+    assert waited == [True, True]
+    asks = [r for r in yt_env.requests if r[1].endswith("/objects/missing")]
+    assert len(asks) == 4  # three batches of small files, then the big one
+    assert (v1["number"], v1["uploaded"]["objects"]) == (1, 6)
+    assert set(yt_env.datasets.objects) == {blake3(b).hexdigest() for b in tree(data).values()}
+
+
+def test_a_failed_background_upload_fails_the_commit(yt_env, data, monkeypatch):
+    def refuse(client, items, progress):
+        raise YitongError(507, "the store is full")
+
+    monkeypatch.setattr(transfer, "upload_pack", refuse)
+    with pytest.raises(YitongError, match="the store is full"):
+        Datasets().commit(data, "vision/mnist", "v1", progress=None)
+    assert not [r for r in yt_env.requests if r[0] == "POST" and r[1].endswith("/versions")]
 
 
 def test_tags_open_delete(yt_env, data, monkeypatch):

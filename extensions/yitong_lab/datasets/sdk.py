@@ -138,17 +138,18 @@ class Datasets:
         """Make the directory (or single file) ``path`` the next version of ``dataset``; returns the version model
         plus ``unchanged`` (nothing was sent when the content equals the latest version) and
         ``uploaded: {objects, bytes}``. Creates the dataset when missing (``create``)."""
-        from yitong_lab.datasets.local import base_dir, local_path
+        from yitong_lab.datasets.local import base_dir, local_path, scan
         from yitong_lab.datasets.packs import Item
         from yitong_lab.datasets.progress import make
-        from yitong_lab.datasets.transfer import upload
+        from yitong_lab.datasets.transfer import Uploader
 
         ref = parse_ref(dataset, allow_version=False)
         root = os.path.abspath(path)
+        root_dir = base_dir(root)
         bar = make(progress)
         try:
-            with open_cache(stat_cache) as cache:
-                files, digest, manifest = self._local_manifest(root, cache, bar)
+            with open_cache(stat_cache) as cache, Uploader(self.client, bar) as uploader:
+                files = scan(root)  # a path that is not there fails before the dataset is created
                 try:
                     info = self._get(self._base(ref))
                 except YitongError as error:
@@ -158,10 +159,15 @@ class Datasets:
                 latest = info.get("latest")  # the number of the latest version, or null
                 number = latest.get("number") if isinstance(latest, dict) else latest
                 parent = self.version(f"{ref.dataset}@{number}") if number is not None else None
+
+                def hashed(rows: list) -> None:  # objects go up while the rest is hashed
+                    uploader.offer(Item(h, stat[0], local_path(root_dir, p)) for p, stat, h in rows)
+
+                digest, manifest = self._local_manifest(root, files, cache, bar, sink=hashed)
                 if parent is not None and parent.get("manifest") == digest:
                     return {**parent, "unchanged": True, "uploaded": {"objects": 0, "bytes": 0}}
                 if manifest is None:  # the tree is as last committed, but that is not the latest
-                    files, digest, manifest = self._local_manifest(root, cache, bar, memo=False)
+                    digest, manifest = self._local_manifest(root, files, cache, bar, memo=False, sink=hashed)
                 body: dict[str, Any] = {"message": message, "parent": number, "files": manifest["files"]}
                 base = cache.manifest(parent["manifest"]) if parent is not None else None
                 sending = manifest["files"]
@@ -170,9 +176,8 @@ class Datasets:
                     body = {"message": message, "parent": number, "base": parent["manifest"], "put": put,
                             "delete": delete, "manifest": digest}
                     sending = put
-                root_dir = base_dir(root)
-                items = [Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending]
-                objects, sent = upload(self.client, items, bar)
+                objects, sent = uploader.finish(
+                    Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending)
                 try:
                     version = self.client.request("POST", self._base(ref) + "/versions", json=body)
                 except YitongError as error:
@@ -188,24 +193,24 @@ class Datasets:
             bar.close()
 
     @staticmethod
-    def _local_manifest(root: str, cache: Any, bar: Any, memo: bool = True) -> tuple[list, str, Any]:
-        """``(scanned files, manifest hash, manifest)`` of the tree at ``root``. With ``memo``, a
-        tree identical to the one last committed from here gives its hash and ``None`` for the
-        manifest (nothing is hashed or built)."""
+    def _local_manifest(root: str, files: list, cache: Any, bar: Any, memo: bool = True,
+                        sink: Any = None) -> tuple[str, Any]:
+        """``(manifest hash, manifest)`` of the scanned tree ``files`` at ``root``. With ``memo``,
+        a tree identical to the one last committed from here gives its hash and ``None`` for
+        the manifest (nothing is hashed or built). ``sink``: see :func:`~.local.hash_files`."""
         import marshal
 
-        from yitong_lab.datasets.local import base_dir, hash_files, scan
+        from yitong_lab.datasets.local import base_dir, hash_files
 
-        files = scan(root)
         snapshot = marshal.dumps(files)
         remembered = cache.tree(root) if memo else None
         if remembered is not None and remembered[0] == snapshot:
-            return files, remembered[1], None
-        hashes = hash_files(base_dir(root), files, cache, bar)
+            return remembered[1], None
+        hashes = hash_files(base_dir(root), files, cache, bar, sink=sink)
         manifest = canonical({"path": f[0], "size": f[1], "hash": hashes[f[0]]} for f in files)
         digest = manifest_hash(manifest)
         cache.remember_tree(root, snapshot, digest)
-        return files, digest, manifest
+        return digest, manifest
 
     def pull(self, ref: str, directory: str | os.PathLike, *, delete: bool = False,
              progress: Any = "auto", stat_cache: bool = True) -> dict[str, Any]:

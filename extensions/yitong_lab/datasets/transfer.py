@@ -12,9 +12,10 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, Iterable, Iterator
 
 from yitong_lab.client import YitongError
 from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, pack_body
@@ -172,21 +173,101 @@ def run_parallel(tasks: list[Callable[[], None]], workers: int = WORKERS) -> Non
                 raise future.exception()
 
 
+class _Relay:
+    """Counts bytes sent before the upload bar is shown; forwards them once it is."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._target: Any = None
+
+    def update(self, n: int) -> None:
+        with self._lock:
+            if self._target is None:
+                self._count += n
+                return
+        self._target.update(n)
+
+    def attach(self, target: Any) -> None:
+        with self._lock:
+            self._target = target
+            target.update(self._count)
+
+
+class Uploader:
+    """Uploads in the background while the caller still hashes: ``offer(items)`` as hashes
+    become known (the service is asked which it lacks, and those go up), ``finish(items)``
+    offers the rest, shows the upload bar, waits, and returns ``(objects, bytes)`` sent. The
+    first failure is raised by the next ``offer`` or by ``finish``; leaving the ``with``
+    block cancels what has not started and waits for what has."""
+
+    def __init__(self, client: Any, progress: Any, workers: int = WORKERS) -> None:
+        self.client = client
+        self.progress = progress
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="yt-transfer")
+        self._lock = threading.Lock()
+        self._offered: set[str] = set()
+        self._asks: list[Future] = []
+        self._sends: list[Future] = []
+        self._todo: list[Item] = []
+        self._relay = _Relay()
+
+    def __enter__(self) -> Uploader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def offer(self, items: Iterable[Item]) -> None:
+        self._raise_failure()
+        fresh: dict[str, Item] = {}
+        for item in items:
+            if item.hash not in self._offered:
+                fresh.setdefault(item.hash, item)
+        if fresh:
+            self._offered.update(fresh)
+            self._asks.append(self._pool.submit(self._ask_and_send, list(fresh.values())))
+
+    def _ask_and_send(self, items: list[Item]) -> None:
+        absent = missing(self.client, [item.hash for item in items])
+        todo = [item for item in items if item.hash in absent]
+        large = sorted((i for i in todo if i.size > LARGE), key=lambda i: -i.size)
+        tasks = [lambda i=i: upload_large(self.client, i, self._relay) for i in large]
+        tasks += [lambda p=p: upload_pack(self.client, p, self._relay)
+                  for p in plan_packs([i for i in todo if i.size <= LARGE])]
+        with self._lock:
+            self._todo += todo
+            self._sends += [self._pool.submit(task) for task in tasks]
+
+    def _raise_failure(self) -> None:
+        with self._lock:
+            futures = self._asks + self._sends
+        for future in futures:
+            if future.done() and not future.cancelled() and future.exception():
+                raise future.exception()  # type: ignore[misc]
+
+    def finish(self, items: Iterable[Item] = ()) -> tuple[int, int]:
+        self.offer(items)
+        for future in self._asks:  # every answer is in: the bar's total is known
+            future.result()
+        with self._lock:
+            todo, sends = list(self._todo), list(self._sends)
+        if not todo:
+            return 0, 0
+        small = [i for i in todo if i.size <= LARGE]
+        self.progress.start("upload", sum(i.size for i in todo if i.size > LARGE) + body_length(small))
+        self._relay.attach(self.progress)
+        wait(sends, return_when=FIRST_EXCEPTION)
+        for future in sends:
+            if future.done() and future.exception():
+                raise future.exception()  # type: ignore[misc]
+        return len(todo), sum(i.size for i in todo)
+
+
 def upload(client: Any, items: list[Item], progress: Any, workers: int = WORKERS) -> tuple[int, int]:
     """Upload the objects the store lacks; returns ``(objects, bytes)`` sent."""
-    unique = list({item.hash: item for item in items}.values())
-    absent = missing(client, [item.hash for item in unique])
-    todo = [item for item in unique if item.hash in absent]
-    if not todo:
-        return 0, 0
-    large = sorted((i for i in todo if i.size > LARGE), key=lambda i: -i.size)
-    small = [i for i in todo if i.size <= LARGE]
-    packs = plan_packs(small)
-    progress.start("upload", sum(i.size for i in large) + body_length(small))
-    tasks = [lambda i=i: upload_large(client, i, progress) for i in large]
-    tasks += [lambda p=p: upload_pack(client, p, progress) for p in packs]
-    run_parallel(tasks, workers)
-    return len(todo), sum(i.size for i in todo)
+    with Uploader(client, progress, workers) as uploader:
+        return uploader.finish(items)
 
 
 # -- download ----------------------------------------------------------------------------------
