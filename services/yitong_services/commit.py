@@ -22,7 +22,7 @@ from .authz import Person
 from .dataset_schemas import CommitIn
 from .dataset_views import one_version
 from .errors import Refusal
-from .manifest import canonical, encode, hashes, totals
+from .manifest import apply_changes, canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
 from .objindex import locate, storage_lock
 from .storage import Storage
@@ -42,11 +42,11 @@ def _check_parent(session: Session, d: Dataset, parent: int | None, h: str) -> D
     return None
 
 
-def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any], known: dict[str, int]) -> None:
-    """Every object the manifest names is indexed with the size it says. ``known`` (hash -> size)
+def _check_objects(session: Session, d: Dataset, files: list[dict[str, Any]], known: dict[str, int]) -> None:
+    """Every object ``files`` name is indexed with the size they say. ``known`` (hash -> size)
     are the parent version's objects: the parent still exists (checked in the same transaction)
     and GC takes the same lock, so they are in the store and only the rest is looked up."""
-    wanted = hashes(manifest)
+    wanted = {f["hash"]: f["size"] for f in files}
     new = [h for h in wanted if h not in known]
     found = {h: loc.size for h, loc in locate(session, new).items()}
     absent = [h for h in new if h not in found]
@@ -58,7 +58,7 @@ def _check_objects(session: Session, d: Dataset, manifest: dict[str, Any], known
             f"{', '.join(absent[:SHOWN])}{more}",
         )
     sizes = {**known, **found}
-    for f in manifest["files"]:
+    for f in files:
         if sizes[f["hash"]] != f["size"]:
             raise Refusal(
                 422,
@@ -72,8 +72,8 @@ def _parent_objects(storage: Storage, session: Session, d: Dataset) -> dict[str,
     return hashes(storage.manifest(last.manifest)) if last is not None else {}
 
 
-def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> list[dict[str, Any]]:
-    """The parent's entries with ``body.put`` and ``body.delete`` applied (checked by ``canonical``)."""
+def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, list]:
+    """The parent's manifest with ``body.put`` and ``body.delete`` applied, and the put entries."""
     with storage.db.session() as s:
         d = datasets.visible(s, person, vc, name)
         last = datasets.latest(s, d)
@@ -81,22 +81,16 @@ def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
             have = f"version {last.number} (manifest {last.manifest})" if last else "no version"
             raise Refusal(409, f"dataset {datasets.full_name(d)}: the changes are relative to parent {body.parent} "
                                f"(manifest {body.base}) but the latest is {have}; pull and commit again")
-    put_paths = [f["path"] for f in body.put]
-    if len(set(put_paths)) != len(put_paths):
-        raise ValueError("put names a path twice")
-    entries = {f["path"]: f for f in storage.manifest(body.base)["files"]}
-    for path in body.delete:
-        if entries.pop(path, None) is None:
-            raise ValueError(f"delete names '{path}', which the parent does not have")
-    for f in body.put:
-        entries[f["path"]] = f
-    return list(entries.values())
+    return apply_changes(storage.manifest(body.base), body.put, body.delete)
 
 
 def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
     """(version dict, created?)."""
     try:
-        manifest = canonical(body.files if body.files is not None else _apply(storage, person, vc, name, body))
+        if body.files is not None:
+            manifest, changed = canonical(body.files), None
+        else:  # on top of the parent: only the changes are checked, and only their objects
+            manifest, changed = _apply(storage, person, vc, name, body)
     except ValueError as e:
         raise Refusal(422, f"dataset {vc}/{name}: {e}") from e
     data = encode(manifest)
@@ -117,7 +111,10 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
-        _check_objects(s, d, manifest, _parent_objects(storage, s, d))
+        if changed is None:
+            _check_objects(s, d, manifest["files"], _parent_objects(storage, s, d))
+        else:  # the parent is the latest (checked above), so its objects are stored
+            _check_objects(s, d, changed, {})
         storage.put_manifest(data, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(
             dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,

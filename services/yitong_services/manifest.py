@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
@@ -95,15 +97,63 @@ def canonical(files: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
     return {"files": out}
 
 
+def _path(entry: dict[str, Any]) -> str:
+    return entry["path"]
+
+
+def apply_changes(base: dict[str, Any], put: Iterable[dict[str, Any]], delete: Iterable[str]) -> tuple[dict, list]:
+    """``(manifest, checked put entries)``: the canonical manifest ``base`` with ``delete``
+    removed and ``put`` added or replaced. Only the changes are checked (``base`` is a stored
+    version's, canonical already) and looked up by bisection in its sorted list (code point
+    order is UTF-8 byte order), so beyond copying the list the work follows the change.
+    ValueError names the first problem."""
+    files = base["files"]
+    changed = canonical(put)["files"]
+
+    def find(path: str) -> int | None:
+        i = bisect_left(files, path, key=_path)
+        return i if i < len(files) and files[i]["path"] == path else None
+
+    gone: set[int] = set()
+    for path in delete:
+        i = find(path) if isinstance(path, str) else None
+        if i is None:
+            raise ValueError(f"delete names '{path}', which the parent does not have")
+        if i in gone:
+            raise ValueError(f"delete names '{path}' twice")
+        gone.add(i)
+    replaced: set[int] = set()
+    for entry in changed:
+        path = entry["path"]
+        i = find(path)
+        if i is not None:
+            if i in gone:
+                raise ValueError(f"'{path}' is both put and deleted")
+            replaced.add(i)
+        cut = path.rfind("/")
+        while cut != -1:  # a parent directory of the new path is a file of the base
+            j = find(path[:cut])
+            if j is not None and j not in gone:
+                raise ValueError(f"path '{path[:cut]}' is both a file and a directory")
+            cut = path.rfind("/", 0, cut)
+        j = bisect_left(files, path + "/", key=_path)  # the base has files under the new path
+        while j < len(files) and files[j]["path"].startswith(path + "/"):
+            if j not in gone:
+                raise ValueError(f"path '{path}' is both a file and a directory")
+            j += 1
+    drop = gone | replaced
+    kept = [f for i, f in enumerate(files) if i not in drop] if drop else list(files)
+    kept += changed
+    kept.sort(key=_key)  # nearly sorted: a merge pass
+    return {"files": kept}, changed
+
+
 def encode(manifest: dict[str, Any]) -> bytes:
     """The canonical bytes: equal to ``json.dumps(manifest, sort_keys=True, separators=(",", ":"),
     ensure_ascii=False).encode()`` for a canonical manifest (tests compare), built without the
     generic encoder's per-dict key sorting."""
-    dumps = json.dumps
-    body = ",".join(
-        f'{{"hash":"{f["hash"]}","path":{dumps(f["path"], ensure_ascii=False)},"size":{int(f["size"])}}}'
-        for f in manifest["files"]
-    )
+    quote = encode_basestring  # what json.dumps(..., ensure_ascii=False) uses for a str, in C
+    body = ",".join(f'{{"hash":"{f["hash"]}","path":{quote(f["path"])},"size":{int(f["size"])}}}' for f in manifest["files"])
     return f'{{"files":[{body}]}}'.encode()
 
 

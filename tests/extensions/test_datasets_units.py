@@ -1,6 +1,7 @@
 """Datasets, the pure parts: the manifest's canonical form and hash (the contract's exact bytes),
 path rules, refs, diffs, the pack record format, pack planning, the stat cache, text builders."""
 
+import json
 import os
 
 import pytest
@@ -25,6 +26,13 @@ def test_manifest_hash_is_the_contracts_exact_bytes():
     assert manifest_bytes(manifest) == expected
     assert manifest_hash(manifest) == blake3(expected).hexdigest()
     assert manifest_hash({"files": []}) == blake3(b'{"files":[]}').hexdigest()
+
+
+def test_manifest_bytes_equal_the_generic_encoder():
+    names = ['say "hi".txt', "é/名 1.png", "\U0001f600", "\u2028 line sep", "\uffff", "plain", "a'b"]
+    manifest = canonical({"path": n, "size": i * 1000, "hash": H2} for i, n in enumerate(names))
+    generic = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert manifest_bytes(manifest) == generic
 
 
 def test_canonical_sorts_by_utf8_bytes():

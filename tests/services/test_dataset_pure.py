@@ -3,12 +3,13 @@ the pack record reader (any chunking), HTTP ranges, visibility rules."""
 
 import json
 import random
+import re
 
 import pytest
 from blake3 import blake3
 
 from yitong_services.authz import Person, sees_dataset
-from yitong_services.manifest import canonical, diff, encode, manifest_hash, path_refusal
+from yitong_services.manifest import apply_changes, canonical, diff, encode, manifest_hash, path_refusal
 from yitong_services.packs import PackError, PackReader, record_header
 from yitong_services.serve import parse_range
 
@@ -88,6 +89,64 @@ def test_pack_reader_any_chunking(chunk):
     records = reader.finish()
     assert [(r.hash, r.size) for r in records] == [(blake3(b).hexdigest(), len(b)) for b in blobs]
     assert [stream[r.offset : r.offset + r.size] for r in records] == blobs
+
+
+def _naive_apply(base, put, delete):
+    """The changes applied the obvious way: the whole merged list through ``canonical``."""
+    entries = {f["path"]: f for f in base["files"]}
+    for path in delete:
+        if entries.pop(path, None) is None:
+            raise ValueError(f"delete names '{path}', which the parent does not have")
+    if set(delete) & {f["path"] for f in put}:
+        raise ValueError("both put and deleted")
+    for f in put:
+        entries[f["path"]] = f
+    return canonical(entries.values())
+
+
+def test_apply_changes_equals_the_whole_manifest_way():
+    """Bisection over the base gives what merging everything and checking it all gives: the
+    same manifest, or a refusal in the same cases (file/directory clashes included)."""
+    rng = random.Random(11)
+    names = ["a", "a/b", "a/c", "a-x", "b", "b/c/d", "é", "z/y", "a/b/c", "q"]
+    for _ in range(3000):
+        base_paths = rng.sample(names, rng.randint(0, 5))
+        try:
+            base = canonical({"path": p, "size": 1, "hash": H["a"]} for p in base_paths)
+        except ValueError:
+            continue
+        delete = rng.sample(base_paths, rng.randint(0, len(base_paths)))
+        put = [{"path": p, "size": 2, "hash": H["b"]} for p in rng.sample(names, rng.randint(0, 3))]
+        try:
+            expected = _naive_apply(base, put, delete)
+        except ValueError:
+            expected = None
+        try:
+            got, changed = apply_changes(base, put, delete)
+        except ValueError:
+            got = changed = None
+        assert got == expected, (base_paths, [f["path"] for f in put], delete)
+        if got is not None:
+            assert changed == canonical(put)["files"]
+            assert encode(got) == encode(expected)
+
+
+@pytest.mark.parametrize(
+    "put,delete,says",
+    [
+        ([], ["nope"], "delete names 'nope', which the parent does not have"),
+        ([], ["a", "a"], "delete names 'a' twice"),
+        (["a"], ["a"], "'a' is both put and deleted"),
+        (["a/x"], [], "path 'a' is both a file and a directory"),
+        (["d"], [], "path 'd' is both a file and a directory"),
+        (["n", "n"], [], "appears twice"),
+        (["../n"], [], "leaves the dataset root"),
+    ],
+)
+def test_apply_changes_refusals(put, delete, says):
+    base = canonical({"path": p, "size": 1, "hash": H["a"]} for p in ["a", "d/e"])
+    with pytest.raises(ValueError, match=re.escape(says)):
+        apply_changes(base, [{"path": p, "size": 1, "hash": H["b"]} for p in put], delete)
 
 
 def test_pack_reader_records_whole_and_split_across_chunks():

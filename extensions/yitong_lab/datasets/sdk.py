@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from yitong_lab.client import Client, YitongError
-from yitong_lab.datasets.manifest import Ref, canonical, changes, diff as diff_files, manifest_bytes, manifest_hash, parse_ref
+from yitong_lab.datasets.manifest import Ref, canonical, changes, diff as diff_files, manifest_bytes, parse_ref
 
 def _q(text: str | int) -> str:
     return quote(str(text), safe="")
@@ -163,11 +163,12 @@ class Datasets:
                 def hashed(rows: list) -> None:  # objects go up while the rest is hashed
                     uploader.offer(Item(h, stat[0], local_path(root_dir, p)) for p, stat, h in rows)
 
-                digest, manifest = self._local_manifest(root, files, cache, bar, sink=hashed)
+                digest, built = self._local_manifest(root, files, cache, bar, sink=hashed)
                 if parent is not None and parent.get("manifest") == digest:
                     return {**parent, "unchanged": True, "uploaded": {"objects": 0, "bytes": 0}}
-                if manifest is None:  # the tree is as last committed, but that is not the latest
-                    digest, manifest = self._local_manifest(root, files, cache, bar, memo=False, sink=hashed)
+                if built is None:  # the tree is as last committed, but that is not the latest
+                    digest, built = self._local_manifest(root, files, cache, bar, memo=False, sink=hashed)
+                manifest, data = built
                 body: dict[str, Any] = {"message": message, "parent": number, "files": manifest["files"]}
                 base = cache.manifest(parent["manifest"]) if parent is not None else None
                 sending = manifest["files"]
@@ -186,7 +187,7 @@ class Datasets:
                                                f"{'v' + str(number) if number else 'no version'}): commit again "
                                                f"to build on the new version ({error.detail})") from None
                     raise
-                cache.remember_manifest(digest, manifest_bytes(manifest))
+                cache.remember_manifest(digest, data)
             return {**version, "unchanged": bool(version.get("unchanged")),
                     "uploaded": {"objects": objects, "bytes": sent}}
         finally:
@@ -195,10 +196,12 @@ class Datasets:
     @staticmethod
     def _local_manifest(root: str, files: list, cache: Any, bar: Any, memo: bool = True,
                         sink: Any = None) -> tuple[str, Any]:
-        """``(manifest hash, manifest)`` of the scanned tree ``files`` at ``root``. With ``memo``,
-        a tree identical to the one last committed from here gives its hash and ``None`` for
-        the manifest (nothing is hashed or built). ``sink``: see :func:`~.local.hash_files`."""
+        """``(manifest hash, (manifest, its bytes))`` of the scanned tree ``files`` at ``root``.
+        With ``memo``, a tree identical to the one last committed from here gives its hash and
+        ``None`` (nothing is hashed or built). ``sink``: see :func:`~.local.hash_files`."""
         import marshal
+
+        from blake3 import blake3
 
         from yitong_lab.datasets.local import base_dir, hash_files
 
@@ -208,9 +211,10 @@ class Datasets:
             return remembered[1], None
         hashes = hash_files(base_dir(root), files, cache, bar, sink=sink)
         manifest = canonical({"path": f[0], "size": f[1], "hash": hashes[f[0]]} for f in files)
-        digest = manifest_hash(manifest)
+        data = manifest_bytes(manifest)
+        digest = blake3(data).hexdigest()
         cache.remember_tree(root, snapshot, digest)
-        return digest, manifest
+        return digest, (manifest, data)
 
     def pull(self, ref: str, directory: str | os.PathLike, *, delete: bool = False,
              progress: Any = "auto", stat_cache: bool = True) -> dict[str, Any]:
