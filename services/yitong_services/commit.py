@@ -24,7 +24,7 @@ from .dataset_views import one_version
 from .errors import Refusal
 from .manifest import apply_changes, canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
-from .objindex import locate, storage_lock
+from .objindex import storage_lock, stored_sizes
 from .storage import Storage
 
 SHOWN = 10
@@ -48,7 +48,7 @@ def _check_objects(session: Session, d: Dataset, files: list[dict[str, Any]], kn
     and GC takes the same lock, so they are in the store and only the rest is looked up."""
     wanted = {f["hash"]: f["size"] for f in files}
     new = [h for h in wanted if h not in known]
-    found = {h: loc.size for h, loc in locate(session, new).items()}
+    found = stored_sizes(session, new)
     absent = [h for h in new if h not in found]
     if absent:
         more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""

@@ -43,8 +43,8 @@ def _batches(items: list[str]) -> Iterator[list[str]]:
         yield items[i : i + BATCH]
 
 
-def locate(session: Session, hashes: Iterable[str]) -> dict[str, Location]:
-    """Where each of ``hashes`` is stored (absent ones are left out).
+def _rows(session: Session, columns: str, hashes: Iterable[str]) -> Iterator[list[tuple]]:
+    """Batches of ``columns`` rows for those of ``hashes`` that are indexed.
 
     Straight through the DB-API cursor of the session's connection (same transaction): a
     commit of 70,000 files looks its objects up several times, and SQLAlchemy's compilation of
@@ -52,28 +52,42 @@ def locate(session: Session, hashes: Iterable[str]) -> dict[str, Location]:
     gets one array parameter per batch (``= ANY(%s)``), SQLite an ``IN`` of placeholders.
     """
     wanted = sorted(set(hashes))
-    out: dict[str, Location] = {}
     if not wanted:
-        return out
+        return
     conn = session.connection()
-    columns = f'SELECT hash, size, pack, "offset" FROM {StoredObject.__tablename__} WHERE hash'
+    select = f"SELECT {columns} FROM {StoredObject.__tablename__} WHERE hash"
     cursor = conn.connection.cursor()
     try:
         for batch in _batches(wanted):
             if conn.dialect.name == "postgresql":
-                cursor.execute(f"{columns} = ANY(%s)", (batch,))
+                cursor.execute(f"{select} = ANY(%s)", (batch,))
             else:
-                cursor.execute(f"{columns} IN ({','.join('?' * len(batch))})", batch)
-            for row in cursor.fetchall():
-                out[row[0]] = Location._make(row)
+                cursor.execute(f"{select} IN ({','.join('?' * len(batch))})", batch)
+            yield cursor.fetchall()
     finally:
         cursor.close()
+
+
+def locate(session: Session, hashes: Iterable[str]) -> dict[str, Location]:
+    """Where each of ``hashes`` is stored (absent ones are left out)."""
+    out: dict[str, Location] = {}
+    for rows in _rows(session, 'hash, size, pack, "offset"', hashes):
+        for row in rows:
+            out[row[0]] = Location._make(row)
+    return out
+
+
+def stored_sizes(session: Session, hashes: Iterable[str]) -> dict[str, int]:
+    """hash -> size of those of ``hashes`` that are indexed (a commit's check: no row objects)."""
+    out: dict[str, int] = {}
+    for rows in _rows(session, "hash, size", hashes):
+        out.update(rows)
     return out
 
 
 def missing(session: Session, hashes: Iterable[str]) -> list[str]:
     wanted = list(dict.fromkeys(hashes))
-    found = locate(session, wanted)
+    found = stored_sizes(session, wanted)
     return [h for h in wanted if h not in found]
 
 
@@ -93,7 +107,7 @@ def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = Non
     if not rows:
         return []
     insert = _insert(session)
-    present = locate(session, [r["hash"] for r in rows])
+    present = stored_sizes(session, [r["hash"] for r in rows])
     now = utcnow()
     fresh: dict[str, dict] = {}
     for r in rows:

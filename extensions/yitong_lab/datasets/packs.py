@@ -6,6 +6,7 @@ memory); :class:`PackDecoder` turns a received stream back into records, chunk b
 
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 HEADER = 40  # 32 bytes of hash + 8 bytes of size
@@ -27,6 +28,14 @@ def header(hash_hex: str, size: int) -> bytes:
 def encode(records: Iterable[tuple[str, bytes]]) -> bytes:
     """A whole pack in memory (tests and tiny packs): ``[(hash, data), ...]`` -> bytes."""
     return b"".join(header(h, len(data)) + data for h, data in records)
+
+
+def _read_into(fd: int, view: memoryview) -> int:
+    if hasattr(os, "readv"):
+        return os.readv(fd, [view])
+    data = os.read(fd, len(view))  # Windows
+    view[:len(data)] = data
+    return len(data)
 
 
 class Item(NamedTuple):
@@ -60,7 +69,8 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
         view[pos:pos + HEADER] = header(item.hash, item.size)
         pos += HEADER
         left = item.size
-        with open(item.path, "rb", buffering=0) as f:
+        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # no file object: 70k of them cost
+        try:
             while left:
                 room = min(left, block - pos)
                 if room == 0:
@@ -69,11 +79,13 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
                         sent(pos)
                     pos = 0
                     continue
-                n = f.readinto(view[pos:pos + room])
+                n = _read_into(fd, view[pos:pos + room])
                 if not n:
                     break
                 pos += n
                 left -= n
+        finally:
+            os.close(fd)
         if left:
             raise OSError(f"{item.path} changed while it was being uploaded: commit again")
     if pos:
