@@ -153,6 +153,26 @@ def test_commit_uploads_while_it_still_hashes(yt_env, data, monkeypatch):
     assert set(yt_env.datasets.objects) == {blake3(b).hexdigest() for b in tree(data).values()}
 
 
+def test_uploader_holds_bounded_bytes_in_hand(yt_env, tmp_path):
+    """Bytes read while hashing wait in memory for their pack at most up to the bound: an offer
+    past it waits until earlier packs are sent, and everything still arrives."""
+    from yitong_lab.client import Client
+    from yitong_lab.datasets.packs import Item
+    from yitong_lab.datasets.progress import Progress
+
+    blobs = [os.urandom(1000) + bytes([i]) for i in range(12)]
+    items = [Item(blake3(b).hexdigest(), len(b), str(tmp_path / "gone"), b) for b in blobs]
+    peak = []
+    with transfer.Uploader(Client(), Progress(), held=2500) as uploader:
+        for pair in (items[i:i + 2] for i in range(0, 12, 2)):
+            uploader.offer(pair)
+            peak.append(uploader._held)
+        assert uploader.finish() == (12, sum(map(len, blobs)))
+        assert uploader._held == 0
+    assert max(peak) <= 2500
+    assert {blake3(b).hexdigest() for b in blobs} <= set(yt_env.datasets.objects)
+
+
 def test_a_failed_background_upload_fails_the_commit(yt_env, data, monkeypatch):
     def refuse(client, items, progress):
         raise YitongError(507, "the store is full")

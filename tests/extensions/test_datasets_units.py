@@ -135,6 +135,26 @@ def test_pack_body_streams_files(tmp_path):
         b"".join(pack_body(items))
 
 
+@pytest.mark.parametrize("block", [64, 1000, 1 << 20])
+def test_pack_body_from_bytes_in_hand_equals_reading_the_files(tmp_path, block):
+    """Items that bring their bytes (read while hashing) make the same pack, the files unread."""
+    blobs = [os.urandom(n) for n in (0, 7, 63, 64, 65, 3000, 40)]
+    items = []
+    for i, blob in enumerate(blobs):
+        path = tmp_path / f"f{i}"
+        path.write_bytes(blob)
+        items.append(Item(blake3(blob).hexdigest(), len(blob), str(path)))
+    from_files = list(pack_body(items, block=block))
+    for path in tmp_path.iterdir():
+        path.unlink()  # the bytes in hand must be enough
+    in_hand = [item._replace(data=blob) for item, blob in zip(items, blobs)]
+    from_bytes = list(pack_body(in_hand, block=block))
+    assert b"".join(from_bytes) == b"".join(from_files)
+    assert max(map(len, from_bytes)) <= block + HEADER
+    with pytest.raises(OSError, match="bytes in hand for a record of"):
+        list(pack_body([in_hand[1]._replace(data=b"x")], block=block))
+
+
 def test_plan_packs_respects_the_limit():
     items = [Item(H1, size, "") for size in (10, 20, 30, 5, 100)]
     packs = plan_packs(items, limit=HEADER * 2 + 40)

@@ -96,7 +96,7 @@ def hash_path(path: str, size: int, progress: Callable[[int], None] | None = Non
     return hasher.hexdigest()
 
 
-def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, int, int]] | None:
+def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, int, int], bytes] | None:
     """One read, then ``fstat`` of the same descriptor: ``None`` when the file is not the one
     that was scanned any more (the caller hashes it again the careful way). Plain ``os`` calls:
     a Python file object costs as much as the read and the hash of a 4 KiB file together."""
@@ -117,11 +117,13 @@ def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, 
     after = (st.st_size, st.st_mtime_ns, st.st_ino)
     if after != stat or len(data) != st.st_size:
         return None
-    return blake3(data).hexdigest(), after
+    return blake3(data).hexdigest(), after, data
 
 
-def _hash_checked(root: str, file: Scanned, progress: Callable[[int], None] | None) -> tuple[str, Stat]:
-    """Hash, then stat again: a file written meanwhile is hashed once more, then refused."""
+def _hash_checked(root: str, file: Scanned,
+                  progress: Callable[[int], None] | None) -> tuple[str, Stat, bytes | None]:
+    """Hash, then stat again: a file written meanwhile is hashed once more, then refused.
+    ``(hash, stat, the bytes read)``; the bytes only for small files (read whole anyway)."""
     path = local_path(root, file[0])
     if file[1] <= SMALL:
         done = _hash_small(path, file[1:])
@@ -134,19 +136,20 @@ def _hash_checked(root: str, file: Scanned, progress: Callable[[int], None] | No
         digest = hash_path(path, stat.size, progress)
         after = stat_of(path)
         if after == stat:
-            return digest, after
+            return digest, after, None
         stat = after
     raise OSError(f"{path} keeps changing while it is being read: commit it once it is written")
 
 
 def hash_files(root: str, files: list[Scanned], cache, progress=None,
-               workers: int | None = None, sink: Callable[[list[tuple[str, Stat, str]]], None] | None = None,
+               workers: int | None = None, sink: Callable[[list[tuple]], None] | None = None,
                ) -> dict[str, str]:
     """``{path: hash}`` for ``files`` (scanned under ``root``): stat-cache hits cost nothing, the
     rest are hashed and go into ``cache`` in one transaction. ``progress``: a
     :class:`~yitong_lab.datasets.progress.Progress` (phase ``hash``, in bytes). ``sink`` gets
-    the freshly hashed ``(path, stat, hash)`` rows as they come, in batches of up to
-    :data:`SINK_FILES` files or :data:`SINK_BYTES` (a commit uploads them meanwhile)."""
+    the freshly hashed ``(path, stat, hash, bytes or None)`` rows as they come, in batches of
+    up to :data:`SINK_FILES` files or :data:`SINK_BYTES` (a commit uploads them meanwhile,
+    small files from the bytes already read)."""
     if not files:
         return {}
     root = os.path.abspath(root)
@@ -166,11 +169,11 @@ def hash_files(root: str, files: list[Scanned], cache, progress=None,
         progress.start("hash", sum(f[1] for f in todo))
         advance = progress.update
 
-    def run(batch: list[Scanned]) -> list[tuple[str, Stat, str]]:
+    def run(batch: list[Scanned]) -> list[tuple[str, Stat, str, bytes | None]]:
         out = []
         for file in batch:
-            digest, stat = _hash_checked(root, file, advance)
-            out.append((file[0], stat, digest))
+            digest, stat, data = _hash_checked(root, file, advance)
+            out.append((file[0], stat, digest, data if sink is not None else None))
         return out
 
     # Small files are hashed here, one after the other: with the GIL handed back and forth on
@@ -178,8 +181,8 @@ def hash_files(root: str, files: list[Scanned], cache, progress=None,
     # 1.2 s (2 cores). Big files release the GIL for their whole hash and go to a small pool.
     fresh: list[tuple[str, Stat, str]] = []
 
-    def done(rows: list[tuple[str, Stat, str]]) -> None:
-        fresh.extend(rows)
+    def done(rows: list[tuple[str, Stat, str, bytes | None]]) -> None:
+        fresh.extend(row[:3] for row in rows)
         if sink is not None:
             sink(rows)
 

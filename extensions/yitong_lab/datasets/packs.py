@@ -42,6 +42,7 @@ class Item(NamedTuple):
     hash: str
     size: int
     path: str  # the local file that holds the bytes
+    data: bytes | None = None  # the bytes themselves, when they were read already (hashing)
 
 
 def body_length(items: Iterable[Item]) -> int:
@@ -53,7 +54,8 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
     """Yield the pack of ``items`` in blocks of about ``block`` bytes (many small records per
     block: one socket write per block, not two per file); ``sent(n)`` after each block.
 
-    Files are read straight into one preallocated buffer (``readinto``). A file whose size
+    Files are read straight into one preallocated buffer (``readv``), unless the item brings
+    its bytes (read while hashing). A file whose size
     changed since it was hashed raises ``OSError`` (the upload then fails instead of sending a
     record the service would refuse).
     """
@@ -68,6 +70,21 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
             pos = 0
         view[pos:pos + HEADER] = header(item.hash, item.size)
         pos += HEADER
+        if item.data is not None:
+            data = memoryview(item.data)
+            if len(data) != item.size:
+                raise OSError(f"{item.path}: {len(data)} bytes in hand for a record of {item.size}")
+            while data:
+                if pos == block:
+                    yield bytes(view[:pos])
+                    if sent:
+                        sent(pos)
+                    pos = 0
+                take = min(block - pos, len(data))
+                view[pos:pos + take] = data[:take]
+                pos += take
+                data = data[take:]
+            continue
         left = item.size
         fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # no file object: 70k of them cost
         try:

@@ -161,7 +161,7 @@ class Datasets:
                 parent = self.version(f"{ref.dataset}@{number}") if number is not None else None
 
                 def hashed(rows: list) -> None:  # objects go up while the rest is hashed
-                    uploader.offer(Item(h, stat[0], local_path(root_dir, p)) for p, stat, h in rows)
+                    uploader.offer([Item(h, stat[0], local_path(root_dir, p), data) for p, stat, h, data in rows])
 
                 digest, built = self._local_manifest(root, files, cache, bar, sink=hashed)
                 if parent is not None and parent.get("manifest") == digest:

@@ -29,6 +29,7 @@ RETRIES = 6
 WORKERS = 4
 BLOCK = 1 << 20
 SEND_BLOCK = 4 << 20  # reads of a big file for its PATCH bodies
+HELD = 256 << 20  # bytes read while hashing that may wait in memory for their upload
 
 
 def plan_packs(items: list[Item], limit: int = PACK_LIMIT) -> list[list[Item]]:
@@ -199,18 +200,24 @@ class Uploader:
     become known (the service is asked which it lacks, and those go up), ``finish(items)``
     offers the rest, shows the upload bar, waits, and returns ``(objects, bytes)`` sent. The
     first failure is raised by the next ``offer`` or by ``finish``; leaving the ``with``
-    block cancels what has not started and waits for what has."""
+    block cancels what has not started and waits for what has.
 
-    def __init__(self, client: Any, progress: Any, workers: int = WORKERS) -> None:
+    Items may bring their bytes (small files, read while hashing): those are sent without
+    reading the file again, and ``offer`` waits while more than ``held`` bytes of them are
+    still on their way."""
+
+    def __init__(self, client: Any, progress: Any, workers: int = WORKERS, held: int = HELD) -> None:
         self.client = client
         self.progress = progress
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="yt-transfer")
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._offered: set[str] = set()
         self._asks: list[Future] = []
         self._sends: list[Future] = []
         self._todo: list[Item] = []
         self._relay = _Relay()
+        self._limit = held
+        self._held = 0  # bytes of items' data not yet sent or dropped
 
     def __enter__(self) -> Uploader:
         return self
@@ -224,20 +231,49 @@ class Uploader:
         for item in items:
             if item.hash not in self._offered:
                 fresh.setdefault(item.hash, item)
-        if fresh:
-            self._offered.update(fresh)
-            self._asks.append(self._pool.submit(self._ask_and_send, list(fresh.values())))
+        if not fresh:
+            return
+        self._offered.update(fresh)
+        batch = list(fresh.values())
+        size = sum(len(i.data) for i in batch if i.data is not None)
+        with self._lock:
+            while self._held and self._held + size > self._limit:
+                self._lock.wait(0.5)
+                self._lock.release()
+                try:
+                    self._raise_failure()
+                finally:
+                    self._lock.acquire()
+            self._held += size
+        self._asks.append(self._pool.submit(self._ask_and_send, batch))
+
+    def _release(self, items: Iterable[Item]) -> None:
+        size = sum(len(i.data) for i in items if i.data is not None)
+        if size:
+            with self._lock:
+                self._held -= size
+                self._lock.notify_all()
 
     def _ask_and_send(self, items: list[Item]) -> None:
-        absent = missing(self.client, [item.hash for item in items])
+        try:
+            absent = missing(self.client, [item.hash for item in items])
+        except BaseException:
+            self._release(items)
+            raise
         todo = [item for item in items if item.hash in absent]
+        self._release(item for item in items if item.hash not in absent)
         large = sorted((i for i in todo if i.size > LARGE), key=lambda i: -i.size)
         tasks = [lambda i=i: upload_large(self.client, i, self._relay) for i in large]
-        tasks += [lambda p=p: upload_pack(self.client, p, self._relay)
-                  for p in plan_packs([i for i in todo if i.size <= LARGE])]
+        tasks += [lambda p=p: self._send_pack(p) for p in plan_packs([i for i in todo if i.size <= LARGE])]
         with self._lock:
-            self._todo += todo
+            self._todo += [i._replace(data=None) for i in todo]
             self._sends += [self._pool.submit(task) for task in tasks]
+
+    def _send_pack(self, items: list[Item]) -> None:
+        try:
+            upload_pack(self.client, items, self._relay)
+        finally:
+            self._release(items)
 
     def _raise_failure(self) -> None:
         with self._lock:
