@@ -31,6 +31,7 @@ if rank == 0:
         data=json.dumps({"loss": loss.item(), "world": world}).encode(), method="POST",
         headers={"Authorization": "token " + os.environ["YITONG_JOB_TOKEN"], "Content-Type": "application/json"})
     urllib.request.urlopen(req).read()
+dist.barrier()  # the usual shutdown: no rank tears the group down while another still works
 dist.destroy_process_group()
 """
 

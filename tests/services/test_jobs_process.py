@@ -89,7 +89,8 @@ def test_ddp_job_and_ledger(proc, tmp_path):
     r = proc.call("alice", "POST", "jobs", json=body)
     assert r.status_code == 201, r.text
     job = proc.wait("alice", r.json()["id"], timeout=180)
-    assert (job["state"], job["exit_code"]) == ("succeeded", 0), (job, proc.call("alice", "GET", f"jobs/{job['id']}/logs").text)
+    logs = {rank: proc.call("alice", "GET", f"jobs/{job['id']}/logs?rank={rank}").text for rank in (0, 1)}
+    assert (job["state"], job["exit_code"]) == ("succeeded", 0), (job.get("reason"), logs)
     for rank in (0, 1):
         text = proc.call("alice", "GET", f"jobs/{job['id']}/logs?rank={rank}").text
         assert f"rank {rank} of 2" in text
