@@ -21,15 +21,21 @@ export interface IApiInfo {
   profile: string | null;
 }
 
-/** `method <baseUrl>/<path>` with an optional JSON body; resolves to the decoded JSON (null for
- * 204) and rejects with the service's `detail` sentence on failure. */
-export async function requestJSON<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** `method <baseUrl>/<path>` with an optional body (JSON-encoded, or sent as typed when a
+ * `contentType` other than JSON is given, e.g. a YAML document); resolves to the decoded JSON
+ * answer (null for 204) and rejects with the service's `detail` sentence on failure. */
+export async function requestJSON<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  contentType = 'application/json'
+): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, path);
   const init: RequestInit = { method };
   if (body !== undefined) {
-    init.body = JSON.stringify(body);
-    init.headers = { 'Content-Type': 'application/json' };
+    init.body = contentType === 'application/json' ? JSON.stringify(body) : String(body);
+    init.headers = { 'Content-Type': contentType };
   }
   let response: Response;
   try {

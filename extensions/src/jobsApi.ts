@@ -80,27 +80,8 @@ export const submitSpec = (spec: Record<string, unknown>): Promise<IJob> =>
 
 /** Submit a spec document as typed (YAML, or JSON, which is YAML too); the service parses it and
  * names the line of a syntax error. */
-export async function submitYAML(text: string): Promise<IJob> {
-  const settings = ServerConnection.makeSettings();
-  const response = await ServerConnection.makeRequest(
-    URLExt.join(settings.baseUrl, 'yitong/api/jobs'),
-    { method: 'POST', body: text, headers: { 'Content-Type': 'application/yaml' } },
-    settings
-  );
-  const body = await response.text();
-  let data: any = null;
-  try {
-    data = body ? JSON.parse(body) : null;
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    throw new Error(
-      (typeof data?.detail === 'string' && data.detail) ||
-        `the platform API answered HTTP ${response.status}`
-    );
-  }
-  return data as IJob;
+export function submitYAML(text: string): Promise<IJob> {
+  return requestJSON<IJob>('POST', 'yitong/api/jobs', text, 'application/yaml');
 }
 
 /** Where the server extension starts TensorBoard on the job's outputs (a redirect). */

@@ -8,13 +8,22 @@ Fixtures:
   ``carol`` (vision), ``bob`` (nlp), ``u0``..``u19`` (vision, no password: the admin spawns
   for them).
 - ``admin_token``, ``alice_token``, ``bob_token``: hub API tokens.
+- ``page``: a Playwright page in headless Chromium (``$YITONG_TEST_CHROMIUM``, default
+  ``/usr/bin/chromium``); its viewport is the test module's ``VIEWPORT``, else 1280x800.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
+from helpers import require
 from stack import Stack
+
+CHROMIUM = os.environ.get("YITONG_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 PROFILES = {
     "cpu-small": {"display_name": "CPU small", "description": "Python 3", "image": "yitong/singleuser-cpu",
@@ -66,3 +75,16 @@ def alice_token(stack):
 @pytest.fixture(scope="session")
 def bob_token(stack):
     return stack.token("bob")
+
+
+@pytest.fixture
+def page(request):
+    require("Chromium", os.path.exists(CHROMIUM), CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    width, height = getattr(request.module, "VIEWPORT", (1280, 800))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        context = browser.new_context(viewport={"width": width, "height": height})
+        yield context.new_page()
+        browser.close()

@@ -3,31 +3,13 @@ and its reason, start a CPU profile, find the Yitong panel in JupyterLab."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from helpers import require
-
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
-CHROMIUM = os.environ.get("YITONG_TEST_CHROMIUM", "/usr/bin/chromium")
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture
-def page():
-    require("Chromium", os.path.exists(CHROMIUM), CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        yield context.new_page()
-        browser.close()
 
 
 def test_picker_spawn_and_panel(stack, admin_token, page, tmp_path):

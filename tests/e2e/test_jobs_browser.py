@@ -7,7 +7,6 @@ Clone fills the form and TensorBoard opens the server extension's URL."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
@@ -15,31 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers import require
+from jobs_helpers import TERMINAL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
-CHROMIUM = os.environ.get("YITONG_TEST_CHROMIUM", "/usr/bin/chromium")
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = (1280, 1000)  # the conftest's page fixture: room for the job detail
 USER = "carol"
 LINES = 12
 # prints LINES lines over about 5 s, so the job is seen running and its log seen growing
 PROGRAM = f"import time\nfor i in range({LINES}):\n    print(f'line {{i}}', flush=True)\n    time.sleep(0.4)\n"
-TERMINAL = {"succeeded", "failed", "cancelled", "preempted"}
-
-
-@pytest.fixture
-def page():
-    require("Chromium", os.path.exists(CHROMIUM), CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        context = browser.new_context(viewport={"width": 1280, "height": 1000})
-        yield context.new_page()
-        browser.close()
 
 
 def wait_until(probe, timeout: float, what: str, step: float = 0.1):

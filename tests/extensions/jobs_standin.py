@@ -81,16 +81,6 @@ def public(job: dict, detail: bool = False, outputs_root: str = "") -> dict:
     return out
 
 
-def reply(h, status: int, body=None) -> None:
-    data = b"" if body is None else json.dumps(body).encode()
-    h.send_response(status)
-    if data:
-        h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(data)))
-    h.end_headers()
-    h.wfile.write(data)
-
-
 def merge(base: dict, patch: dict) -> dict:
     out = copy.deepcopy(base)
     for key, value in patch.items():
@@ -168,13 +158,13 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
         doc, _ctype, _err = parse_body(h)
         job = state.jobs.get(int(m.group(1)))
         if job is None or state.tokens.get(token) != job["id"]:
-            return reply(h, 401, {"detail": f"a valid token of job {m.group(1)} is required"})
+            return h.reply(401, {"detail": f"a valid token of job {m.group(1)} is required"})
         run = state.runs.setdefault(job["id"], {"run": job["id"], "metrics": {}})
         run["metrics"].update(doc)
-        return reply(h, 200, {"run": run["run"], "metrics": run["metrics"]})
+        return h.reply(200, {"run": run["run"], "metrics": run["metrics"]})
     user = users.get(token)
     if user is None:
-        return reply(h, 401, {"detail": "authentication required: send a JupyterHub token"})
+        return h.reply(401, {"detail": "authentication required: send a JupyterHub token"})
     member_of = {vc["name"] for vc in vcs.values() if user["admin"] or set(vc["groups"]) & set(user["groups"])}
 
     def visible(job_id: int) -> dict | None:
@@ -183,18 +173,18 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
 
     def submit(spec: dict, code: dict) -> None:
         if spec.get("vc") not in vcs:
-            return reply(h, 404, {"detail": f"there is no VC {spec.get('vc')}"})
+            return h.reply(404, {"detail": f"there is no VC {spec.get('vc')}"})
         if spec["vc"] not in member_of:
-            return reply(h, 403, {"detail": f"{user['name']} is not a member of VC {spec['vc']}"})
+            return h.reply(403, {"detail": f"{user['name']} is not a member of VC {spec['vc']}"})
         with state.lock:
             job = new_job(state, spec, user["name"], code)
-        return reply(h, 201, public(job) | {"notes": []})
+        return h.reply(201, public(job) | {"notes": []})
 
     if route == "/jobs" and h.command == "POST":
         doc, ctype, error = parse_body(h)
         state.received.append((ctype, copy.deepcopy(doc), query))
         if error:
-            return reply(h, 422, {"detail": error})
+            return h.reply(422, {"detail": error})
         if query.get("from") == "openpai":
             vc = query.get("vc") or (doc.get("defaults") or {}).get("virtualCluster")
             spec = {"name": doc["name"].lower().replace("_", "-"), "vc": vc, "command": "\n".join(
@@ -202,41 +192,41 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
             job_reply = submit(spec, {})
             return job_reply
         if not isinstance(doc, dict):
-            return reply(h, 422, {"detail": "spec: must be a map of fields"})
+            return h.reply(422, {"detail": "spec: must be a map of fields"})
         code = doc.pop("code", None) or {}
         if query.get("vc"):
             doc["vc"] = query["vc"]
         problem = check_spec(doc)
         if problem:
-            return reply(h, 422, {"detail": problem})
+            return h.reply(422, {"detail": problem})
         return submit(doc, code)
     if route == "/jobs" and h.command == "GET":
         jobs = [public(j) for j in sorted(state.jobs.values(), key=lambda j: -j["id"]) if j["vc"] in member_of
                 and all(j[k] == query[k] for k in ("vc", "state", "user") if k in query)]
-        return reply(h, 200, jobs)
+        return h.reply(200, jobs)
     m = re.fullmatch(r"/(jobs|runs)/(\d+)(?:/([a-z]+))?", route)
     if not m:
-        return reply(h, 404, {"detail": "Not Found"})
+        return h.reply(404, {"detail": "Not Found"})
     kind, number, action = m.group(1), int(m.group(2)), m.group(3)
     if kind == "runs":
         run = state.runs.get(number)
         if run is None or visible(run["job"]) is None:
-            return reply(h, 404, {"detail": f"there is no run {number}"})
+            return h.reply(404, {"detail": f"there is no run {number}"})
         if action is None and h.command == "GET":
-            return reply(h, 200, run)
+            return h.reply(200, run)
         if action == "rerun" and h.command == "POST":
             return submit(copy.deepcopy(run["spec"]), dict(run.get("code") or {}))
-        return reply(h, 404, {"detail": "Not Found"})
+        return h.reply(404, {"detail": "Not Found"})
     job = visible(number)
     if job is None:
-        return reply(h, 404, {"detail": f"there is no job {number}"})
+        return h.reply(404, {"detail": f"there is no job {number}"})
     if action is None and h.command == "GET":
         if state.autostart and job["state"] == "queued":
             chunks, end = state.autostart
             job.update(state="running", position=None, reason="", attempts=job["attempts"] + 1,
                        backend_ref=f"4242:1:/jobs/{job['id']}/attempt-1", started="2026-01-02T03:04:06+00:00",
                        _pending=list(chunks), _end=end, _logs={0: b""})
-        return reply(h, 200, public(job, detail=True, outputs_root=state.outputs_root))
+        return h.reply(200, public(job, detail=True, outputs_root=state.outputs_root))
     if action == "logs" and h.command == "GET":
         rank, offset = int(query.get("rank", 0)), int(query.get("offset", 0))
         if query.get("follow") in ("1", "true"):
@@ -251,24 +241,24 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
     owner = user["admin"] or user["name"] == job["user"]
     if action == "cancel" and h.command == "POST":
         if not owner:
-            return reply(h, 403, {"detail": f"{user['name']} may not cancel job {number} of {job['user']}"})
+            return h.reply(403, {"detail": f"{user['name']} may not cancel job {number} of {job['user']}"})
         if job["state"] in TERMINAL:
-            return reply(h, 409, {"detail": f"job {number} is already {job['state']}"})
+            return h.reply(409, {"detail": f"job {number} is already {job['state']}"})
         job["state"] = "cancelled" if job["state"] == "queued" else job["state"]
         job["reason"] = "cancelled" if job["state"] == "cancelled" else "cancelling"
-        return reply(h, 202, public(job, detail=True, outputs_root=state.outputs_root))
+        return h.reply(202, public(job, detail=True, outputs_root=state.outputs_root))
     if action == "retry" and h.command == "POST":
         if not owner:
-            return reply(h, 403, {"detail": f"{user['name']} may not retry job {number} of {job['user']}"})
+            return h.reply(403, {"detail": f"{user['name']} may not retry job {number} of {job['user']}"})
         if job["state"] not in RETRYABLE:
-            return reply(h, 409, {"detail": f"job {number} is {job['state']}; only failed, cancelled or "
+            return h.reply(409, {"detail": f"job {number} is {job['state']}; only failed, cancelled or "
                                             "preempted jobs can be retried"})
         job.update(state="queued", reason="retry requested", exit_code=None, backend_ref=None)
-        return reply(h, 200, public(job))
+        return h.reply(200, public(job))
     if action == "clone" and h.command == "POST":
         doc, _ctype, _error = parse_body(h)
         state.received.append(("clone", doc, query))
         spec = merge(job["spec"], (doc or {}).get("patch") or {})
         code = spec.pop("code", job["code"])
         return submit(spec, code)
-    return reply(h, 404, {"detail": "Not Found"})
+    return h.reply(404, {"detail": "Not Found"})

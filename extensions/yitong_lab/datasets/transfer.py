@@ -239,11 +239,7 @@ class Uploader:
         with self._lock:
             while self._held and self._held + size > self._limit:
                 self._lock.wait(0.5)
-                self._lock.release()
-                try:
-                    self._raise_failure()
-                finally:
-                    self._lock.acquire()
+                self._raise_failure()  # the lock is re-entrant
             self._held += size
         self._asks.append(self._pool.submit(self._ask_and_send, batch))
 
@@ -298,12 +294,6 @@ class Uploader:
             if future.done() and future.exception():
                 raise future.exception()  # type: ignore[misc]
         return len(todo), sum(i.size for i in todo)
-
-
-def upload(client: Any, items: list[Item], progress: Any, workers: int = WORKERS) -> tuple[int, int]:
-    """Upload the objects the store lacks; returns ``(objects, bytes)`` sent."""
-    with Uploader(client, progress, workers) as uploader:
-        return uploader.finish(items)
 
 
 # -- download ----------------------------------------------------------------------------------
