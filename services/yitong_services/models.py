@@ -60,7 +60,7 @@ class Profile(Base):
 
 class Allocation(Base):
     __tablename__ = "allocations"
-    __table_args__ = (UniqueConstraint("kind", "ref", name="uq_allocations_kind_ref"),)
+    __table_args__ = (UniqueConstraint("kind", "ref", name="uq_allocations_kind_ref"), {"sqlite_autoincrement": True})
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user: Mapped[str] = mapped_column(String(255), index=True)
@@ -162,6 +162,7 @@ class Job(Base):
     """A submitted job (docs/architecture.md "Jobs"); ``backend_ref`` is saved, never recomputed."""
 
     __tablename__ = "jobs"
+    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(32))
@@ -199,3 +200,36 @@ class Run(Base):
     record: Mapped[dict[str, Any]] = mapped_column(default=dict)
     metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class AuditEntry(Base):
+    """Who did what, when, from where: admin actions and actions on behalf of others (``GET /audit``)."""
+
+    __tablename__ = "audit_log"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    actor: Mapped[str] = mapped_column(String(255), index=True)
+    actor_kind: Mapped[str] = mapped_column(String(16))
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    target: Mapped[str] = mapped_column(String(512))
+    on_behalf_of: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    source: Mapped[str] = mapped_column(String(255))
+    detail: Mapped[dict[str, Any]] = mapped_column(default=dict)
+
+
+class IdempotencyKey(Base):
+    """The answer to a create request sent with ``Idempotency-Key``: a retry gets it again."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("user", "key", name="uq_idempotency_user_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user: Mapped[str] = mapped_column(String(255))
+    key: Mapped[str] = mapped_column(String(255))
+    operation: Mapped[str] = mapped_column(String(255))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status: Mapped[int] = mapped_column(Integer)
+    response: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
