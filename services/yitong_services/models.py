@@ -162,7 +162,6 @@ class Job(Base):
     """A submitted job (docs/architecture.md "Jobs"); ``backend_ref`` is saved, never recomputed."""
 
     __tablename__ = "jobs"
-    __table_args__ = {"sqlite_autoincrement": True}
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(32))

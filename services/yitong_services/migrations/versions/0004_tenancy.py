@@ -42,9 +42,10 @@ def upgrade() -> None:
         sa.UniqueConstraint("user", "key", name="uq_idempotency_user_key"),
     )
     # SQLite hands out the id of a deleted last row again unless the table is AUTOINCREMENT:
-    # a released allocation's id must never name somebody else's later allocation.
-    for table in ("allocations", "jobs"):
-        with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": True}):
+    # a released allocation's id must never name somebody else's later allocation. (No table
+    # references allocations, so recreating it is safe; PostgreSQL sequences never go back.)
+    if op.get_bind().dialect.name == "sqlite":
+        with op.batch_alter_table("allocations", recreate="always", table_kwargs={"sqlite_autoincrement": True}):
             pass
 
 
