@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers import free_port, require
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from blake3 import blake3
 
@@ -171,9 +171,8 @@ def db_kind(request) -> str:
 def wipe(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
-        for table in ("runs", "jobs", "objects", "packs", "dataset_refs", "dataset_tags", "dataset_versions", "datasets",
-                      "allocations", "seed_log", "profiles", "vcs", "alembic_version"):
-            conn.execute(text(f"DROP TABLE IF EXISTS {table} CASCADE"))
+        for table in inspect(conn).get_table_names():
+            conn.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
     engine.dispose()
 
 
