@@ -62,6 +62,13 @@ def _of(resource: str, have: float, limit: float) -> str:
     return f"{human_amount(resource, have)} of {human_amount(resource, limit)} {resource}"
 
 
+def _asked(resource: str, have: float, asked: float, limit: float) -> str:
+    """", N asked" when ``have`` alone leaves room: "1 of 2 in use" does not explain a refusal."""
+    if have + 1e-9 >= limit:
+        return ""
+    return f", {human_amount(resource, asked)} asked"
+
+
 def check(
     request: Resources,
     vc: VCLimits,
@@ -100,19 +107,25 @@ def check_usage(
         if limit <= 0:
             return f"VC {vc.name} has no {name} in its quota"
         in_use = vc_used.get(name, 0)
+        if amount > limit + 1e-9:
+            return f"VC {vc.name}: {human_amount(name, amount)} {name} asked, its quota is {human_amount(name, limit)}"
         if in_use + amount > limit + 1e-9:
-            return f"VC {vc.name}: {_of(name, in_use, limit)} in use"
+            return f"VC {vc.name}: {_of(name, in_use, limit)} in use{_asked(name, in_use, amount, limit)}"
     for name, amount in wanted.items():
         if name not in vc.user_caps:
             continue
         cap = vc.user_caps[name]
         mine = user_used.get(name, 0)
+        if amount > cap + 1e-9:
+            return f"user cap in VC {vc.name}: {human_amount(name, amount)} {name} asked, the cap is {human_amount(name, cap)}"
         if mine + amount > cap + 1e-9:
-            return f"user cap in VC {vc.name}: {user} uses {_of(name, mine, cap)}"
+            return f"user cap in VC {vc.name}: {user} uses {_of(name, mine, cap)}{_asked(name, mine, amount, cap)}"
     for name, amount in wanted.items():
         if not is_device(name) or cluster_used is None:
             continue
         in_use = cluster_used.get(name, 0)
+        if amount > inventory[name]:
+            return f"this cluster: {human_amount(name, amount)} {name} asked, it has {human_amount(name, inventory[name])}"
         if in_use + amount > inventory[name]:
-            return f"this cluster: {_of(name, in_use, inventory[name])} in use"
+            return f"this cluster: {_of(name, in_use, inventory[name])} in use{_asked(name, in_use, amount, inventory[name])}"
     return None
