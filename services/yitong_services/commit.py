@@ -11,6 +11,7 @@ Blocking: call from a worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from blake3 import blake3
@@ -84,8 +85,10 @@ def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
     return apply_changes(storage.manifest(body.base), body.put, body.delete)
 
 
-def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn) -> tuple[dict, bool]:
-    """(version dict, created?)."""
+def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn,
+           record: Callable[[Session, dict], Any] | None = None) -> tuple[dict, bool]:
+    """(version dict, created?). ``record(session, version)`` runs in the transaction that
+    inserts a new version (the route stores its ``Idempotency-Key`` answer there)."""
     try:
         if body.files is not None:
             manifest, changed = canonical(body.files), None
@@ -123,4 +126,7 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
         d.next_number += 1
         s.add(v)
         s.flush()
-        return one_version(s, d, v), True
+        out = one_version(s, d, v)
+        if record is not None:
+            record(s, out)
+        return out, True

@@ -33,6 +33,9 @@ class ServiceSettings(Lenient):
     reconcile_interval: float = Field(
         30.0, ge=0, description="seconds between reconciler runs (0: only at start)"
     )
+    idempotency_ttl: float = Field(
+        86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
+    )
 
 
 class DatabaseSettings(Lenient):

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from ..auth import person_for
 from ..errors import Refusal
+from ..idempotency import Claim, once
 from ..jobs import records, states
 from ..jobs.manager import JobManager
 from ..jobs.queue import positions
@@ -29,14 +30,17 @@ def manager(request: Request) -> JobManager:
 
 
 async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: dict, user: str | None,
-                      notes: list[str]) -> dict:
+                      notes: list[str], claim: Claim | None = None) -> dict:
     person = await person_for(ctx, caller, user if user is not None or caller.kind != "user" else None)
     mgr = manager(request)
 
     def work() -> dict:
         with ctx.db.locked("~jobs") as s:
+            if claim is not None:  # a retry of a stored submit replays its answer (idempotency.py)
+                claim.check(s)
             job = records.create(s, person, spec, code, ctx.inventory, mgr.backend.name)
-            return records.job_dict(job) | {"notes": notes}
+            out = records.job_dict(job) | {"notes": notes}
+            return claim.store(s, 201, out) if claim is not None else out
 
     out = await in_thread(work)
     mgr.wake()
@@ -47,10 +51,13 @@ async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: di
 async def submit(request: Request, caller: Caller, ctx: Ctx,
                  source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
                  vc: str | None = Query(None, description="the VC (overrides the document's)")) -> dict:
-    """Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal."""
-    spec, code, user, notes = records.parse_submission(
-        await request.body(), request.headers.get("content-type", ""), source, vc)
-    return await submit_spec(request, ctx, caller, spec, code, user, notes)
+    """Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal. With an ``Idempotency-Key`` header, a retry of the same request gets the first answer again (``Idempotent-Replayed: true``) and queues nothing; the same key with another request is a 422."""
+    async def create(claim: Claim | None) -> dict:
+        spec, code, user, notes = records.parse_submission(
+            await request.body(), request.headers.get("content-type", ""), source, vc)
+        return await submit_spec(request, ctx, caller, spec, code, user, notes, claim)
+
+    return await once(request, ctx, caller.name, "POST /jobs", create)
 
 
 @router.get("")
@@ -139,20 +146,23 @@ def merge(base: dict, patch: dict) -> dict:
 @router.post("/{job_id}/clone", status_code=201)
 async def clone(job_id: int, caller: Caller, ctx: Ctx, request: Request,
                 patch: dict[str, Any] = Body(default_factory=dict, embed=True)) -> dict:
-    """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``)."""
+    """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``). Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
     def load() -> tuple[dict, dict]:
         with ctx.db.session() as s:
             job = records.visible(s, as_person(caller), job_id)
             return dict(job.spec), dict(job.code)
 
-    spec_doc, code = await in_thread(load)
-    doc = merge(spec_doc, patch)
-    code = doc.pop("code", code)
-    try:
-        spec = spec_from_dict(doc)
-    except Exception as e:
-        raise Refusal(422, str(e)) from None
-    return await submit_spec(request, ctx, caller, spec, code, None, [])
+    async def create(claim: Claim | None) -> dict:
+        spec_doc, code = await in_thread(load)
+        doc = merge(spec_doc, patch)
+        code = doc.pop("code", code)
+        try:
+            spec = spec_from_dict(doc)
+        except Exception as e:
+            raise Refusal(422, str(e)) from None
+        return await submit_spec(request, ctx, caller, spec, code, None, [], claim)
+
+    return await once(request, ctx, caller.name, "POST /jobs/{id}/clone", create)
 
 
 @router.post("/{job_id}/metrics")

@@ -1,11 +1,12 @@
 """Versions of a dataset: commit, list, show, diff, delete."""
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from .. import datasets as ds
 from ..commit import commit
 from ..dataset_schemas import CommitIn, Committed, Diff, VersionOut
 from ..dataset_views import one_version, versions_list
+from ..idempotency import Claim, once
 from ..manifest import diff
 from .common import Caller, Ctx, as_person, in_thread
 
@@ -18,15 +19,26 @@ router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
     status_code=201,
     responses={200: {"description": "the manifest equals the parent's: the existing version, unchanged: true"}},
 )
-async def commit_version(vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response) -> dict:
+async def commit_version(vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response,
+                         request: Request) -> dict:
     """Members who see the dataset: commit a version whose objects are all uploaded; atomic.
 
     409 when ``parent`` is not the latest version; 422 naming bad paths or missing objects.
+    With an ``Idempotency-Key`` header, a retry of a commit that made a version gets the first
+    answer again (``Idempotent-Replayed: true``) instead of a 409; the same key with another
+    request is a 422.
     """
-    out, created = await in_thread(commit, ctx.storage, as_person(caller), vc, name, body)
-    if not created:
-        response.status_code = 200
-    return out | {"unchanged": not created}
+    async def create(claim: Claim | None) -> dict:
+        def record(s, version: dict) -> None:  # in the transaction that inserts the version
+            if claim is not None:
+                claim.store(s, 201, Committed.model_validate(version | {"unchanged": False}).model_dump(mode="json"))
+
+        out, created = await in_thread(commit, ctx.storage, as_person(caller), vc, name, body, record)
+        if not created:
+            response.status_code = 200
+        return out | {"unchanged": not created}
+
+    return await once(request, ctx, caller.name, "POST /datasets/{vc}/{name}/versions", create)
 
 
 @router.get("/versions", response_model=list[VersionOut])
