@@ -71,11 +71,8 @@ def allocate(db: Database, person: Person, body: AllocationIn, inventory: Resour
     try:
         with db.locked(body.vc) as session:
             vc = session.scalar(select(VC).where(VC.name == body.vc).with_for_update())
-            if vc is None:
+            if vc is None or member_refusal(person, vc.name, vc.groups):
                 raise Refusal(404, f"there is no VC {body.vc}")
-            refused = member_refusal(person, vc.name, vc.groups)
-            if refused:
-                raise Refusal(403, refused)
             profile = get_profile(session, body.profile)
             if profile.name not in vc.profiles:
                 raise Refusal(422, f"VC {vc.name} does not offer profile {profile.name}")
@@ -112,7 +109,7 @@ def release(session: Session, allocation: Allocation) -> None:
 
 def drop_stale_servers(db: Database, active: set[str], before: datetime) -> list[dict]:
     """Delete ``kind=server`` allocations created before ``before`` whose server is gone."""
-    with db.session() as session, session.begin():
+    with db.writing() as session:
         rows = session.scalars(select(Allocation).where(Allocation.kind == "server")).all()
         stale = [a for a in rows if a.ref not in active and a.created < before]
         if stale:

@@ -15,7 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from jupyterhub.services.auth import check_scopes
 from tornado.web import decode_signed_value
 
-from .authz import Identity, Person
+from .authz import Identity, Person, act_for_refusal
 from .context import Context, get_context
 
 _HEADER = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
@@ -78,9 +78,18 @@ async def current_identity(request: Request, ctx: Context = Depends(get_context)
 
 
 async def person_for(ctx: Context, caller: Identity, name: str | None) -> Person:
-    """The user a request is about: ``name`` if given, else the calling user."""
-    if name is None or (caller.kind == "user" and name == caller.name):
-        if caller.kind != "user":
-            raise HTTPException(422, "a service must say which user: pass user=NAME")
+    """The user a request is about: the caller, or ``name`` when a privileged caller names one.
+
+    The acting user is always the authenticated one. Only this service's own token (the hub's
+    spawner) and admins may name another user; for anyone else naming a user other than
+    themselves is refused without looking the name up, so the answer never tells which users
+    exist. An admin acting for someone else is written to the audit log by the route.
+    """
+    if caller.kind == "user" and name in (None, caller.name):
         return Person(name=caller.name, admin=caller.admin, groups=caller.groups)
+    if name is None:
+        raise HTTPException(422, "a service must say which user: pass user=NAME")
+    refused = act_for_refusal(caller, name)
+    if refused:
+        raise HTTPException(403, refused)
     return await lookup(ctx, name)

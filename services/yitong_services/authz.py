@@ -38,10 +38,11 @@ def is_member(person: Person, vc_groups: Iterable[str]) -> bool:
 
 
 def act_for_refusal(caller: Identity, user: str) -> str | None:
-    """Why ``caller`` may not act for ``user`` (None: it may)."""
+    """Why ``caller`` may not act for ``user`` (None: it may). The sentence never depends on
+    whether ``user`` exists."""
     if caller.privileged or (caller.kind == "user" and caller.name == user):
         return None
-    return f"{caller.name} may not act for {user}"
+    return f"{caller.name} acts only as themself: only admins and the platform itself may act for another user"
 
 
 def admin_refusal(caller: Identity, what: str) -> str | None:
@@ -56,10 +57,26 @@ def member_refusal(person: Person, vc: str, vc_groups: Iterable[str]) -> str | N
     return f"{person.name} is not a member of VC {vc}"
 
 
-def release_refusal(caller: Identity, owner: str, allocation_id: int) -> str | None:
-    if caller.privileged or (caller.kind == "user" and caller.name == owner):
+def release_refusal(caller: Identity, kind: str, ref: str, running: bool) -> str | None:
+    """Why ``caller`` may not release an allocation it owns (ownership is checked by lookup).
+
+    Allocations belong to the platform: a job's is released when the job ends, a server's when
+    the server stops. A person may drop only a server allocation whose server is gone.
+    """
+    if caller.privileged:
         return None
-    return f"{caller.name} may not release allocation {allocation_id} of {owner}"
+    if kind == "job":
+        return f"allocation of job {ref} is released when the job ends: cancel the job instead"
+    if running:
+        return f"server {ref} is still running: stop the server instead, which releases its allocation"
+    return None
+
+
+def create_allocation_refusal(caller: Identity, kind: str) -> str | None:
+    """Only the platform itself books job allocations (admission); people book servers."""
+    if kind == "job" and not caller.trusted:
+        return "allocations of kind job are made by the platform's admission queue; submit a job instead"
+    return None
 
 
 def sees_dataset(person: Person, owner: str, visibility: str, vc_groups: Iterable[str]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from .authz import Person, is_member
 from .errors import Refusal
 from .models import VC, Allocation, Dataset, Profile
 from .schemas import ProfileIn, ProfilePatch, VCIn, VCPatch
@@ -13,6 +14,14 @@ from .schemas import ProfileIn, ProfilePatch, VCIn, VCPatch
 def get_vc(session: Session, name: str) -> VC:
     vc = session.scalar(select(VC).where(VC.name == name))
     if vc is None:
+        raise Refusal(404, f"there is no VC {name}")
+    return vc
+
+
+def member_vc(session: Session, person: Person, name: str) -> VC:
+    """A VC ``person`` belongs to; a VC they do not belong to answers 404 like an unknown one."""
+    vc = session.scalar(select(VC).where(VC.name == name))
+    if vc is None or not is_member(person, vc.groups):
         raise Refusal(404, f"there is no VC {name}")
     return vc
 

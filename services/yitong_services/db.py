@@ -62,6 +62,14 @@ class Database:
         return self._sessions()
 
     @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A write transaction. On SQLite it takes the write lock up front (``BEGIN IMMEDIATE``),
+        so it waits for another writer (busy timeout) instead of failing with "database is
+        locked" when a read turns into a write after someone else committed."""
+        with self._locking() as session, session.begin():
+            yield session
+
+    @contextmanager
     def locked(self, vc: str) -> Iterator[Session]:
         """A transaction that holds the process lock of ``vc`` (and, on SQLite, the write lock).
 

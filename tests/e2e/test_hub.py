@@ -140,7 +140,10 @@ def test_hub_admin_page_links_to_yitong_admin(stack):
 
 
 def test_metrics_and_openapi(stack):
-    metrics = httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10).text
+    # /metrics is not open through the proxy: Prometheus scrapes it with a token
+    assert httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10).status_code == 401
+    metrics = httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10,
+                        headers={"Authorization": f"token {stack.token('admin')}"}).text
     assert 'yitong_vc_quota{' in metrics and 'vc="vision"' in metrics
     spec = httpx.get(f"{stack.url}/services/yitong/openapi.json", timeout=10).json()
     assert "/services/yitong/api/v1/vcs" in spec["paths"] or "/api/v1/vcs" in str(spec["paths"])

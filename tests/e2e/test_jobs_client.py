@@ -152,7 +152,7 @@ def test_cancel_retry_and_another_vcs_user(stack, alice_token, bob_token, tmp_pa
     r = yt(stack, alice_token, "job", "submit", "bad.yaml", cwd=tmp_path, check=False)
     assert r.returncode == 1 and r.stderr.startswith("yt: spec: not valid YAML")
     r = yt(stack, bob_token, "job", "submit", "sleeper.yaml", cwd=tmp_path, check=False)
-    assert (r.returncode, r.stderr) == (1, "yt: bob is not a member of VC vision\n")
+    assert (r.returncode, r.stderr) == (1, "yt: there is no VC vision\n")
 
 def test_cell_magic_runs_the_cell_as_a_job(stack, alice_token, tmp_path):
     notebook_dir = project(tmp_path / "nb")

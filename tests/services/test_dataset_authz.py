@@ -43,7 +43,7 @@ DATASET_ROUTES = [
     ("POST", "datasets/{ds}/versions/v1/materialize", None, {"vc": OK4, "private": PRIVATE4}),
 ]
 GLOBAL_ROUTES = [
-    ("POST", "datasets", "create", [201, 201, 403, 201]),
+    ("POST", "datasets", "create", [201, 201, 404, 201]),
     ("POST", "objects/missing", {"hashes": [b3(BLOB)]}, [200, 200, 200, 200]),
     ("POST", "objects/pack", "pack", [200, 200, 200, 200]),
     ("HEAD", f"objects/{b3(BLOB)}/upload", None, [200, 200, 200, 200]),

@@ -61,7 +61,9 @@ async def test_round_trip(data_service, store_kind):
 
     r = await svc.call("alice", "GET", "datasets/vision/mnist/versions")
     assert [v["number"] for v in r.json()] == [2, 1]
-    metrics = (await svc.call(None, "GET", "/services/yitong/metrics")).text
+    assert (await svc.call(None, "GET", "/services/yitong/metrics")).status_code == 401
+    assert (await svc.call("alice", "GET", "/services/yitong/metrics")).status_code == 403
+    metrics = (await svc.call("admin", "GET", "/services/yitong/metrics")).text
     assert 'yitong_datasets{vc="vision"} 1.0' in metrics and 'yitong_dataset_versions{vc="vision"} 2.0' in metrics
     assert f'yitong_store_bytes{{kind="loose"}} {float(len(BIG))}' in metrics
     r = await svc.call("alice", "GET", "datasets/vision/mnist/diff?from=1&to=2")
@@ -166,10 +168,15 @@ async def _unreference(svc):
 async def test_dedup_across_datasets_and_bad_packs(data_service):
     svc, data = data_service, data_service.data
     assert (await data.push("alice", "vision/one", V1)).status_code == 201
-    r = await svc.call("bob", "POST", "objects/missing", json={"hashes": [b3(b) for b in V1.values()]})
-    assert r.json() == {"missing": []}  # bob's dataset will share alice's objects
+    hashes = [b3(b) for b in V1.values()]
+    r = await svc.call("erin", "POST", "objects/missing", json={"hashes": hashes})
+    assert r.json() == {"missing": []}  # a member of vision reads them: no upload
+    r = await svc.call("bob", "POST", "objects/missing", json={"hashes": hashes})
+    assert sorted(r.json()["missing"]) == sorted(hashes)  # bob (nlp) must send the bytes himself
     assert (await data.push("bob", "nlp/two", V1)).status_code == 201
-    assert (await svc.call("bob", "POST", "objects/pack", content=data.pack_of(V1.values()))).json()["stored"] == 0
+    # the store keeps one copy; the answer counts what bob sent, whether it was stored before or not
+    assert (await svc.call("bob", "POST", "objects/pack", content=data.pack_of(V1.values()))).json()["stored"] == len(V1)
+    assert len(list(svc.ctx.storage.store.listing("packs/"))) == 1
 
     good, bad = b"good" * 10, b"bad" * 10
     corrupt = data.pack_of([good]) + bytes.fromhex(b3(b"other")) + len(bad).to_bytes(8, "big") + bad

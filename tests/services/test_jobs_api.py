@@ -77,7 +77,7 @@ async def test_yaml_body_and_import(svc):
     ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
                "accelerator": {"type": "huawei.com/Ascend910", "count": 1}}, 422, "has no huawei.com/Ascend910"),
     ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "nodes": 2}, 422, "single-node"),
-    ("bob", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 403, "not a member"),
+    ("bob", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "there is no VC vision"),
     ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
                "inputs": [{"dataset": "vision/missing@1"}]}, 404, "no dataset vision/missing"),
     ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "code": {"commit": "$(x)"}}, 422, "code"),

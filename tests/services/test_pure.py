@@ -3,7 +3,14 @@
 import pytest
 
 from yitong_services import quota
-from yitong_services.authz import Identity, Person, act_for_refusal, is_member, release_refusal
+from yitong_services.authz import (
+    Identity,
+    Person,
+    act_for_refusal,
+    create_allocation_refusal,
+    is_member,
+    release_refusal,
+)
 from yitong_services.quantities import format_amount, parse_amount, parse_resources
 from yitong_services.settings import SettingsError, load_settings
 
@@ -83,10 +90,11 @@ def test_used_and_free():
 
 @pytest.mark.parametrize("caller,user,refusal", [
     (Identity("user", "alice"), "alice", None),
-    (Identity("user", "alice"), "bob", "alice may not act for bob"),
+    (Identity("user", "alice"), "bob", "alice acts only as themself: only admins and the platform itself may act for another user"),
+    (Identity("user", "alice"), "nobody-such", "alice acts only as themself: only admins and the platform itself may act for another user"),
     (Identity("user", "root", admin=True), "bob", None),
     (Identity("service", "yitong", trusted=True), "bob", None),
-    (Identity("service", "alice"), "alice", "alice may not act for alice"),
+    (Identity("service", "alice"), "alice", "alice acts only as themself: only admins and the platform itself may act for another user"),
 ])
 def test_act_for(caller, user, refusal):
     assert act_for_refusal(caller, user) == refusal
@@ -96,8 +104,28 @@ def test_membership_and_release():
     assert is_member(Person("a", groups=("x", "y")), ["y"])
     assert not is_member(Person("a", groups=("x",)), ["y"])
     assert is_member(Person("root", admin=True), [])
-    assert release_refusal(Identity("user", "bob"), "alice", 3) == "bob may not release allocation 3 of alice"
-    assert release_refusal(Identity("user", "alice"), "alice", 3) is None
+
+
+
+@pytest.mark.parametrize("caller,kind,ref,running,refused", [
+    (Identity("user", "alice"), "server", "alice/", False, False),
+    (Identity("user", "alice"), "server", "alice/", True, True),
+    (Identity("user", "alice"), "job", "12", False, True),
+    (Identity("user", "root", admin=True), "job", "12", False, False),
+    (Identity("service", "yitong", trusted=True), "server", "alice/", True, False),
+])
+def test_release_rules(caller, kind, ref, running, refused):
+    assert (release_refusal(caller, kind, ref, running) is not None) is refused
+
+
+@pytest.mark.parametrize("caller,kind,refused", [
+    (Identity("user", "alice"), "server", False),
+    (Identity("user", "alice"), "job", True),
+    (Identity("user", "root", admin=True), "job", True),
+    (Identity("service", "yitong", trusted=True), "job", False),
+])
+def test_create_allocation_rules(caller, kind, refused):
+    assert (create_allocation_refusal(caller, kind) is not None) is refused
 
 
 def test_settings_file(tmp_path):

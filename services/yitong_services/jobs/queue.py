@@ -14,12 +14,13 @@ job rows are written together at the end.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, select
 
 from .. import quota
 from ..db import Database
@@ -28,6 +29,7 @@ from ..quantities import Resources
 from . import states
 from .spec import per_job_resources, spec_from_dict
 
+log = logging.getLogger(__name__)
 CHUNK = 1000  # jobs per admission transaction: other writers wait at most one chunk
 
 
@@ -138,6 +140,13 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
             job.backend_ref = None
             admitted.append(job.id)
         if rows:
+            # A queued job holds no allocation, so a row already naming it is foreign (written by
+            # hand or by an older release): it must not make the insert fail for every VC.
+            refs = [r["ref"] for r in rows]
+            stale = s.execute(delete(Allocation).where(Allocation.kind == "job", Allocation.ref.in_(refs))
+                              .returning(Allocation.id, Allocation.ref)).all()
+            for alloc_id, ref in stale:
+                log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
             s.execute(insert(Allocation), rows)
         for job_id, why in reasons.items():
             job = jobs.get(job_id)

@@ -3,7 +3,7 @@
 from fastapi import APIRouter
 
 from . import (
-    allocations, datasets, health, job_logs, jobs, me, objects, profiles, runs, spawn_options, storage, usage, vcs, version_data,
+    allocations, audit, datasets, health, job_logs, jobs, me, objects, profiles, runs, spawn_options, storage, usage, vcs, version_data,
     versions,
 )
 
@@ -23,4 +23,5 @@ ROUTERS: list[APIRouter] = [
     jobs.router,
     job_logs.router,
     runs.router,
+    audit.router,
 ]

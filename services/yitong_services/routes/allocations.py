@@ -1,9 +1,10 @@
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from sqlalchemy import select
 
 from .. import allocations as alloc
+from .. import audit
 from ..auth import person_for
-from ..authz import act_for_refusal, release_refusal
+from ..authz import create_allocation_refusal, release_refusal
 from ..errors import Refusal
 from ..models import Allocation
 from ..schemas import AllocationIn, AllocationOut
@@ -19,14 +20,23 @@ router = APIRouter(prefix="/allocations", tags=["allocations"])
     status_code=201,
     responses={200: {"description": "the same (kind, ref) was already allocated: the existing one"}},
 )
-async def allocate(body: AllocationIn, caller: Caller, ctx: Ctx, response: Response) -> dict:
-    """Reserve a profile's resources in a VC atomically; 4xx says which VC/quota is in the way."""
-    if body.user is not None:
-        refused = act_for_refusal(caller, body.user)
-        if refused:
-            raise Refusal(403, refused)
+async def allocate(body: AllocationIn, caller: Caller, ctx: Ctx, request: Request, response: Response) -> dict:
+    """Reserve a profile's resources in a VC atomically; 4xx says which VC/quota is in the way.
+
+    People book ``kind: server`` for their own servers; ``kind: job`` belongs to the platform's
+    admission queue. Only admins and the platform name another ``user``."""
+    refused = create_allocation_refusal(caller, body.kind)
+    if refused:
+        raise Refusal(403, refused)
     person = await person_for(ctx, caller, body.user)
     out, created = await in_thread(alloc.allocate, ctx.db, person, body, ctx.inventory)
+    if created and audit.audited(caller, person.name):
+        def log() -> None:
+            with ctx.db.writing() as s:
+                audit.record(s, caller, request, "allocation.create", f"allocation {out['id']}", owner=person.name,
+                             detail={"vc": body.vc, "profile": body.profile, "kind": body.kind, "ref": body.ref})
+
+        await in_thread(log)
     if not created:
         response.status_code = 200
     return out
@@ -55,17 +65,35 @@ async def list_allocations(
 
 
 @router.delete("/{allocation_id}", status_code=204)
-async def release(allocation_id: int, caller: Caller, ctx: Ctx) -> Response:
-    """The owner, an admin or this service: release the resources."""
+async def release(caller: Caller, ctx: Ctx, request: Request,
+                  allocation_id: int = Path(ge=1, le=2**63 - 1)) -> Response:
+    """Admins and this service: release; a person: only a server allocation whose server is gone.
+
+    A job's allocation is released when the job ends (cancel the job), a server's when the server
+    stops (stop the server): 409 says so. Someone else's allocation answers 404."""
+
+    def find() -> tuple[str, str, str, str]:
+        with ctx.db.session() as s:
+            a = s.get(Allocation, allocation_id)
+            if a is None or not (caller.privileged or (caller.kind == "user" and a.user == caller.name)):
+                raise Refusal(404, f"there is no allocation {allocation_id}")
+            return a.vc, a.user, a.kind, a.ref
+
+    vc, owner, kind, ref = await in_thread(find)
+    running = False
+    if kind == "server" and not caller.privileged:
+        running = ref in await ctx.hub.active_servers_of(owner)
+    refused = release_refusal(caller, kind, ref, running)
+    if refused:
+        raise Refusal(409, refused)
 
     def work() -> None:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.locked(vc) as s:
             a = s.get(Allocation, allocation_id)
             if a is None:
                 raise Refusal(404, f"there is no allocation {allocation_id}")
-            refused = release_refusal(caller, a.user, allocation_id)
-            if refused:
-                raise Refusal(403, refused)
+            audit.record(s, caller, request, "allocation.release", f"allocation {allocation_id}", owner=a.user,
+                         detail={"vc": a.vc, "kind": a.kind, "ref": a.ref})
             alloc.release(s, a)
 
     await in_thread(work)
