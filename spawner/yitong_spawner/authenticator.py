@@ -7,7 +7,6 @@ start by `passwords.ensure_admin`). Set `c.JupyterHub.authenticator_class = "yit
 from __future__ import annotations
 
 import asyncio
-import os
 
 from jupyterhub.auth import Authenticator
 from traitlets import Unicode, default
@@ -20,21 +19,21 @@ _DUMMY_HASH = f"{passwords.ALGORITHM}${passwords.ITERATIONS}${'00' * 16}${'00' *
 
 class YitongAuthenticator(Authenticator):
     data_dir = Unicode(
-        help="Yitong's data directory. Default: `$YITONG_DATA_DIR` or `./.yitong`."
+        help="Yitong's data directory. Default: `$YITONG_DATA_DIR`, else the checkout's `.yitong`."
     ).tag(config=True)
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
-        return os.path.abspath(os.environ.get("YITONG_DATA_DIR", ".yitong"))
+        return passwords.default_data_dir()
 
     password_file = Unicode(
         help="""JSON file of PBKDF2-SHA256 password hashes (mode 0600), written by `yitong-passwd`.
-        Default: `<data_dir>/passwords.json`.""",
+        Default: `<data_dir>/secrets/passwords.json` (where `yitong-passwd` writes).""",
     ).tag(config=True)
 
     @default("password_file")
     def _default_password_file(self) -> str:
-        return os.path.join(self.data_dir, "passwords.json")
+        return passwords.password_file(self.data_dir)
 
     @default("allow_all")
     def _default_allow_all(self) -> bool:

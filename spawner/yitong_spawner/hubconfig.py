@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from .passwords import password_file
+
 SERVICE_NAME = "yitong"
 BACKENDS = ("local", "kubernetes", "slurm")
 HERE = Path(__file__).parent
@@ -131,7 +133,7 @@ def hub_config(
             ],
         },
         "Authenticator": {"admin_users": set(admin_users), "allow_all": True},
-        "YitongAuthenticator": {"password_file": os.path.join(data_dir, "secrets", "passwords.json")},
+        "YitongAuthenticator": {"password_file": password_file(data_dir)},
         "YitongSpawner": {
             "backend": backend,
             "data_dir": data_dir,

@@ -38,6 +38,25 @@ def parse_form(form_data: dict[str, Any]) -> dict[str, str]:
     return {"vc": vc, "profile": profile}
 
 
+def requested_options(user_options: Any, handler: Any) -> Any:
+    """The options this start asked for: `{}` when a REST API start sent none.
+
+    JupyterHub replays the options saved from the last start when `POST /hub/api/users/NAME/server`
+    has an empty body (or `{}`, or only a `display_name`). Yitong documents an empty body as "the
+    first profile you may start now", so a GPU profile chosen last week is not retried (and
+    refused) while the GPU is taken. Form and query starts are unchanged.
+    """
+    read_body = getattr(handler, "get_server_json_body", None)
+    request = getattr(handler, "request", None)
+    if read_body is None or getattr(request, "method", "") != "POST":
+        return user_options
+    try:
+        body = read_body()
+    except Exception:  # noqa: BLE001 (the hub already validated this body; keep what it decided)
+        return user_options
+    return {} if isinstance(body, dict) and body.get("user_options") is None else user_options
+
+
 def _names(vc: dict[str, Any]) -> list[str]:
     return [p.get("name") for p in vc.get("profiles", [])]
 

@@ -2,6 +2,7 @@
 
 Format: `{"users": {"alice": "pbkdf2_sha256$<iterations>$<salt hex>$<hash hex>"}}`.
 CLI: `yitong-passwd set NAME [--generate] [--file PATH]` (same as `python -m yitong_spawner.passwords`).
+The hub and the CLI find the file the same way: :func:`password_file` of :func:`default_data_dir`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,33 @@ import os
 import secrets
 import sys
 import tempfile
+from collections.abc import Mapping
+from pathlib import Path
 
 ALGORITHM = "pbkdf2_sha256"
 ITERATIONS = 310_000
+
+
+def password_file(data_dir: str | os.PathLike) -> str:
+    """Where the hub reads passwords: `<data_dir>/secrets/passwords.json`."""
+    return os.path.join(os.path.abspath(data_dir), "secrets", "passwords.json")
+
+
+def default_data_dir(
+    env: Mapping[str, str] | None = None, prefix: str | None = None, cwd: str | None = None
+) -> str:
+    """The data directory `make run` and `jupyterhub_config.py` use when nothing names one.
+
+    `$YITONG_DATA_DIR`; else, when this runs from a checkout's `.venv` (the README's
+    `.venv/bin/yitong-passwd`), that checkout's `.yitong`; else `./.yitong`.
+    """
+    env = os.environ if env is None else env
+    if env.get("YITONG_DATA_DIR"):
+        return os.path.abspath(env["YITONG_DATA_DIR"])
+    checkout = Path(prefix or sys.prefix).resolve().parent
+    if (checkout / "jupyterhub_config.py").is_file():
+        return str(checkout / ".yitong")
+    return os.path.abspath(os.path.join(cwd or os.getcwd(), ".yitong"))
 
 
 def hash_password(password: str, *, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
@@ -92,8 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     cmd = sub.add_parser("set", help="set (or reset) NAME's password")
     cmd.add_argument("name")
     cmd.add_argument("--generate", action="store_true", help="generate a random password and print it once")
-    default = os.path.join(os.environ.get("YITONG_DATA_DIR", ".yitong"), "passwords.json")
-    cmd.add_argument("--file", default=default, help=f"password file (default: {default})")
+    default = password_file(default_data_dir())
+    cmd.add_argument(
+        "--file", default=default,
+        help=f"password file (default: <data dir>/secrets/passwords.json, here {default}; the data dir is "
+        "$YITONG_DATA_DIR, else the checkout's .yitong, as for `make run`)",
+    )
     args = parser.parse_args(argv)
     if args.generate:
         password = generate_password()
@@ -110,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     set_password(args.file, args.name, password)
     if args.generate:
         print(f"Password for {args.name}: {password}")
+        print(f"(stored hashed in {args.file})", file=sys.stderr)
     else:
         print(f"Password for {args.name} set in {args.file}")
     return 0

@@ -20,7 +20,7 @@ from . import builders
 from .backends import make_child, resolve_backend
 from .errors import spawn_error
 from .form import picker_model, render_picker
-from .options import OptionsError, parse_form, validate_options
+from .options import OptionsError, parse_form, requested_options, validate_options
 from .platform_client import PlatformClient, PlatformError
 from .traits import YitongSpawnerTraits
 
@@ -109,7 +109,10 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         client = self.platform()
         try:
             spawn_options = await client.spawn_options(self.user.name)
-            vc, profile = validate_options(self.user_options, spawn_options)
+            options = requested_options(self.user_options, getattr(self, "handler", None))
+            vc, profile = validate_options(options, spawn_options)
+            if options is not self.user_options:  # an empty API body: show what was chosen
+                self.user_options = {"vc": vc["name"], "profile": profile["name"]}
         except OptionsError as e:
             raise spawn_error(str(e), reason="options", status=400) from None
         except PlatformError as e:

@@ -70,4 +70,5 @@ async def test_authenticator(tmp_path, data, expected):
 
 
 def test_authenticator_default_file(tmp_path):
-    assert YitongAuthenticator(data_dir=str(tmp_path)).password_file == str(tmp_path / "passwords.json")
+    # the file the hub config names and `yitong-passwd` writes (issue 8: they used to differ)
+    assert YitongAuthenticator(data_dir=str(tmp_path)).password_file == str(tmp_path / "secrets" / "passwords.json")
