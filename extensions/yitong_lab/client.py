@@ -19,6 +19,11 @@ from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: 
 
 Resources = dict[str, float]
 
+#: tries of a create (``create_call``): a dropped connection or a 502/503/504 is retried with the same key
+CREATE_TRIES = 4
+CREATE_BACKOFF = 0.5  # seconds before the first retry, doubling
+RETRY_STATUSES = (502, 503, 504)
+
 
 class Me(TypedDict):
     name: str
@@ -110,6 +115,38 @@ class Client(JobCalls):
             raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
         return self.check(response)
 
+    def create_call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
+                    content_type: str | None = None, params: dict | None = None, key: str | None = None) -> Any:
+        """A create (submit a job, clone one, commit a dataset version) sent with an
+        ``Idempotency-Key`` (a fresh UUID unless ``key`` is given) and retried with the same key
+        after a dropped connection or a 502/503/504 (``CREATE_TRIES`` tries, backoff from
+        ``CREATE_BACKOFF`` s): the service makes one object however often the request arrives,
+        and a retry of a request it already answered gets that answer again."""
+        if not self.url:
+            raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
+        import time
+        import uuid
+
+        import httpx
+
+        headers = {"Idempotency-Key": key or str(uuid.uuid4())}
+        if content_type:
+            headers["Content-Type"] = content_type
+        for attempt in range(1, CREATE_TRIES + 1):
+            try:
+                response = self.http().request(method, self.url + path, json=json, content=content,
+                                               params=params, headers=headers)
+            except httpx.TransportError as exc:
+                if attempt == CREATE_TRIES:
+                    raise YitongError(0, f"cannot reach the platform API at {self.url} ({attempt} tries): {exc}") from None
+            except httpx.HTTPError as exc:
+                raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
+            else:
+                if attempt == CREATE_TRIES or not _transient(response):
+                    return self.check(response)
+            time.sleep(CREATE_BACKOFF * 2 ** (attempt - 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def http(self) -> Any:
         """The shared ``httpx.Client`` (token header set; thread-safe), for streaming calls."""
         if not self.url:
@@ -190,6 +227,20 @@ class Client(JobCalls):
 
     def usage(self) -> Any:
         return self.request("GET", "/usage")
+
+
+def _transient(response: Any) -> bool:
+    """A gateway's 502/503/504 (the platform restarting, a proxy timing out), not the platform's
+    own 503 refusal (a JSON ``detail``, as "this platform's backend has no job runner yet")."""
+    if response.status_code not in RETRY_STATUSES:
+        return False
+    if response.status_code != 503:
+        return True
+    try:
+        body = response.json()
+    except ValueError:
+        return True
+    return not (isinstance(body, dict) and isinstance(body.get("detail"), str))
 
 
 def _segment(name: str) -> str:

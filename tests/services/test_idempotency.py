@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC
 
 import pytest
 from jobs_helpers import py_job
 from sqlalchemy import func, select
-
-from yitong_services.idempotency import parse_key, request_hash, verdict
 from yitong_services.errors import Refusal
+from yitong_services.idempotency import parse_key, request_hash, verdict
 from yitong_services.models import IdempotencyKey, Job
 
 QUIET = {"jobs": {"enabled": False}}
@@ -68,9 +68,9 @@ def test_request_hash_covers_method_path_query_and_body():
 
 
 def test_verdict():
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     assert verdict("h", now - timedelta(seconds=5), "h", now, 10) == "replay"
     assert verdict("h", now - timedelta(seconds=5), "other", now, 10) == "conflict"
     assert verdict("h", now - timedelta(seconds=11), "h", now, 10) == "expired"
@@ -187,6 +187,20 @@ async def test_keys_expire(service_factory):
             assert list(s.scalars(select(IdempotencyKey.user))) == ["bob"]
 
 
+async def test_rerun_with_a_key(service_factory):
+    from jobs_helpers import wait_state
+
+    async with service_factory(jobs={"poll_interval": 0.1}) as svc:  # the job runs: it needs a run
+        job = await wait_state(svc, "alice", (await submit(svc, "alice", py_job("r", "vision", "print(1)"))).json()["id"])
+        assert job["state"] == "succeeded", job
+        k = key()
+        first = await svc.call("alice", "POST", f"runs/{job['runs'][0]}/rerun", headers={"Idempotency-Key": k})
+        again = await svc.call("alice", "POST", f"runs/{job['runs'][0]}/rerun", headers={"Idempotency-Key": k})
+        assert (first.status_code, again.status_code) == (201, 201), first.text
+        assert again.json() == first.json() and again.headers["idempotent-replayed"] == "true"
+        assert count(svc) == 2
+
+
 # -- dataset versions ----------------------------------------------------------------------------
 
 async def test_commit_retried_with_a_key_makes_one_version(svc):
@@ -238,3 +252,107 @@ async def test_a_servers_reservation_is_one_allocation_by_its_ref(svc):
     assert (first.status_code, again.status_code) == (201, 200), again.text
     assert again.json()["id"] == first.json()["id"]
     assert len((await svc.call("admin", "GET", "allocations")).json()) == 1
+
+
+# -- the SDK: a connection dropped after the service committed, then retried ---------------------
+
+class DroppingProxy:
+    """A real TCP proxy in front of the service that forwards every byte, except that the answer
+    to the first request whose request line matches ``drop`` is never delivered: the request
+    reaches the service (which commits), then the client's connection is closed as soon as the
+    service starts answering. What a proxy restart or a flaky network does to a submit."""
+
+    def __init__(self, upstream: int, drop: bytes) -> None:
+        self.upstream, self.drop, self.dropped = upstream, drop, 0
+        self.posts: list[bytes] = []
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream)
+        state = {"drop": False}
+
+        async def requests() -> None:
+            while data := await reader.read(1 << 16):
+                if data.startswith(b"POST "):
+                    line = data.split(b"\r\n", 1)[0]
+                    self.posts.append(line)
+                    if self.drop in line and not self.dropped:
+                        self.dropped, state["drop"] = 1, True
+                up_writer.write(data)
+                await up_writer.drain()
+
+        async def answers() -> None:
+            while data := await up_reader.read(1 << 16):
+                if state["drop"]:  # the service has committed and answers: cut the client off
+                    return
+                writer.write(data)
+                await writer.drain()
+
+        tasks = [asyncio.ensure_future(requests()), asyncio.ensure_future(answers())]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for w in (writer, up_writer):
+                w.close()
+
+
+@pytest.fixture
+async def behind_proxy(svc, request):
+    """``(proxy, api_url)``: the service on a real socket (uvicorn, this loop) behind a DroppingProxy."""
+    import uvicorn
+    from helpers import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
+    serving = asyncio.ensure_future(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    proxy = DroppingProxy(port, request.param)
+    proxy_port = await proxy.start()
+    try:
+        yield proxy, f"http://127.0.0.1:{proxy_port}/services/yitong/api/v1"
+    finally:
+        await proxy.stop()
+        server.should_exit = True
+        await serving
+
+
+@pytest.mark.parametrize("behind_proxy", [b"/jobs "], indirect=True)
+async def test_sdk_submit_retried_after_a_dropped_answer_makes_one_job(svc, behind_proxy):
+    from yitong_lab.client import Client
+
+    proxy, url = behind_proxy
+    with Client(url=url, token=svc.hub.tokens["alice"]) as client:
+        job = await asyncio.to_thread(client.submit_job, py_job("dropped", "vision", "print(1)"))
+    assert proxy.dropped == 1 and len([p for p in proxy.posts if b"/jobs " in p]) == 2  # sent twice
+    jobs = (await svc.call("alice", "GET", "jobs")).json()
+    assert [j["id"] for j in jobs] == [job["id"]] and job["name"] == "dropped"
+
+
+@pytest.mark.parametrize("behind_proxy", [b"/versions "], indirect=True)
+async def test_sdk_commit_retried_after_a_dropped_answer_makes_one_version(svc, behind_proxy, tmp_path):
+    from yitong_lab.client import Client
+    from yitong_lab.datasets.sdk import Datasets
+
+    proxy, url = behind_proxy
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("alpha")
+    with Client(url=url, token=svc.hub.tokens["alice"]) as client:
+        version = await asyncio.to_thread(Datasets(client).commit, tmp_path / "d", "vision/sdk-idem", "first",
+                                          progress=None, stat_cache=False)
+    assert proxy.dropped == 1 and len([p for p in proxy.posts if b"/versions " in p]) == 2
+    assert (version["number"], version["unchanged"]) == (1, False)
+    versions = (await svc.call("alice", "GET", "datasets/vision/sdk-idem/versions")).json()
+    assert [v["number"] for v in versions] == [1]

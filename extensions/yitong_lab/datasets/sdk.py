@@ -180,7 +180,9 @@ class Datasets:
                 objects, sent = uploader.finish(
                     Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending)
                 try:
-                    version = self.client.request("POST", self._base(ref) + "/versions", json=body)
+                    # one key for this commit: a retry after a dropped connection gets the version
+                    # the first try made instead of "parent is not the latest"
+                    version = self.client.create_call("POST", self._base(ref) + "/versions", json=body)
                 except YitongError as error:
                     if error.status == 409:
                         raise YitongError(409, f"someone committed to {ref.dataset} meanwhile (your parent was "

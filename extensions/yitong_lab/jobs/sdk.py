@@ -123,7 +123,9 @@ def _q(value: str | int) -> str:
 
 
 class JobCalls:
-    """Job and run calls; needs ``request``, ``http``, ``check`` and ``url`` of the client."""
+    """Job and run calls; needs ``request``, ``create_call``, ``http``, ``check`` and ``url`` of the client.
+    Creates (submit, clone, rerun) carry an ``Idempotency-Key`` and are retried with it after a
+    dropped connection, so a retried submit makes one job."""
 
     def submit_job(
         self,
@@ -149,7 +151,7 @@ class JobCalls:
 
                 code = capture(directory)
             body, ctype = submission(spec, code)
-        return self._send("POST", "/jobs", body, ctype, params)
+        return self.create_call("POST", "/jobs", content=body, content_type=ctype, params=params or None)
 
     def jobs(self, vc: str | None = None, state: str | None = None, user: str | None = None) -> list[Job]:
         """Jobs of your VCs (admins: all), newest first; queued ones carry ``position`` and ``reason``."""
@@ -169,7 +171,7 @@ class JobCalls:
 
     def clone_job(self, job_id: int, patch: dict[str, Any] | None = None) -> Job:
         """A new job of yours: the job's spec with ``patch`` merged in (maps merge key by key)."""
-        return self.request("POST", f"/jobs/{_q(job_id)}/clone", json={"patch": patch or {}})
+        return self.create_call("POST", f"/jobs/{_q(job_id)}/clone", json={"patch": patch or {}})
 
     def job_log(self, job_id: int, rank: int = 0, offset: int = 0) -> str:
         """What rank ``rank`` has written so far (from byte ``offset``)."""
@@ -225,12 +227,7 @@ class JobCalls:
 
     def rerun(self, run_id: int) -> Job:
         """A new job of yours: the run's spec and code, inputs pinned to its dataset versions."""
-        return self.request("POST", f"/runs/{_q(run_id)}/rerun")
-
-    def _send(self, method: str, path: str, body: bytes, content_type: str, params: dict) -> Any:
-        response = self._call(method, path, content=body, params=params or None,
-                              headers={"Content-Type": content_type})
-        return self.check(response)
+        return self.create_call("POST", f"/runs/{_q(run_id)}/rerun")
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         """The raw ``httpx.Response`` (not checked); a connection failure is a ``YitongError``."""

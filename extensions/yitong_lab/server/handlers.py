@@ -71,6 +71,8 @@ class _Relay:
     def header(self, line: str) -> None:
         if line.startswith("HTTP/"):
             self.status = int(line.split()[1])
+        elif line.lower().startswith("idempotent-replayed:"):
+            self.handler.set_header("Idempotent-Replayed", line.split(":", 1)[1].strip())
         elif line.lower().startswith("content-type:") and line.split(":", 1)[1].strip().startswith("text/"):
             self.streaming = True
             self.content_type = line.split(":", 1)[1].strip()
@@ -107,6 +109,8 @@ class ForwardHandler(YitongHandler):
         body = self.request.body or None
         if body is not None:
             headers["Content-Type"] = self.request.headers.get("Content-Type", "application/json")
+        if "Idempotency-Key" in self.request.headers:  # the panel's key for a create, as it sent it
+            headers["Idempotency-Key"] = self.request.headers["Idempotency-Key"]
         # text answers (job logs, ``?follow=1`` streams) pass through chunk by chunk as they
         # arrive; JSON answers are collected and decoded as before
         relay = _Relay(self)

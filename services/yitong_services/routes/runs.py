@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from ..errors import Refusal
+from ..idempotency import Claim, once
 from ..jobs import records
 from ..jobs.ledger import pinned_inputs
 from ..jobs.spec import spec_from_dict
@@ -35,12 +36,15 @@ async def get_run(run_id: int, caller: Caller, ctx: Ctx) -> dict:
 
 @router.post("/{run_id}/rerun", status_code=201)
 async def rerun(run_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """Submit the record again as a new job of the caller: same spec, same code, inputs pinned to the exact dataset versions."""
-    record = await in_thread(_visible_run, ctx, caller, run_id)
-    doc = dict(record["spec"])
-    doc["inputs"] = pinned_inputs(record)
-    try:
-        spec = spec_from_dict(doc)
-    except Exception as e:
-        raise Refusal(422, str(e)) from None
-    return await submit_spec(request, ctx, caller, spec, record.get("code") or {}, None, [])
+    """Submit the record again as a new job of the caller: same spec, same code, inputs pinned to the exact dataset versions. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
+    async def create(claim: Claim | None) -> dict:
+        record = await in_thread(_visible_run, ctx, caller, run_id)
+        doc = dict(record["spec"])
+        doc["inputs"] = pinned_inputs(record)
+        try:
+            spec = spec_from_dict(doc)
+        except Exception as e:
+            raise Refusal(422, str(e)) from None
+        return await submit_spec(request, ctx, caller, spec, record.get("code") or {}, None, [], claim)
+
+    return await once(request, ctx, caller.name, "POST /runs/{id}/rerun", create)
