@@ -22,6 +22,7 @@ from .db import Database
 from .hub import HubClient
 from .inventory import inventory as backend_inventory
 from .jobs.backend import make_backend
+from .jobs.tokens import JobTokens
 from .jobs.manager import JobManager
 from .metrics import Metrics
 from .oauth import cookie_secret, hub_oauth
@@ -83,6 +84,8 @@ def create_app(
         settings.jobs.poll_interval,
     )
 
+        tokens=JobTokens(hub, settings.data_dir, name, settings.jobs.token_lifetime, settings.jobs.token_grace)
+        if hub.token else None,
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         task = None

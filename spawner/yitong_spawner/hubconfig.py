@@ -118,6 +118,8 @@ def hub_config(
                 },
                 {
                     "name": "user",
+                        # a job's own short-lived token: minted for its owner, revoked when it ends
+                        "tokens",
                     "description": "Default user role, plus access to the Yitong service",
                     "scopes": ["self", f"access:services!service={SERVICE_NAME}"],
                 },

@@ -52,7 +52,8 @@ async def test_local_jobs_do_not_inherit_the_service_secrets(svc, monkeypatch):
     job = await wait_state(svc, "alice", r.json()["id"])
     assert job["state"] == "succeeded", job
     shown = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.strip()
-    assert shown == "['HARMLESS_SETTING', 'YITONG_JOB_TOKEN']"
+    # JUPYTERHUB_API_TOKEN is the job's own token of its owner (tests/services/jobs/test_job_tokens.py), not "hub-secret"
+    assert shown == "['HARMLESS_SETTING', 'JUPYTERHUB_API_TOKEN', 'YITONG_JOB_TOKEN']"
 
 
 async def test_yaml_body_and_import(svc):

@@ -13,6 +13,7 @@ Kubernetes 1.33 and 1.37 (Kueue's kinds, which kubernetes-validate lacks, by the
 from __future__ import annotations
 
 import asyncio
+import base64
 import sys
 
 import kubernetes_validate
@@ -111,7 +112,20 @@ async def test_job_succeeds_logs_and_objects(svc, cluster):
     assert kjob["spec"]["backoffLimit"] == 0 and kjob["spec"]["suspend"] is False  # admitted by Kueue
     env = {e["name"]: e for e in kjob["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["YITONG_JOB_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": f"{name}-token", "key": "token"}}
+    for owner_token in ("JUPYTERHUB_API_TOKEN", "YT_TOKEN"):  # the owner's own hub token, only through the Secret
+        assert env[owner_token] == {"name": owner_token, "valueFrom": {"secretKeyRef": {"name": f"{name}-token", "key": "hub-token"}}}
     [secret] = cluster.objects("secrets", "yitong-vision")
+    assert set(secret["data"]) == {"token", "hub-token"}
+    assert svc.hub.service_token not in {base64.b64decode(v).decode() for v in secret["data"].values()}
+    pod_spec = kjob["spec"]["template"]["spec"]
+    assert pod_spec["automountServiceAccountToken"] is False and pod_spec["securityContext"]["runAsNonRoot"] is True
+    assert pod_spec["securityContext"]["runAsUser"] == 1000
+    assert pod_spec["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # the VC's namespace is fenced: created in it with its queue objects
+    policies = cluster.objects("networkpolicies", "yitong-vision")
+    assert sorted(p["metadata"]["name"] for p in policies) == ["yitong-vc-fence", "yitong-vc-jobs"]
+    assert {p["metadata"]["namespace"] for p in policies} == {"yitong-vision"}
+    assert [p["metadata"]["name"] for p in cluster.objects("networkpolicies", "yitong-nlp")] == []
     assert secret["metadata"]["ownerReferences"][0]["uid"] == kjob["metadata"]["uid"]
     [pod] = cluster.objects("pods", "yitong-vision")
     assert pod["spec"]["hostname"] == f"{name}-0" and pod["spec"]["subdomain"] == name
@@ -121,7 +135,7 @@ async def test_job_succeeds_logs_and_objects(svc, cluster):
     assert await backend.adopt(job["id"], 1) == done["backend_ref"]
     assert await backend.adopt(job["id"], 2) is None
     assert {m["kind"] for m in cluster.sent} == {"Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue",
-                                                 "WorkloadPriorityClass", "Job", "Secret", "Service"}
+                                                 "WorkloadPriorityClass", "Job", "Secret", "Service", "NetworkPolicy"}
     assert_valid(cluster.sent)
     assert cluster.errors == []
 

@@ -42,6 +42,7 @@ class Launch:
     input_paths: dict[str, str] = field(default_factory=dict)
     visible_devices: list[int] = field(default_factory=list)
     vc_quota: dict[str, Any] | None = None   # the VC's quota (Kubernetes: its Kueue ClusterQueue)
+    user: str = ""                     # the job's owner (hub name): whose account runs it
 
 
 @dataclass

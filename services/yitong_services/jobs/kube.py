@@ -10,6 +10,11 @@ Datasets: one volume (by default the PVC ``yitong-data`` holding the platform's 
 materialised version (``materialized/<manifest-hash>``) at ``/yitong/inputs/<mount>``; the
 outputs directory is the same volume's ``jobs/<job id>/<outputs>`` at ``/yitong/outputs``.
 
+Pods are confined: no service-account token is mounted, they run as a non-root uid
+(``run_as_user``, default 1000; files in the volume group-owned by ``fs_group``) with no
+privilege escalation, no capabilities and the runtime's default seccomp profile
+(``pod_security``); the VC namespace's NetworkPolicies (``netpol.py``) fence their traffic.
+
 Kubernetes expands ``$(NAME)`` in command, args and env values: user text has every ``$``
 doubled so it arrives unchanged.
 """
@@ -64,6 +69,18 @@ def container_command(spec: JobSpec, host0: str) -> list[str]:
     return argv
 
 
+def pod_security(run_as_user: int = 1000, fs_group: int | None = 1000) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(pod securityContext, container securityContext)`` of a confined pod (uid 0 is refused)."""
+    if run_as_user < 1:
+        raise BuildError(f"run_as_user {run_as_user}: user pods never run as root")
+    pod: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": run_as_user, "runAsGroup": run_as_user,
+                           "seccompProfile": {"type": "RuntimeDefault"}}
+    if fs_group is not None:
+        pod["fsGroup"] = fs_group
+    container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+    return pod, container
+
+
 def _resources(spec: JobSpec) -> dict[str, Any]:
     amounts = {"cpu": format_amount("cpu", spec.cpu), "memory": format_amount("memory", spec.memory)}
     if spec.accelerator is not None:
@@ -82,6 +99,8 @@ def job_manifests(
     data_volume: Mapping[str, Any] = DEFAULT_DATA_VOLUME,
     devices: Mapping[str, DeviceMap] = DEVICES,
     ttl_seconds_after_finished: int | None = None,
+    run_as_user: int = 1000,
+    fs_group: int | None = 1000,
 ) -> list[dict[str, Any]]:
     """``[Service, Job]`` for ``spec``; ``image`` overrides ``environment.image`` (e.g. resolved from
     the kernel); ``input_subpaths`` maps each input mount to its path inside ``data_volume``."""
@@ -115,6 +134,7 @@ def job_manifests(
         {"name": "data", "mountPath": OUTPUT_DIR, "subPath": f"jobs/{job_id}/{spec.outputs}"},
         {"name": "dshm", "mountPath": "/dev/shm"},
     ]
+    pod_context, container_context = pod_security(run_as_user, fs_group)
     container = {
         "name": "main",
         "image": image,
@@ -123,11 +143,14 @@ def job_manifests(
         "resources": _resources(spec),
         "ports": [{"name": "rdzv", "containerPort": RDZV_PORT, "protocol": "TCP"}],
         "volumeMounts": mounts,
+        "securityContext": container_context,
     }
     pod_spec: dict[str, Any] = {
         "subdomain": name,
         "restartPolicy": "Never",
         "enableServiceLinks": False,
+        "automountServiceAccountToken": False,
+        "securityContext": pod_context,
         "containers": [container],
         "volumes": [{"name": "data", **dict(data_volume)}, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
     }

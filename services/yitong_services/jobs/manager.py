@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import logging
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..storage import Storage
 from . import ledger, queue, states
 from .backend import Backend, Launch, Polled
 from .spec import spec_from_dict
+from .tokens import JobTokens
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +40,11 @@ class JobManager:
     launch_concurrency = 8  # attempts started at once (sbatch / API calls overlap; local spawns too)
 
     def __init__(self, db: Database, storage: Storage, backend: Backend, inventory: Resources,
-                 data_dir: Path, api_url: str, poll_interval: float) -> None:
+                 data_dir: Path, api_url: str, poll_interval: float, tokens: JobTokens | None = None) -> None:
         self.db, self.storage, self.backend, self.inventory = db, storage, backend, inventory
         self.data_dir, self.api_url, self.poll_interval = Path(data_dir).absolute(), api_url, poll_interval
+        self.tokens = tokens  # None: jobs get no hub token of their own (a service without a hub)
+        self._swept = 0.0
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -55,6 +59,7 @@ class JobManager:
 
         self._loop_ref = asyncio.get_running_loop()
         await reconcile_jobs(self)
+        await self.sweep_tokens()  # attempts that ended while the service was down
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -84,6 +89,7 @@ class JobManager:
         rows = await to_thread.run_sync(active)
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
         running = {ref: job_id for job_id, _state, ref in rows if ref}
+        ended = False
         if to_launch:
             gate = asyncio.Semaphore(self.launch_concurrency)
 
@@ -97,9 +103,27 @@ class JobManager:
             for ref, result in polled.items():
                 if result.state != "running":
                     await to_thread.run_sync(self.finish, running[ref], result)
+                    ended = True
             seen = {running[ref]: (r.reason, r.info.get("hosts") or None) for ref, r in polled.items()
                     if r.state == "running"}
             await to_thread.run_sync(self._engine_news, seen)
+        if ended or to_launch or time.monotonic() - self._swept > 60:
+            await self.sweep_tokens()
+
+    async def sweep_tokens(self) -> None:
+        """Revoke the hub token of every attempt that is no longer admitted or running."""
+        if self.tokens is None:
+            return
+        self._swept = time.monotonic()
+
+        def running() -> set[tuple[int, int]]:
+            with self.db.session() as s:
+                return {(i, a) for i, a in s.execute(select(Job.id, Job.attempts).where(Job.state.in_(states.ACTIVE)))}
+
+        try:
+            await self.tokens.sweep(await to_thread.run_sync(running))
+        except Exception:  # the next sweep tries again; the tokens expire on their own
+            log.exception("revoking job tokens failed")
 
     def _engine_news(self, seen: dict[int, tuple[str, list[str] | None]]) -> None:
         """What the engine says of a started attempt becomes the job's: its ``reason`` ("waiting
@@ -141,7 +165,7 @@ class JobManager:
         self.workdir(job_id).mkdir(parents=True, exist_ok=True)
         env = {"YITONG_JOB_TOKEN": token, "YITONG_API_URL": self.api_url, "YITONG_ATTEMPT": str(facts["attempt"])}
         launch = Launch(job_id, facts["attempt"], spec, self.workdir(job_id), cwd, env, paths, facts["visible"],
-                        vc_quota=dict(vc_quota) if vc_quota is not None else None)
+                        vc_quota=dict(vc_quota) if vc_quota is not None else None, user=facts["job"]["user"])
         return launch, facts
 
     def _prepare_facts_only(self, job_id: int) -> dict[str, Any]:
@@ -171,6 +195,8 @@ class JobManager:
     async def launch(self, job_id: int) -> None:
         try:
             launch, facts = await to_thread.run_sync(self._prepare, job_id)
+            if self.tokens is not None:  # the owner's own short-lived token, never the service's
+                launch.env.update(await self.tokens.mint(job_id, facts["attempt"], launch.user, launch.spec))
             ref = await self.backend.submit(launch)
         except Exception as e:
             log.exception("job %s could not be started", job_id)

@@ -4,7 +4,9 @@
 with the VC's quota from the database, plus the three WorkloadPriorityClasses; created, or
 merge-patched on 409, once per VC and quota per process), then creates the Job from
 ``kube.job_manifests`` and, owned by it (``ownerReferences``, so they go when it goes), the
-headless Service and a Secret holding the attempt's ``YITONG_JOB_TOKEN``.
+headless Service and a Secret holding the attempt's tokens (``YITONG_JOB_TOKEN``, and the owner's hub
+token as ``JUPYTERHUB_API_TOKEN``/``YT_TOKEN``). Each VC namespace gets its NetworkPolicies
+(``netpol.py``) with its Kueue objects.
 
 One Job name per job (``<name>-<id>``: the pods' DNS names ``<name>-<i>.<name>`` depend on
 it), labelled ``yitong.io/attempt``: a new attempt deletes the previous attempt's Job
@@ -40,6 +42,7 @@ from .backend import Backend, Launch, Polled
 from .kube import DEFAULT_DATA_VOLUME, job_manifests, literal
 from .kueue import priority_class_manifests, vc_queue_manifests
 from .launch import RDZV_PORT
+from .netpol import Fence, vc_network_policies
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ MANAGED = "app.kubernetes.io/managed-by=yitong"
 ATTEMPT = "yitong.io/attempt"
 INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_NAME = "batch.kubernetes.io/job-name"
-SECRET_ENV = {"YITONG_JOB_TOKEN": "token"}   # launch env that goes through the attempt's Secret
+SECRET_ENV = {"YITONG_JOB_TOKEN": "token", "JUPYTERHUB_API_TOKEN": "hub-token", "YT_TOKEN": "hub-token"}  # via the Secret
 LOG_CHUNK = 1 << 20
 KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 PATHS = {  # kind -> (API prefix, plural, namespaced)
@@ -56,7 +59,28 @@ PATHS = {  # kind -> (API prefix, plural, namespaced)
     "Job": ("/apis/batch/v1", "jobs", True), "LocalQueue": (KUEUE, "localqueues", True),
     "ResourceFlavor": (KUEUE, "resourceflavors", False), "ClusterQueue": (KUEUE, "clusterqueues", False),
     "WorkloadPriorityClass": (KUEUE, "workloadpriorityclasses", False),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
 }
+
+
+class NetworkPolicySettings(BaseModel):
+    """``backends.kubernetes.network_policy``: what pods of a VC namespace may reach (see netpol.Fence)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    hub_namespace: str = Field("jupyterhub", description="namespace of the hub and its proxy")
+    proxy_labels: dict[str, str] = Field(default_factory=lambda: {"app": "jupyterhub", "component": "proxy"},
+                                         description="labels of the proxy pods (zero-to-jupyterhub's)")
+    proxy_port: int = Field(8000, ge=1, le=65535, description="the proxy pods' public HTTP port")
+    hub_access_labels: dict[str, str] = Field(
+        default_factory=lambda: {"hub.jupyter.org/network-access-singleuser": "true"},
+        description="labels of the pods that may reach notebook servers (the hub and the proxy)")
+    dns_namespace: str = Field("kube-system", description="namespace of the cluster DNS")
+    dns_labels: dict[str, str] = Field(default_factory=lambda: {"k8s-app": "kube-dns"}, description="labels of the DNS pods")
+    extra_egress: list[str] = Field(default_factory=list, description="CIDRs pods may also reach (a public URL outside the cluster)")
+
+    def fence(self) -> Fence:
+        return Fence(**{**self.model_dump(), "extra_egress": tuple(self.extra_egress)})
 
 
 class KubeSettings(BaseModel):
@@ -72,6 +96,11 @@ class KubeSettings(BaseModel):
     ttl_seconds_after_finished: int | None = Field(None, ge=0, description="delete finished Jobs (and their pods and logs) after this long")
     kubeconfig: str | None = Field(None, description="null: $KUBECONFIG, else in-cluster, else ~/.kube/config")
     delete_timeout: float = Field(120.0, gt=0, description="seconds a retry waits for the previous attempt's Job to go")
+    run_as_user: int = Field(1000, ge=1, description="uid (and gid) of job pods: never root (runAsNonRoot)")
+    fs_group: int | None = Field(1000, ge=0, description="fsGroup of job pods (group of the files they write); null: none")
+    network_policy: NetworkPolicySettings | None = Field(
+        default_factory=lambda: NetworkPolicySettings(),
+        description="the VC namespace's NetworkPolicies (netpol.py): where the hub's proxy and DNS are; null: none")
 
 
 class KubeError(Exception):
@@ -306,7 +335,9 @@ class KubeBackend(Backend):
         if key in self._ensured:
             return
         manifests = vc_queue_manifests(vc, quota, self.kube.cohort, namespace_prefix=self.kube.namespace_prefix)
-        for manifest in manifests[:1] + priority_class_manifests() + manifests[1:]:
+        fences = [] if self.kube.network_policy is None else vc_network_policies(
+            vc, self.kube.network_policy.fence(), namespace_prefix=self.kube.namespace_prefix)
+        for manifest in manifests[:1] + fences + priority_class_manifests() + manifests[1:]:
             await self._apply(manifest)
         self._ensured.add(key)
 
@@ -320,6 +351,7 @@ class KubeBackend(Backend):
             spec, launch.job_id, namespace, spec.vc, image=self.image(launch),
             input_subpaths=input_subpaths(launch.input_paths, self.data_dir), data_volume=self.kube.data_volume,
             ttl_seconds_after_finished=self.kube.ttl_seconds_after_finished,
+            run_as_user=self.kube.run_as_user, fs_group=self.kube.fs_group,
         )
         name = job["metadata"]["name"]
         ref = KubeRef(namespace, name, launch.attempt, spec.nodes)

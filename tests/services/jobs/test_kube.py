@@ -6,6 +6,7 @@ import pytest
 from yitong_services.jobs.devices import BuildError
 from yitong_services.jobs.kube import job_manifests, literal
 from yitong_services.jobs.kueue import Flavor, priority_class_manifests, vc_queue_manifests
+from yitong_services.jobs.netpol import Fence, vc_network_policies
 from yitong_services.jobs.spec import spec_from_dict
 
 GI = 2**30
@@ -46,6 +47,9 @@ def test_job_manifests_literal():
                 "metadata": {"labels": LABELS},
                 "spec": {
                     "subdomain": "mnist-42", "restartPolicy": "Never", "enableServiceLinks": False,
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
                     "containers": [{
                         "name": "main", "image": "yitong/pytorch:2",
                         "command": ["torchrun", "--nnodes=2", "--nproc-per-node=4", "--node-rank=$(JOB_COMPLETION_INDEX)",
@@ -60,6 +64,8 @@ def test_job_manifests_literal():
                             {"name": "data", "mountPath": "/yitong/outputs", "subPath": "jobs/42/outputs"},
                             {"name": "dshm", "mountPath": "/dev/shm"},
                         ],
+                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                            "runAsNonRoot": True},
                     }],
                     "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "yitong-data"}},
                                 {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
@@ -204,3 +210,79 @@ def test_vc_queue_structure(version):
                 seen |= set(group["coveredResources"])
                 for flavor in group["flavors"]:
                     assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
+
+
+@pytest.mark.parametrize("kwargs, pod_context", [
+    ({}, {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+          "seccompProfile": {"type": "RuntimeDefault"}}),
+    ({"run_as_user": 2345, "fs_group": 100}, {"runAsNonRoot": True, "runAsUser": 2345, "runAsGroup": 2345, "fsGroup": 100,
+                                             "seccompProfile": {"type": "RuntimeDefault"}}),
+    ({"fs_group": None}, {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
+                          "seccompProfile": {"type": "RuntimeDefault"}}),
+])
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_job_pods_are_confined(kwargs, pod_context, version):
+    _service, job = job_manifests(spec_from_dict(BASE), 7, "yitong-vision", "vision", **kwargs)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["securityContext"] == pod_context
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+    kubernetes_validate.validate(job, version, strict=True)
+
+
+def test_job_pods_never_run_as_root():
+    with pytest.raises(BuildError, match="never run as root"):
+        job_manifests(spec_from_dict(BASE), 7, "yitong-vision", "vision", run_as_user=0)
+
+
+def test_vc_network_policies_literal():
+    fence, jobs = vc_network_policies("vision")
+    labels = {"app.kubernetes.io/managed-by": "yitong", "yitong.io/vc": "vision"}
+    assert fence == {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "yitong-vc-fence", "namespace": "yitong-vision", "labels": labels},
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
+                                   "podSelector": {"matchLabels": {"hub.jupyter.org/network-access-singleuser": "true"}}}]}],
+            "egress": [
+                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
+                         "podSelector": {"matchLabels": {"app": "jupyterhub", "component": "proxy"}}}],
+                 "ports": [{"protocol": "TCP", "port": 8000}]},
+                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+                 "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+            ],
+        },
+    }
+    job_pods = {"matchExpressions": [{"key": "yitong.io/job-id", "operator": "Exists"}]}
+    assert jobs == {
+        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "yitong-vc-jobs", "namespace": "yitong-vision", "labels": labels},
+        "spec": {"podSelector": job_pods, "policyTypes": ["Ingress", "Egress"],
+                 "ingress": [{"from": [{"podSelector": job_pods}]}], "egress": [{"to": [{"podSelector": job_pods}]}]},
+    }
+
+
+@pytest.mark.parametrize("fence, prefix, expect", [
+    (Fence(), "yitong-", {"namespace": "yitong-vision", "proxy_ns": "jupyterhub", "port": 8000, "cidrs": []}),
+    (Fence(hub_namespace="hub", proxy_port=8080, extra_egress=("10.0.0.0/8", "192.168.1.5/32")), "lab-",
+     {"namespace": "lab-vision", "proxy_ns": "hub", "port": 8080, "cidrs": ["10.0.0.0/8", "192.168.1.5/32"]}),
+])
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_vc_network_policies_table(fence, prefix, expect, version):
+    policies = vc_network_policies("vision", fence, namespace_prefix=prefix)
+    for policy in policies:
+        kubernetes_validate.validate(policy, version, strict=True)
+        assert policy["metadata"]["namespace"] == expect["namespace"]
+    egress = policies[0]["spec"]["egress"]
+    proxy = egress[0]
+    assert proxy["to"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] == expect["proxy_ns"]
+    assert proxy["ports"] == [{"protocol": "TCP", "port": expect["port"]}]
+    assert [b["ipBlock"]["cidr"] for rule in egress[2:] for b in rule["to"]] == expect["cidrs"]
+    # nothing reaches the platform service's own port, the API server or any other namespace
+    peers = [peer for rule in egress for peer in rule["to"]]
+    assert all("namespaceSelector" not in p or p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+               in (expect["proxy_ns"], "kube-system") for p in peers)

@@ -1,0 +1,162 @@
+"""A job's own hub token, tried from inside real local jobs run by the real platform service process
+against the real hub (fixtures ``hub`` and ``Proc`` from ``test_jobs_process``): it is the owner's
+(never the service's, never admin), it can do no more than call the platform as the owner, it
+expires with the job, and it is revoked when the attempt ends: success, failure, cancel, and an
+end the service missed while it was down (revoked at the restart)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from jobs_helpers import py_job
+from yitong_services.jobs.spec import spec_from_dict
+from yitong_services.jobs.tokens import expires_in, token_scopes
+
+from tests.services.test_jobs_process import Proc
+
+# run inside the job: what the job's token may and may not do, then its whole environment
+PROBE = """
+import json, os, pathlib, time, httpx
+tok, api, hub = os.environ["JUPYTERHUB_API_TOKEN"], os.environ["YITONG_API_URL"], os.environ["HUB_API"]
+h = {"Authorization": "token " + tok}
+out = pathlib.Path(os.environ["YITONG_OUTPUT_DIR"])
+seen = {
+    "me": httpx.get(api + "/me", headers=h).json(),
+    "hub_user": httpx.get(hub + "/user", headers=h).json(),
+    "create_vc": httpx.post(api + "/vcs", headers=h, json={"name": "stolen", "quota": {"cpu": 1}}).status_code,
+    "alloc_for_bob": httpx.post(api + "/allocations", headers=h, json={
+        "user": "bob", "vc": "default", "profile": "cpu-small", "kind": "server", "ref": "bob/x"}).status_code,
+    "hub_bob": httpx.get(hub + "/users/bob", headers=h).status_code,
+    "hub_token_for_bob": httpx.post(hub + "/users/bob/tokens", headers=h, json={}).status_code,
+    "hub_new_token": httpx.post(hub + "/users/alice/tokens", headers=h, json={}).status_code,
+    "hub_list_tokens": httpx.get(hub + "/users/alice/tokens", headers=h).status_code,
+    "env": dict(os.environ),
+}
+(out / "seen.json").write_text(json.dumps(seen))
+for _ in range(600):  # until the test has looked at the token from outside
+    if (out / "go").exists():
+        break
+    time.sleep(0.1)
+"""
+
+# dumps its environment at once, then ends as told by $END
+DUMP = """
+import json, os, pathlib, sys, time
+out = pathlib.Path(os.environ["YITONG_OUTPUT_DIR"])
+(out / "seen.json").write_text(json.dumps({"env": dict(os.environ)}))
+end = os.environ["END"]
+if end == "fail":
+    sys.exit(3)
+time.sleep({"succeed": 0, "cancel": 120, "later": 4}[end])
+"""
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'yitong.sqlite'}"
+
+
+@pytest.fixture
+def proc(hub, db_url, tmp_path):
+    p = Proc(hub, db_url, tmp_path)
+    p.start()
+    yield p
+    p.stop()
+
+
+def seen(proc: Proc, job_id: int, timeout: float = 60) -> dict:
+    path = proc.data / "jobs" / str(job_id) / "outputs" / "seen.json"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        job = proc.call("alice", "GET", f"jobs/{job_id}").json()
+        assert job["state"] in ("queued", "admitted", "running"), (job, proc.log.read_text()[-3000:])
+        assert time.monotonic() < deadline, "the job never wrote what it saw"
+        time.sleep(0.1)
+    time.sleep(0.1)
+    return json.loads(path.read_text())
+
+
+def hub_status(hub, token: str) -> int:
+    return httpx.get(hub.api_url + "/user", headers={"Authorization": f"token {token}"}, timeout=10).status_code
+
+
+def submit(proc: Proc, program: str, **env) -> int:
+    body = py_job("tok", "vision", program, env=env, max_run_time="10m")
+    r = proc.call("alice", "POST", "jobs", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_expiry_follows_max_run_time():
+    base = {"name": "a", "vc": "v", "environment": {"kernel": "python3"}, "command": ["true"]}
+    assert expires_in(spec_from_dict(base), 86400, 3600) == 86400
+    assert expires_in(spec_from_dict({**base, "max_run_time": "10m"}), 86400, 3600) == 600 + 3600
+    assert token_scopes("yitong") == ["access:services!service=yitong", "read:users:name!user", "read:users:groups!user"]
+
+
+def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
+    job_id = submit(proc, PROBE, HUB_API=hub.api_url)
+    got = seen(proc, job_id)
+    env, token = got["env"], got["env"]["JUPYTERHUB_API_TOKEN"]
+    # the owner, through the platform and through the hub; not admin, not a service
+    assert (got["me"]["name"], got["me"]["kind"], got["me"]["admin"]) == ("alice", "user", False)
+    assert got["hub_user"]["name"] == "alice" and got["hub_user"]["kind"] == "user"
+    assert set(got["hub_user"]["scopes"]) == {"access:services!service=yitong", "read:users:name!user=alice",
+                                              "read:users:groups!user=alice"}
+    # nothing beyond: no VC, nobody else, no more tokens
+    assert got["create_vc"] == 403
+    assert got["alloc_for_bob"] in (403, 404, 422), got["alloc_for_bob"]
+    assert got["hub_bob"] in (403, 404) and got["hub_token_for_bob"] == 403
+    assert got["hub_new_token"] == 403 and got["hub_list_tokens"] == 403
+    # the service's token is nowhere in the job's environment; the SDK's two names carry the job's
+    assert hub.service_token not in env.values() and hub.admin_token not in env.values()
+    assert env["YT_TOKEN"] == token and env["YITONG_JOB_TOKEN"] != token
+    # seen from outside while it runs: one token noted for this attempt, expiring with max_run_time + grace
+    tokens = hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
+    mine = [t for t in tokens if t["note"] == f"yitong job {job_id} attempt 1"]
+    assert len(mine) == 1 and mine[0]["expires_at"], tokens
+    assert sorted(mine[0]["scopes"]) == sorted(s.replace("!user", "!user=alice") for s in token_scopes("yitong"))
+    left = datetime.fromisoformat(mine[0]["expires_at"]) - datetime.now(UTC)
+    assert 4100 < left.total_seconds() <= 4200  # max_run_time 10m + the default grace of an hour
+    (proc.data / "jobs" / str(job_id) / "outputs" / "go").write_text("")
+    assert proc.wait("alice", job_id)["state"] == "succeeded"
+    assert hub_status(hub, token) == 403  # revoked: the hub refuses it
+    assert proc.call("alice", "GET", "me").status_code == 200
+    r = httpx.get(proc.base + "me", headers={"Authorization": f"token {token}"}, timeout=10)
+    assert r.status_code == 401, r.text
+    assert not [t for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
+                if t["note"] == f"yitong job {job_id} attempt 1"]
+
+
+@pytest.mark.parametrize("end, state", [("succeed", "succeeded"), ("fail", "failed"), ("cancel", "cancelled")])
+def test_token_is_revoked_when_the_attempt_ends(proc: Proc, hub, end, state):
+    job_id = submit(proc, DUMP, END=end)
+    token = seen(proc, job_id)["env"]["JUPYTERHUB_API_TOKEN"]
+    assert hub_status(hub, token) == 200
+    if end == "cancel":
+        assert proc.call("alice", "POST", f"jobs/{job_id}/cancel").status_code == 202
+    assert proc.wait("alice", job_id)["state"] == state
+    deadline = time.monotonic() + 10
+    while hub_status(hub, token) != 403:
+        assert time.monotonic() < deadline, "the job's token still works after the job ended"
+        time.sleep(0.1)
+    assert not list((proc.data / "job-tokens").glob(f"{job_id}-*.json"))
+
+
+def test_token_of_a_job_that_ended_while_the_service_was_down_is_revoked_at_restart(proc: Proc, hub):
+    job_id = submit(proc, DUMP, END="later")
+    token = seen(proc, job_id)["env"]["JUPYTERHUB_API_TOKEN"]
+    proc.kill9()
+    time.sleep(6)  # the job ends meanwhile; nobody revoked its token
+    assert hub_status(hub, token) == 200
+    proc.start()
+    deadline = time.monotonic() + 20
+    while hub_status(hub, token) != 403:
+        assert time.monotonic() < deadline, "the token outlived its job after the restart"
+        time.sleep(0.1)
+    assert proc.wait("alice", job_id)["state"] in ("succeeded", "failed")
