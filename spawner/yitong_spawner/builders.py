@@ -98,6 +98,23 @@ def kube_overrides(
     return out
 
 
+def kube_security(run_as_user: int = 1000, fs_group: int | None = 1000) -> dict[str, Any]:
+    """KubeSpawner traits that confine a notebook pod: a non-root uid/gid, ``fsGroup``, no privilege
+    escalation, no capabilities, the runtime's seccomp profile, no service-account token."""
+    if run_as_user < 1:
+        raise BuildError(f"run_as_user {run_as_user}: notebook pods never run as root")
+    pod_context: dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    return {
+        "uid": run_as_user,
+        "gid": run_as_user,
+        "fs_gid": fs_group,
+        "allow_privilege_escalation": False,
+        "automount_service_account_token": False,
+        "container_security_context": {"runAsNonRoot": True, "capabilities": {"drop": ["ALL"]}},
+        "pod_security_context": pod_context,
+    }
+
+
 def slurm_overrides(
     *,
     vc: str,

@@ -15,6 +15,9 @@ from typing import Any
 
 import yaml
 
+from .builders import kube_security
+
+from . import oauth
 from .passwords import password_file
 
 SERVICE_NAME = "yitong"
@@ -172,6 +175,8 @@ def hub_config(
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
     return cfg
 
+        # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
+        cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
 
 def apply(c: Any, cfg: dict[str, dict[str, Any]]) -> None:
     """Copy a :func:`hub_config` mapping onto a traitlets config object."""

@@ -17,6 +17,8 @@ from traitlets.config import Config
 from helpers import free_port
 from spawner.platform_standin import GiB, profile, vc
 from spawner.test_local_backend import wait_http
+from yitong_spawner.builders import BuildError, kube_security
+from yitong_spawner.hubconfig import hub_config
 
 CPU = profile("cpu-small", cpu=1, memory=2 * GiB)
 GPU2 = profile("gpu-2", cpu=4, memory=16 * GiB, accelerator={"type": "nvidia.com/gpu", "count": 2}, arch="amd64",
@@ -108,3 +110,40 @@ async def test_start_poll_stop_in_emulator(kube_api, make_spawner, platform, off
     assert ("yitong-vision", pod["metadata"]["name"]) not in kubelet.procs
     assert platform.released == [state["allocation"]["id"]]
     assert await spawner.poll() is not None
+
+
+@pytest.mark.parametrize("kwargs, uid, fs_group", [({}, 1000, 1000), ({"run_as_user": 4242, "fs_group": 100}, 4242, 100),
+                                                   ({"fs_group": None}, 1000, None)])
+async def test_notebook_pods_are_confined(kube_api, make_spawner, platform, kwargs, uid, fs_group):
+    """The hub config's KubeSpawner traits (`builders.kube_security`) make a non-root pod without a
+    service-account token that validates strictly."""
+    config = kube_config()
+    for name, value in kube_security(**kwargs).items():
+        setattr(config.KubeSpawner, name, value)
+    spawner = make_spawner("alice", config=config)
+    child = spawner.build_child(spawner.profile_overrides({"name": "vision"}, CPU, {"id": 1, "resources": {}}))
+    pod = ApiClient().sanitize_for_serialization(await child.get_pod_manifest())
+    pod.setdefault("apiVersion", "v1")
+    pod.setdefault("kind", "Pod")
+    kubernetes_validate.validate(pod, "1.37", strict=True)
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    expected_pod = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    if fs_group is not None:
+        expected_pod["fsGroup"] = fs_group
+    assert pod["spec"]["securityContext"] == expected_pod
+    [container] = pod["spec"]["containers"]
+    assert container["securityContext"] == {"runAsUser": uid, "runAsGroup": uid, "runAsNonRoot": True,
+                                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def test_root_notebook_pods_are_refused():
+    with pytest.raises(BuildError, match="never run as root"):
+        kube_security(run_as_user=0)
+
+
+@pytest.mark.parametrize("section, uid, fs_group", [({}, 1000, 1000), ({"run_as_user": 2000, "fs_group": 3000}, 2000, 3000)])
+def test_hub_config_confines_kubernetes_pods(section, uid, fs_group):
+    cfg = hub_config({"backend": "kubernetes", "backends": {"kubernetes": section}}, settings_path="/s.yaml",
+                     data_dir="/d", service_token="t", bin_dir="/venv/bin")
+    assert cfg["KubeSpawner"] == kube_security(uid, fs_group)
+    assert cfg["KubeSpawner"]["automount_service_account_token"] is False
