@@ -31,8 +31,9 @@ cfg = hub_config(
 )
 apply(c, cfg)
 
-# First start: give every configured admin a generated password, shown once.
-for admin in sorted(cfg["Authenticator"]["admin_users"]):
+# First start: give every configured admin a generated password, shown once (password logins only).
+password_logins = cfg["JupyterHub"]["authenticator_class"] == "yitong"
+for admin in sorted(cfg["Authenticator"]["admin_users"] if password_logins else ()):
     password = ensure_admin(cfg["YitongAuthenticator"]["password_file"], admin)
     if password:
         bar = "=" * 64

@@ -82,10 +82,10 @@ def create_app(
         db, ctx.storage, make_backend(settings.backend, settings.data_dir, settings), ctx.inventory,
         settings.data_dir, settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
         settings.jobs.poll_interval,
-    )
-
         tokens=JobTokens(hub, settings.data_dir, name, settings.jobs.token_lifetime, settings.jobs.token_grace)
         if hub.token else None,
+    )
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         task = None

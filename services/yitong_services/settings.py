@@ -64,10 +64,10 @@ class JobsSettings(BaseModel):
     api_url: str | None = Field(None, description="the API base URL jobs POST metrics to (YITONG_API_URL); null = http://<service ip>:<port><prefix>api/v1")
     poll_interval: float = Field(1.0, gt=0, le=60, description="seconds between admission passes and job polls")
     enabled: bool = Field(True, description="run the job manager in this service (one service per database)")
-
-
     token_lifetime: int = Field(86400, ge=60, description="seconds a job's own hub token lives when its spec has no max_run_time")
     token_grace: int = Field(3600, ge=0, description="seconds a job's token outlives its max_run_time (time queued in the engine)")
+
+
 class BackendSettings(BaseModel):
     """``backends.<name>``: the inventory, plus the backend's own keys (kept as extras; each backend
     validates its section, e.g. ``runner_slurm.SlurmSettings``)."""

@@ -34,6 +34,10 @@ def load_settings(path: str | os.PathLike) -> dict[str, Any]:
     backend = data.get("backend", "local")
     if backend not in BACKENDS:
         raise ValueError(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    try:  # logins: a relative client_secret_file is beside the settings file
+        data["auth"] = oauth.resolve(oauth.validate(data.get("auth"), data), Path(path).parent)
+    except oauth.AuthSettingsError as e:
+        raise ValueError(f"{path}: {e}") from None
     return data
 
 
@@ -73,7 +77,10 @@ def hub_config(
     prefix = f"/services/{SERVICE_NAME}/"
     api_path = f"{prefix}api/v1"
     public_url = hub.get("public_url") or f"http://{'127.0.0.1' if ip in ('', '0.0.0.0') else ip}:{port}"
-    admin_users = list(hub.get("admin_users") or ["admin"])
+    auth = oauth.validate(settings.get("auth"), settings)
+    # with an identity provider, admins come from auth.admin_groups: no default "admin" account
+    # (a provider user who happens to be named "admin" must not become one)
+    admin_users = list(hub.get("admin_users") or (["admin"] if auth["kind"] == "password" else []))
 
     groups = {
         name: {"users": list(members or [])}
@@ -116,13 +123,13 @@ def hub_config(
                     "scopes": [
                         "list:users", "read:users", "read:groups", "list:groups",
                         "read:servers", "read:roles:users",
+                        # a job's own short-lived token: minted for its owner, revoked when it ends
+                        "tokens",
                     ],
                     "services": [SERVICE_NAME],
                 },
                 {
                     "name": "user",
-                        # a job's own short-lived token: minted for its owner, revoked when it ends
-                        "tokens",
                     "description": "Default user role, plus access to the Yitong service",
                     "scopes": ["self", f"access:services!service={SERVICE_NAME}"],
                 },
@@ -153,6 +160,8 @@ def hub_config(
             "start_timeout": 120,
         },
     }
+    for cls, traits in oauth.authenticator_config(auth, public_url=public_url).items():
+        cfg.setdefault(cls, {}).update(traits)
     cfg["ConfigurableHTTPProxy"] = {"api_url": f"http://127.0.0.1:{int(hub.get('proxy_api_port', 8001))}"}
     if proxy_command:
         cfg["ConfigurableHTTPProxy"]["command"] = proxy_command
@@ -166,6 +175,8 @@ def hub_config(
     if backend == "kubernetes":
         kube = backends.get("kubernetes") or {}
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
+        # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
+        cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
     elif backend == "slurm":
         cfg["YitongSlurmSpawner"] = {
             "batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")
@@ -175,8 +186,6 @@ def hub_config(
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
     return cfg
 
-        # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
-        cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
 
 def apply(c: Any, cfg: dict[str, dict[str, Any]]) -> None:
     """Copy a :func:`hub_config` mapping onto a traitlets config object."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from yitong_services import quota
 
 GI = 2**30
