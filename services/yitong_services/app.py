@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from . import errors
+from . import errors, openapi
 from .admin_page import router as admin_router
 from .context import Context
 from .db import Database
@@ -24,6 +24,7 @@ from .inventory import inventory as backend_inventory
 from .jobs.backend import make_backend
 from .jobs.tokens import JobTokens
 from .jobs.manager import JobManager
+from .limits import BodyLimit, body_limit
 from .metrics import Metrics
 from .oauth import cookie_secret, hub_oauth
 from .oauth import router as oauth_router
@@ -118,6 +119,8 @@ def create_app(
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
+    openapi.install(app, f"{prefix}api/v1")
+    app.add_middleware(BodyLimit, limit_for=lambda path: body_limit(path, settings.service.limits))
     metrics.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=f"{prefix}api/v1")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from typing_extensions import TypedDict
 
-from .manifest import hash_refusal
+from .limits import MAX_ID, MAX_MESSAGE, MAX_TEXT
+from .manifest import HASH_RE, hash_refusal
 from .schemas import Name, Strict
 
 MAX_HASHES = 200_000
@@ -21,7 +22,7 @@ def _hash(value: str) -> str:
     return value
 
 
-Hash = Annotated[str, AfterValidator(_hash)]
+Hash = Annotated[str, AfterValidator(_hash), WithJsonSchema({"type": "string", "pattern": HASH_RE.pattern})]
 Visibility = Literal["private", "vc"]
 TagName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 
@@ -29,12 +30,12 @@ TagName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")]
 class DatasetIn(Strict):
     vc: Name
     name: Name
-    description: str = ""
+    description: str = Field("", max_length=MAX_TEXT)
     visibility: Visibility = "vc"
 
 
 class DatasetPatch(Strict):
-    description: str | None = None
+    description: str | None = Field(None, max_length=MAX_TEXT)
     visibility: Visibility | None = None
 
 
@@ -71,8 +72,8 @@ class CommitIn(Strict):
     manifest hash, ``put`` = entries added or changed, ``delete`` = paths gone, ``manifest`` = the
     hash the result must have)."""
 
-    message: str = ""
-    parent: int | None = None
+    message: str = Field("", max_length=MAX_MESSAGE)
+    parent: int | None = Field(None, ge=1, le=MAX_ID)
     files: list[FileEntry] | None = None
     base: Hash | None = None
     put: list[FileEntry] = []
@@ -130,7 +131,7 @@ class UploadState(Strict):
 
 
 class TagIn(Strict):
-    version: int = Field(ge=1)
+    version: int = Field(ge=1, le=MAX_ID)
 
 
 class SizedPath(Strict):

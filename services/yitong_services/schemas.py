@@ -6,9 +6,10 @@ import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from .quantities import check_resource_name, parse_amount, parse_resources
+from .limits import MAX_ITEMS, MAX_SHORT, MAX_TEXT
+from .quantities import RESOURCE_RE, check_resource_name, parse_amount, parse_resources
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 
@@ -29,7 +30,10 @@ def _device(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(check_name)]
+Name = Annotated[str, AfterValidator(check_name),
+                 WithJsonSchema({"type": "string", "pattern": NAME_RE.pattern, "maxLength": 32})]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Short = Annotated[str, Field(max_length=MAX_SHORT)]
 Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
 Cpu = Annotated[float, BeforeValidator(lambda v: parse_amount("cpu", v))]
 Memory = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
@@ -41,15 +45,16 @@ class Strict(BaseModel):
 
 
 class Accelerator(Strict):
-    type: Annotated[str, AfterValidator(_device)]
+    type: Annotated[str, AfterValidator(_device),
+                    WithJsonSchema({"type": "string", "pattern": RESOURCE_RE.pattern, "not": {"enum": ["cpu", "memory"]}})]
     count: int = Field(ge=1)
 
 
 class ProfileSpec(Strict):
-    display_name: str = ""
-    description: str = ""
-    image: str = ""
-    kernel: str = "python3"
+    display_name: Text = ""
+    description: Text = ""
+    image: Short = ""
+    kernel: Short = "python3"
     cpu: Cpu = 1.0
     memory: Memory = 2**31
     accelerator: Accelerator | None = None
@@ -69,10 +74,10 @@ class ProfileOut(ProfileIn):
 
 
 class ProfilePatch(Strict):
-    display_name: str | None = None
-    description: str | None = None
-    image: str | None = None
-    kernel: str | None = None
+    display_name: Text | None = None
+    description: Text | None = None
+    image: Short | None = None
+    kernel: Short | None = None
     cpu: Cpu | None = None
     memory: Memory | None = None
     accelerator: Accelerator | None = None
@@ -80,10 +85,10 @@ class ProfilePatch(Strict):
 
 
 class VCSpec(Strict):
-    description: str = ""
+    description: Text = ""
     quota: Resources = Field(default_factory=dict)
-    groups: list[str] = Field(default_factory=list)
-    profiles: list[Name] = Field(default_factory=list)
+    groups: list[Short] = Field(default_factory=list, max_length=MAX_ITEMS)
+    profiles: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
     user_caps: Resources = Field(default_factory=dict)
 
 
@@ -92,10 +97,10 @@ class VCIn(VCSpec, _Named):
 
 
 class VCPatch(Strict):
-    description: str | None = None
+    description: Text | None = None
     quota: Resources | None = None
-    groups: list[str] | None = None
-    profiles: list[Name] | None = None
+    groups: list[Short] | None = Field(None, max_length=MAX_ITEMS)
+    profiles: list[Name] | None = Field(None, max_length=MAX_ITEMS)
     user_caps: Resources | None = None
 
 
@@ -105,7 +110,7 @@ class VCOut(VCIn):
 
 
 class AllocationIn(Strict):
-    user: str | None = Field(None, description="whose allocation; default: the caller")
+    user: str | None = Field(None, min_length=1, max_length=MAX_SHORT, description="whose allocation; default: the caller")
     vc: Name
     profile: Name
     kind: Literal["server", "job"] = "server"

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from .limits import LimitsSettings
 from .quantities import parse_amount
 from .schemas import ProfileSpec, Resources, VCSpec, check_name
 
@@ -33,6 +34,7 @@ class ServiceSettings(Lenient):
     reconcile_interval: float = Field(
         30.0, ge=0, description="seconds between reconciler runs (0: only at start)"
     )
+    limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
     idempotency_ttl: float = Field(
         86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
     )

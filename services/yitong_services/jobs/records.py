@@ -5,7 +5,6 @@ A job the caller may not see (not a member of its VC) answers 404 like an unknow
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -16,6 +15,7 @@ from sqlalchemy.orm import Session
 from .. import catalog, datasets
 from ..authz import Person, is_member
 from ..errors import Refusal, describe_validation
+from ..limits import MAX_DEPTH, MAX_SHORT, DocumentError, load_json, load_yaml
 from ..models import DatasetRef, DatasetVersion, Job, Run
 from ..quantities import Resources, human_amount
 from . import states
@@ -36,28 +36,50 @@ class Code(BaseModel):
     path: str | None = Field(None, max_length=4096)
 
 
-def _doc(body: bytes, content_type: str) -> Any:
-    text = body.decode("utf-8", errors="replace")
+class Submission(JobSpec):
+    """The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for
+    the platform's own token the ``user`` it submits for."""
+
+    code: Code | None = None
+    user: str | None = Field(None, min_length=1, max_length=MAX_SHORT,
+                             description="the platform's own token only: whose job this is")
+
+
+def _doc(body: bytes, content_type: str, max_depth: int = MAX_DEPTH) -> Any:
+    """The body as a document: JSON when the content type says so, else YAML (aliases refused,
+    lists and maps at most ``max_depth`` deep)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Refusal(422, f"spec: the body is not UTF-8 text (byte {e.start})") from None
     try:
         if any(t in content_type for t in YAML_TYPES) or "json" not in content_type:
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except (yaml.YAMLError, ValueError) as e:
+            return load_yaml(text, max_depth)
+        return load_json(text, max_depth, "spec")
+    except DocumentError as e:
+        raise Refusal(422, str(e)) from None
+    except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise Refusal(422, f"spec: not valid YAML or JSON{where}") from None
+        problem = getattr(e, "problem", None)
+        raise Refusal(422, f"spec: not valid YAML{where}" + (f": {problem}" if problem else "")) from None
+    except ValueError as e:
+        raise Refusal(422, f"spec: not valid JSON: {e}") from None
 
 
-def parse_submission(body: bytes, content_type: str, source: str | None, vc: str | None) -> tuple[JobSpec, dict, str | None, list[str]]:
+def parse_submission(body: bytes, content_type: str, source: str | None, vc: str | None,
+                     max_depth: int = MAX_DEPTH) -> tuple[JobSpec, dict, str | None, list[str]]:
     """``(spec, code, user, notes)`` from a JSON or YAML body, or an OpenPAI/PyTorchJob document."""
     try:
         if source:
             spec, notes = import_file(source, body.decode("utf-8", errors="replace"), vc=vc)
             return spec, {}, None, notes
-        doc = _doc(body, content_type)
+        doc = _doc(body, content_type, max_depth)
         if not isinstance(doc, dict):
             raise JobSpecError([f"spec: must be a map of fields, got {type(doc).__name__}"])
         code, user = doc.pop("code", None) or {}, doc.pop("user", None)
+        if user is not None and not (isinstance(user, str) and 0 < len(user) <= MAX_SHORT):
+            raise JobSpecError([f"user: must be a user name (a string of 1 to {MAX_SHORT} characters)"])
         if vc is not None:
             doc["vc"] = vc
         spec = spec_from_dict(doc)

@@ -8,11 +8,12 @@ into that text: they reach the program as ``YITONG_*`` environment variables.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from ..limits import MAX_ARGS, MAX_COMMAND, MAX_ITEMS, MAX_TEXT, load_yaml
 from ..quantities import Resources, tidy
 from ..schemas import Accelerator, Cpu, Memory
 from .errors import JobSpecError, describe
@@ -21,6 +22,8 @@ from .fields import (
     parse_duration,
 )
 
+Argv = Annotated[list[Annotated[str, Field(max_length=MAX_COMMAND)]], Field(min_length=1, max_length=MAX_ARGS)]
+
 __all__ = ["JobSpec", "JobSpecError", "parse_job_yaml", "per_job_resources", "per_node_resources", "spec_from_dict"]
 
 
@@ -28,16 +31,17 @@ class JobSpec(StrictModel):
     name: Name
     vc: Name
     environment: Environment
-    command: list[str] | str
+    command: Argv | Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] = Field(
+        description="an argv list (no shell) or a shell command string (bash -lc)")
     framework: Framework = Framework.plain
     nodes: int = Field(1, ge=1, le=MAX_NODES)
     accelerator: Accelerator | None = None
     cpu: Cpu = 1.0
     memory: Memory = 2 * 2**30
     procs_per_node: int | None = Field(None, ge=1, le=256)
-    inputs: list[Input] = []
-    outputs: str = "outputs"
-    env: dict[str, str] = {}
+    inputs: list[Input] = Field([], max_length=MAX_ITEMS)
+    outputs: str = Field("outputs", min_length=1, max_length=MAX_TEXT)
+    env: dict[str, Annotated[str, Field(max_length=MAX_COMMAND)]] = Field({}, max_length=MAX_ITEMS)
     retries: int = Field(0, ge=0, le=100)
     priority: int | str = "normal"
     max_run_time: int | None = None
@@ -46,12 +50,16 @@ class JobSpec(StrictModel):
     @classmethod
     def _command(cls, v: Any) -> list[str] | str:
         if isinstance(v, str):
+            if len(v) > MAX_COMMAND:
+                raise ValueError(f"is longer than {MAX_COMMAND} characters")
             if not v.strip():
                 raise ValueError("is empty")
             if "\0" in v:
                 raise ValueError("contains a NUL character")
             return v
         if isinstance(v, list) and v:
+            if len(v) > MAX_ARGS or any(isinstance(a, str) and len(a) > MAX_COMMAND for a in v):
+                raise ValueError(f"at most {MAX_ARGS} arguments of at most {MAX_COMMAND} characters each")
             if not all(isinstance(a, str) for a in v):
                 raise ValueError("every argument must be a string (quote numbers in YAML)")
             if any("\0" in a for a in v) or not v[0]:
@@ -86,6 +94,8 @@ class JobSpec(StrictModel):
     def _env(cls, v: Any) -> dict[str, str]:
         if not isinstance(v, dict):
             raise ValueError("must be a map of NAME: value")
+        if len(v) > MAX_ITEMS:
+            raise ValueError(f"has {len(v)} variables; at most {MAX_ITEMS}")
         out: dict[str, str] = {}
         for key, value in v.items():
             if not isinstance(key, str) or not ENV_NAME_RE.match(key):
@@ -96,6 +106,8 @@ class JobSpec(StrictModel):
                 value = "true" if value else "false"
             if not isinstance(value, (str, int, float)):
                 raise ValueError(f"{key}: the value must be a string or a number")
+            if len(str(value)) > MAX_COMMAND:
+                raise ValueError(f"{key}: the value is longer than {MAX_COMMAND} characters")
             if "\0" in str(value):
                 raise ValueError(f"{key}: the value contains a NUL character")
             out[key] = str(value)
@@ -145,7 +157,7 @@ def spec_from_dict(doc: Any) -> JobSpec:
 def parse_job_yaml(text: str) -> JobSpec:
     """The spec in ``text`` or JobSpecError naming each bad field."""
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

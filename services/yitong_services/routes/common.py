@@ -7,17 +7,19 @@ from functools import partial
 from typing import Annotated, Any, TypeVar
 
 from anyio import to_thread
-from fastapi import Depends
+from fastapi import Depends, Path
 
 from ..auth import current_identity
 from ..authz import Identity, Person, admin_refusal
 from ..context import Context, get_context
 from ..errors import Refusal
+from ..limits import MAX_ID
 
 T = TypeVar("T")
 
 Caller = Annotated[Identity, Depends(current_identity)]
 Ctx = Annotated[Context, Depends(get_context)]
+Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id: 1 to 2**63-1")]
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -9,15 +9,18 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
 from ..jobs import records, states
+from ..jobs.fields import MAX_NODES
+from ..limits import MAX_ID
 from ..models import Job
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Caller, Ctx, Id, as_person, in_thread
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
+MAX_RANK = MAX_NODES * 256  # nodes x processes per node
 
 
 @router.get("/{job_id}/logs", response_class=StreamingResponse)
-async def logs(job_id: int, caller: Caller, ctx: Ctx, request: Request, rank: int = Query(0, ge=0),
-               follow: bool = Query(False), offset: int = Query(0, ge=0)) -> StreamingResponse:
+async def logs(job_id: Id, caller: Caller, ctx: Ctx, request: Request, rank: int = Query(0, ge=0, le=MAX_RANK),
+               follow: bool = Query(False), offset: int = Query(0, ge=0, le=MAX_ID)) -> StreamingResponse:
     """The log of one rank (``?rank=``, default 0) as text; ``?follow=1`` streams (chunked) while the job runs and ends when it ends. Logs are kept after the end."""
     backend = request.app.state.jobs.backend
 

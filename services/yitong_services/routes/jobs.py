@@ -18,7 +18,7 @@ from ..jobs.manager import JobManager
 from ..jobs.queue import positions
 from ..jobs.spec import spec_from_dict
 from ..models import Job, Run
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Caller, Ctx, Id, as_person, in_thread
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 SUBMIT_BODY = {"requestBody": {"content": {
@@ -83,7 +83,7 @@ async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), stat
 
 
 @router.get("/{job_id}")
-async def get_job(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
     mgr = manager(request)
 
@@ -102,7 +102,7 @@ async def get_job(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> di
 
 
 @router.post("/{job_id}/cancel", status_code=202)
-async def cancel(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def cancel(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Owner or admin: cancel; a queued job is cancelled at once, a running one is signalled (SIGTERM, then SIGKILL) and becomes ``cancelled`` when its processes end."""
     def check() -> None:
         with ctx.db.session() as s:
@@ -117,7 +117,7 @@ async def cancel(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dic
 
 
 @router.post("/{job_id}/retry")
-async def retry(job_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def retry(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions)."""
     def work() -> dict:
         with ctx.db.locked("~jobs") as s:
@@ -144,7 +144,7 @@ def merge(base: dict, patch: dict) -> dict:
 
 
 @router.post("/{job_id}/clone", status_code=201)
-async def clone(job_id: int, caller: Caller, ctx: Ctx, request: Request,
+async def clone(job_id: Id, caller: Caller, ctx: Ctx, request: Request,
                 patch: dict[str, Any] = Body(default_factory=dict, embed=True)) -> dict:
     """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``). Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
     def load() -> tuple[dict, dict]:
@@ -166,7 +166,7 @@ async def clone(job_id: int, caller: Caller, ctx: Ctx, request: Request,
 
 
 @router.post("/{job_id}/metrics")
-async def post_metrics(job_id: int, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
+async def post_metrics(job_id: Id, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
     """The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record."""
     header = request.headers.get("authorization", "")
     token = header.split(None, 1)[1].strip() if " " in header else ""

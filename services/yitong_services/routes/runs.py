@@ -10,7 +10,7 @@ from ..jobs import records
 from ..jobs.ledger import pinned_inputs
 from ..jobs.spec import spec_from_dict
 from ..models import Run
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Caller, Ctx, Id, as_person, in_thread
 from .jobs import submit_spec
 
 router = APIRouter(prefix="/runs", tags=["jobs"])
@@ -29,13 +29,13 @@ def _visible_run(ctx, caller, run_id: int) -> dict:
 
 
 @router.get("/{run_id}")
-async def get_run(run_id: int, caller: Caller, ctx: Ctx) -> dict:
+async def get_run(run_id: Id, caller: Caller, ctx: Ctx) -> dict:
     """The ledger record: dataset versions and manifest hashes, code (commit, dirty hash), environment (python, pip freeze hash, image digest), devices/driver, parameters, exit code, metrics, artifacts."""
     return await in_thread(_visible_run, ctx, caller, run_id)
 
 
 @router.post("/{run_id}/rerun", status_code=201)
-async def rerun(run_id: int, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def rerun(run_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Submit the record again as a new job of the caller: same spec, same code, inputs pinned to the exact dataset versions. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
     async def create(claim: Claim | None) -> dict:
         record = await in_thread(_visible_run, ctx, caller, run_id)

@@ -8,11 +8,13 @@ from ..verify import verify
 from .common import Caller, Ctx, in_thread, require_admin
 
 router = APIRouter(prefix="/storage", tags=["storage"])
+MAX_GRACE = 100 * 365 * 86400
 
 
 @router.post("/gc", response_model=GCResult)
 async def garbage_collect(
-    caller: Caller, ctx: Ctx, grace: float | None = Query(None, ge=0, description="seconds; default storage.gc_grace")
+    caller: Caller, ctx: Ctx, grace: float | None = Query(
+        None, ge=0, le=MAX_GRACE, description="seconds (at most 100 years); default storage.gc_grace")
 ) -> dict:
     """Admin: delete objects, packs and manifests no version references, and stale temp files."""
     require_admin(caller, "collect garbage in the dataset store")
