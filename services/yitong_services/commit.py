@@ -3,7 +3,8 @@
 1. the manifest is made canonical and hashed; the parent must be the latest version;
 2. the manifest goes into the store (temp, then rename);
 3. under the storage lock, the parent is checked again, every object the manifest names must be
-   indexed with the size it says, and the version row is inserted, in one transaction. A crash
+   indexed with the size it says and readable by the author (objaccess.py), the version row is
+   inserted and the dataset is granted the new objects, in one transaction. A crash
    or a refusal before 3 commits leaves at most an orphan manifest for GC.
 
 Blocking: call from a worker thread.
@@ -25,7 +26,8 @@ from .dataset_views import one_version
 from .errors import Refusal
 from .manifest import apply_changes, canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
-from .objindex import storage_lock, stored_sizes
+from .objaccess import Reader, grant_dataset, readable_sizes, reader
+from .objindex import storage_lock
 from .storage import Storage
 
 SHOWN = 10
@@ -43,13 +45,15 @@ def _check_parent(session: Session, d: Dataset, parent: int | None, h: str) -> D
     return None
 
 
-def _check_objects(session: Session, d: Dataset, files: list[dict[str, Any]], known: dict[str, int]) -> None:
-    """Every object ``files`` name is indexed with the size they say. ``known`` (hash -> size)
-    are the parent version's objects: the parent still exists (checked in the same transaction)
-    and GC takes the same lock, so they are in the store and only the rest is looked up."""
+def _check_objects(session: Session, d: Dataset, who: Reader, files: list[dict[str, Any]], known: dict[str, int]) -> list[str]:
+    """Every object ``files`` name is indexed with the size they say, and ``who`` may read it
+    (objaccess.py: one that exists but ``who`` cannot read counts as not stored, with the same
+    answer, so a hash is never a read key). ``known`` (hash -> size) are the parent version's
+    objects: the parent still exists (checked in the same transaction), GC takes the same lock
+    and the dataset was granted them, so only the rest is looked up. Returns those (to grant)."""
     wanted = {f["hash"]: f["size"] for f in files}
     new = [h for h in wanted if h not in known]
-    found = stored_sizes(session, new)
+    found = readable_sizes(session, who, new)
     absent = [h for h in new if h not in found]
     if absent:
         more = f" and {len(absent) - SHOWN} more" if len(absent) > SHOWN else ""
@@ -66,6 +70,7 @@ def _check_objects(session: Session, d: Dataset, files: list[dict[str, Any]], kn
                 f"dataset {datasets.full_name(d)}: file '{f['path']}' says {f['size']} bytes but object "
                 f"{f['hash']} has {sizes[f['hash']]}",
             )
+    return new
 
 
 def _parent_objects(storage: Storage, session: Session, d: Dataset) -> dict[str, int]:
@@ -114,10 +119,12 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn,
         same = _check_parent(s, d, body.parent, h)
         if same is not None:
             return one_version(s, d, same), False
+        who = reader(s, person)
         if changed is None:
-            _check_objects(s, d, manifest["files"], _parent_objects(storage, s, d))
+            new = _check_objects(s, d, who, manifest["files"], _parent_objects(storage, s, d))
         else:  # the parent is the latest (checked above), so its objects are stored
-            _check_objects(s, d, changed, {})
+            new = _check_objects(s, d, who, changed, {})
+        grant_dataset(s, d.id, new)
         storage.put_manifest(data, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(
             dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,

@@ -167,3 +167,7 @@ class VerifyResult(Strict):
     checked: int
     corrupt: list[str]
     missing: list[str]
+    cache_corrupt: list[str] = Field(
+        default_factory=list,
+        description="objects of the materialise cache (hardlinked into jobs' read-only inputs) whose bytes changed",
+    )

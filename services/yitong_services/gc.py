@@ -1,8 +1,8 @@
 """Garbage collection of the store: what no version's manifest reaches goes.
 
 Phase 1 (one transaction under the storage lock): mark every hash named by a version's
-manifest; drop index rows of other objects older than the grace period, and pack rows no object
-uses any more. Phase 2 (under the lock again, after phase 1 committed, so an index row never
+manifest; drop index rows (and read grants) of other objects older than the grace period, and
+pack rows no object uses any more. Phase 2 (under the lock again, after phase 1 committed, so an index row never
 points at a deleted file): delete loose objects, packs and manifests nothing indexes or
 references, temp files and upload partials older than the grace period, cache entries of
 unindexed objects and materialised trees of unreferenced manifests. Blocking: call from a
@@ -20,6 +20,7 @@ from sqlalchemy import delete, select
 from .errors import Refusal
 from .materialize import remove_tree
 from .models import DatasetVersion, Pack, StoredObject
+from .objaccess import drop_grants
 from .objindex import BATCH, storage_lock
 from .storage import CorruptManifest, Storage
 from .store import TMP_MARK
@@ -46,6 +47,7 @@ def _mark_and_drop(storage: Storage, cutoff: datetime) -> dict[str, Any]:
         ]
         for i in range(0, len(dead), BATCH):
             s.execute(delete(StoredObject).where(StoredObject.hash.in_([h for h, _ in dead[i : i + BATCH]])))
+        drop_grants(s, [h for h, _ in dead])
         used = set(s.scalars(select(StoredObject.pack).where(StoredObject.pack.is_not(None)).distinct()))
         empty = [p for p in s.scalars(select(Pack.id)) if p not in used]
         if empty:
@@ -75,7 +77,7 @@ def _sweep(storage: Storage, manifests: set[str], cutoff: float) -> dict[str, in
                     if kind:
                         counts[kind] += 1
         indexed = loose | set(s.scalars(select(StoredObject.hash)))
-    for part in storage.spool.directory.glob("*.part"):
+    for part in storage.spool.directory.rglob("*.part"):  # one folder per person
         if part.stat().st_mtime < cutoff:
             part.unlink(missing_ok=True)
             counts["temp_files"] += 1

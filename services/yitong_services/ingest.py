@@ -3,8 +3,9 @@
 Blocking: ``feed`` and ``commit`` run in a worker thread. The pack is written to a temp key as
 the body arrives and renamed into ``packs/<id>.pack`` only when every record checked out;
 objects already indexed (or repeated in the pack) are validated but not indexed again, and a
-pack with nothing new is dropped. A crash before the index transaction leaves an orphan pack
-that GC removes.
+pack with nothing new is dropped. Every object of the pack becomes readable by its uploader
+(objaccess.py), and the answer counts them all: it never tells which were stored before. A
+crash before the index transaction leaves an orphan pack that GC removes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import secrets
 from typing import Any
 
 from .db import Database
+from .objaccess import grant_upload
 from .objindex import index, storage_lock
 from .packs import PackError, PackReader
 from .store import Store, pack_key, start_writeback
@@ -36,10 +38,11 @@ def human(size: int) -> str:
 class PackIngest:
     """One pack upload in progress."""
 
-    def __init__(self, store: Store, db: Database, limit: int) -> None:
+    def __init__(self, store: Store, db: Database, limit: int, uploader: str) -> None:
         self.store = store
         self.db = db
         self.limit = limit
+        self.uploader = uploader
         self.reader = PackReader(limit)
         self.pack_id = secrets.token_hex(16)
         self.received = 0
@@ -78,6 +81,8 @@ class PackIngest:
         rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset} for r in records]
         with storage_lock(self.db) as s:
             stored = index(s, rows, pack=(self.pack_id, self.received))
+            grant_upload(s, self.uploader, [r["hash"] for r in rows])
         if not stored:  # another upload had it all: drop the copy (GC would, later)
             self.store.delete(pack_key(self.pack_id))
-        return {"stored": len(stored), "bytes": sum(r["size"] for r in stored)}
+        sizes = {r["hash"]: r["size"] for r in rows}
+        return {"stored": len(sizes), "bytes": sum(sizes.values())}

@@ -158,6 +158,26 @@ class StoredObject(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class ObjectDataset(Base):
+    """Read grants through datasets: ``dataset_id`` named ``hash`` in a version (objaccess.py).
+
+    Whoever sees the dataset may read the object; the grant goes with the dataset."""
+
+    __tablename__ = "object_datasets"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True, index=True)
+
+
+class ObjectUpload(Base):
+    """Read grants through uploads: ``uploader`` sent the bytes of ``hash`` (objaccess.py)."""
+
+    __tablename__ = "object_uploads"
+
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    uploader: Mapped[str] = mapped_column(String(255), primary_key=True)
+
+
 class Job(Base):
     """A submitted job (docs/architecture.md "Jobs"); ``backend_ref`` is saved, never recomputed."""
 

@@ -1,6 +1,8 @@
 """The dataset storage of one service: the store, the upload spool, manifests and object reads.
 
-Built once by ``create_app`` (``Context.storage``). Blocking: call from a worker thread.
+Built once by ``create_app`` (``Context.storage``), which also grants datasets the objects of
+versions committed before object grants existed (``objaccess.backfill``). Blocking: call from a
+worker thread.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ class Storage:
         self.materialize_dir = settings.materialize_dir
         self._manifests: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._guard = threading.Lock()
+        from .objaccess import backfill
+
+        backfill(self)
 
     def put_manifest(self, manifest: dict[str, Any] | bytes, h: str) -> None:
         """Store a manifest (or its canonical bytes) under its hash, unless it is there."""

@@ -1,13 +1,17 @@
 """Resumable uploads of large objects (HEAD/PATCH with ``Upload-Offset`` / ``Upload-Length``).
 
-Partials live in a local spool, ``<data_dir>/uploads/<h>.part``, whatever the store is: object
+Partials live in a local spool, ``<data_dir>/uploads/<person>/<h>.part``, whatever the store is
+(one folder per person, ``<person>`` a hash of the name: an upload in progress, its offset and
+its lock are nobody else's business, so ``HEAD`` never says that someone else sends those bytes): object
 stores cannot append, and a local file can (each PATCH is fsync'ed before it answers, so the
 offset it reports survives a crash). The bytes are hashed as they are appended (BLAKE3, one
 incremental hasher per upload, kept in memory while the service runs), so when the partial
 reaches ``Upload-Length`` its hash is known without reading it again; a partial this process
 did not see from its first byte (a restart, a truncation) is hashed from disk instead
 (memory-mapped, multi-threaded). Then it is moved into ``objects/<h[:2]>/<h>`` (a rename on a
-local store, a streamed copy otherwise) and indexed. Blocking: call from a worker thread.
+local store, a streamed copy otherwise) and indexed, or dropped when the store has those bytes
+already (the uploader sent and we checked all of them either way), and the uploader may read
+it (objaccess.py). Blocking: call from a worker thread.
 """
 
 from __future__ import annotations
@@ -19,20 +23,23 @@ from pathlib import Path
 
 from blake3 import blake3
 
+from .appender import Appender
 from .db import Database
 from .errors import Refusal
-from .objindex import index, storage_lock
-from .appender import Appender
+from .objaccess import grant_upload
+from .objindex import index, storage_lock, stored_sizes
 from .store import Store, object_key
 
 HASHERS = 64  # uploads whose running hash is kept (an abandoned one is dropped, oldest first)
 
 
 class Spool:
-    def __init__(self, directory: Path, store: Store, db: Database) -> None:
+    def __init__(self, directory: Path, store: Store, db: Database, owner: str | None = None) -> None:
         self.directory = directory
         self.store = store
         self.db = db
+        self.owner = owner
+        self._people: dict[str, Spool] = {}
         directory.mkdir(parents=True, exist_ok=True)
         # hash -> (hasher, (size, mtime_ns, inode) of the partial it has seen all of); one
         # writer per hash at a time
@@ -65,6 +72,15 @@ class Spool:
             self._hashers[h] = (hasher, stat)
             while len(self._hashers) > HASHERS:
                 self._hashers.popitem(last=False)
+
+    def person(self, name: str) -> Spool:
+        """The spool of ``name``'s uploads: ``<directory>/<BLAKE3 of the name, 32 hex digits>``."""
+        with self._guard:
+            spool = self._people.get(name)
+            if spool is None:
+                tag = blake3(name.encode()).hexdigest()[:32]
+                spool = self._people[name] = Spool(self.directory / tag, self.store, self.db, owner=name)
+        return spool
 
     def part(self, h: str) -> Path:
         return self.directory / f"{h}.part"
@@ -118,5 +134,10 @@ class Spool:
             part.unlink(missing_ok=True)
             raise Refusal(422, f"upload of object {h}: the {length} bytes received have the BLAKE3 {got}; the partial upload was dropped")
         with storage_lock(self.db) as s:
-            self.store.put_file(str(part), object_key(h))
-            index(s, [{"hash": h, "size": length, "pack": None, "offset": None}])
+            if stored_sizes(s, [h]):  # stored already (someone else's): these bytes are the same
+                part.unlink(missing_ok=True)
+            else:
+                self.store.put_file(str(part), object_key(h))
+                index(s, [{"hash": h, "size": length, "pack": None, "offset": None}])
+            if self.owner is not None:
+                grant_upload(s, self.owner, [h])

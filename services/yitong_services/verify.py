@@ -1,8 +1,11 @@
 """Verify the store: rehash every indexed object (loose and packed) and every version's manifest.
 
 ``corrupt``: bytes whose BLAKE3 is not their name; ``missing``: indexed objects (or manifests,
-or objects a manifest names) that the store or the index lacks. Packs are read once each, in
-offset order. Blocking: call from a worker thread.
+or objects a manifest names) that the store or the index lacks; ``cache_corrupt``: objects of
+the local materialise cache (``<cache>/objects``, hardlinked into the read-only trees jobs
+read) whose bytes were changed in place. Everything is read and hashed again on every run:
+nothing trusts a size, a timestamp or an earlier answer. Packs are read once each, in offset
+order. Blocking: call from a worker thread.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from .manifest import hashes
 from .models import DatasetVersion, StoredObject
 from .objindex import Location
 from .storage import CorruptManifest, Storage
-from .store import CHUNK, object_key, pack_key
+from .store import CHUNK, TMP_MARK, object_key, pack_key
 
 
 def _check_pack(storage: Storage, pack: str, locs: list[Location], corrupt: list[str], missing: list[str]) -> None:
@@ -40,6 +43,25 @@ def _check_pack(storage: Storage, pack: str, locs: list[Location], corrupt: list
                 missing.append(loc.hash)
             elif hasher.hexdigest() != loc.hash:
                 corrupt.append(loc.hash)
+
+
+def _check_cache(storage: Storage) -> list[str]:
+    """Hashes whose cached bytes are not theirs any more."""
+    objects = storage.cache_dir / "objects"
+    changed = []
+    for f in sorted(objects.glob("*/*")) if objects.exists() else []:
+        if TMP_MARK in f.name or not f.is_file():
+            continue
+        hasher = blake3(max_threads=blake3.AUTO)
+        try:
+            if f.stat().st_size:
+                hasher.update_mmap(f)
+        except OSError:
+            changed.append(f.name)
+            continue
+        if hasher.hexdigest() != f.name:
+            changed.append(f.name)
+    return changed
 
 
 def verify(storage: Storage) -> dict:
@@ -75,4 +97,5 @@ def verify(storage: Storage) -> dict:
         "checked": len(rows) + len(manifests),
         "corrupt": sorted(set(corrupt)),
         "missing": sorted(set(missing)),
+        "cache_corrupt": _check_cache(storage),
     }

@@ -294,3 +294,47 @@ def test_commit_on_a_parent_from_here_sends_only_the_changes(yt_env, data, monke
     (data / "new.txt").write_bytes(b"new")
     v3 = ds.commit(data, "vision/changes", "third", progress=None, stat_cache=False)
     assert "files" in yt_env.datasets.commit_bodies[-1] and v3["number"] == 3
+
+
+def test_commit_never_follows_a_symlink(yt_env, tmp_path, capsys):
+    """A link to a secret outside the dataset is refused by name; its bytes never leave here:
+    not in a scan, not when a file is swapped for a link after the scan (O_NOFOLLOW)."""
+    from yitong_lab.cli.grammar import run
+    from yitong_lab.datasets.local import LinkRefused, hash_files, scan
+    from yitong_lab.datasets.statcache import NoCache
+
+    secret = tmp_path / "outside" / "service-token"
+    secret.parent.mkdir()
+    secret.write_bytes(b"hub secret " + os.urandom(32))
+    data = make_tree(tmp_path / "d", {"ok.txt": b"fine", "sub/real.txt": b"real"})
+    for link, target in (("sub/token", secret), ("linked-dir", secret.parent)):
+        os.symlink(target, data / link)
+        with pytest.raises(LinkRefused, match=f"^{link} is a symbolic link .*never follows links") as info:
+            Datasets().commit(data, "vision/leak", progress=None)
+        assert info.value.path == link
+        assert run(["data", "commit", str(data), "vision/leak"]) == 2
+        assert f"{link} is a symbolic link" in capsys.readouterr().err
+        os.unlink(data / link)
+    assert uploads(yt_env) == [] and yt_env.datasets.objects == {}
+
+    files = scan(data)  # a regular file when scanned, a link when read
+    os.unlink(data / "sub" / "real.txt")
+    os.symlink(secret, data / "sub" / "real.txt")
+    with pytest.raises(LinkRefused, match="real.txt is a symbolic link"):
+        hash_files(str(data), files, NoCache())
+    with pytest.raises(LinkRefused):
+        Datasets().commit(data, "vision/leak", progress=None)
+    assert secret.read_bytes() not in b"".join(yt_env.datasets.objects.values())
+
+
+def test_pull_replaces_a_local_link_and_never_writes_through_it(yt_env, data, tmp_path):
+    ds = Datasets()
+    ds.commit(data, "vision/mnist", progress=None)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"do not overwrite")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(victim, out / "a.txt")
+    ds.pull("vision/mnist", out, progress=None)
+    assert victim.read_bytes() == b"do not overwrite"
+    assert not os.path.islink(out / "a.txt") and (out / "a.txt").read_bytes() == b"alpha"

@@ -122,14 +122,14 @@ async def test_round_trip(data_service, store_kind):
     r = await svc.call("admin", "POST", "storage/gc")
     assert r.status_code == 200, r.text
     assert r.json()["objects"] == 2 and r.json()["bytes"] == 105  # README.md and the old train/a.bin
-    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 6, "corrupt": [], "missing": []}
+    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 6, "corrupt": [], "missing": [], "cache_corrupt": []}
     assert (await svc.call("frank", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(BIG)}")).content == BIG
 
     assert (await svc.call("alice", "DELETE", "datasets/vision/mnist")).status_code == 204
     r = await svc.call("admin", "POST", "storage/gc")
     assert r.json()["objects"] == 5 and r.json()["manifests"] == 1
     assert os.path.exists(tree) is False
-    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 0, "corrupt": [], "missing": []}
+    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 0, "corrupt": [], "missing": [], "cache_corrupt": []}
     keys = [k for k, _, _ in svc.ctx.storage.store.listing("")]
     assert keys == [], keys
 

@@ -98,8 +98,11 @@ def gc_text(r: dict[str, Any]) -> str:
 
 def verify_text(r: dict[str, Any]) -> str:
     corrupt, missing = r.get("corrupt") or [], r.get("missing") or []
-    if not corrupt and not missing:
+    cached = r.get("cache_corrupt") or []
+    if not corrupt and not missing and not cached:
         return f"checked {plural(r.get('checked', 0), 'object')}: all intact"
-    lines = [f"checked {plural(r.get('checked', 0), 'object')}: {len(corrupt)} corrupt, {len(missing)} missing"]
+    lines = [f"checked {plural(r.get('checked', 0), 'object')}: {len(corrupt)} corrupt, {len(missing)} missing"
+             + (f", {len(cached)} changed in the materialise cache" if cached else "")]
     lines += [f"corrupt  {h}" for h in corrupt] + [f"missing  {h}" for h in missing]
+    lines += [f"changed  {h} (materialise cache)" for h in cached]
     return "\n".join(lines)

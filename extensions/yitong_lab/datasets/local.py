@@ -20,6 +20,25 @@ SINK_BYTES = 32 << 20  # ... or of this many bytes
 PARTIAL_MARKERS = (".yt-tmp-", ".yt-part-")  # our own temporary files (pull): never content
 
 Scanned = tuple[str, int, int, int]  # (path, size, mtime_ns, inode)
+LINK = -1  # the size of a symbolic link in a scan that lists links (never an object's size)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class LinkRefused(ValueError):
+    """A commit met a symbolic link: links are never followed (nor stored) in a commit."""
+
+    def __init__(self, path: str, target: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is a symbolic link (to {target}): a commit never follows links; copy what it "
+            "points to into the directory, or remove the link")
+
+
+def _target(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 def base_dir(root: str) -> str:
@@ -28,10 +47,13 @@ def base_dir(root: str) -> str:
     return os.path.dirname(root) if os.path.isfile(root) else root
 
 
-def scan(root: str) -> list[Scanned]:
-    """Every regular file under ``root``, sorted by path (= UTF-8 byte order). Symlinks to files
-    are followed, symlinked directories are not, so a tree with a loop still ends. A single file
-    is a tree of one: its name, relative to :func:`base_dir`."""
+def scan(root: str, links: str = "refuse") -> list[Scanned]:
+    """Every regular file under ``root``, sorted by path (= UTF-8 byte order). A symbolic link
+    under ``root`` is never followed: ``links="refuse"`` (commits) raises :class:`LinkRefused`
+    naming it, ``links="list"`` (pull) lists it with size :data:`LINK`, which matches no file of
+    a version, so a pull replaces the link itself and never writes through it. Other special
+    files (FIFOs, sockets, devices) are skipped. ``root`` itself is what the caller named and
+    may be a link. A single file is a tree of one: its name, relative to :func:`base_dir`."""
     root = os.path.abspath(root)
     if os.path.isfile(root):
         st = os.stat(root)
@@ -45,10 +67,15 @@ def scan(root: str) -> list[Scanned]:
         directory, prefix = stack.pop()
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
+                if entry.is_symlink():
+                    if links == "refuse":
+                        raise LinkRefused(prefix + entry.name, _target(entry.path))
+                    st = entry.stat(follow_symlinks=False)
+                    add((prefix + entry.name, LINK, st.st_mtime_ns, st.st_ino))
+                elif entry.is_dir(follow_symlinks=False):
                     stack.append((entry.path, f"{prefix}{entry.name}/"))
-                elif entry.is_file():
-                    st = entry.stat()
+                elif entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
                     add((prefix + entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
     files.sort()
     return files
@@ -60,8 +87,20 @@ def local_path(root: str, path: str) -> str:
 
 
 def stat_of(path: str) -> Stat:
-    st = os.stat(path)
+    """The file's own stat (a link's, never its target's)."""
+    st = os.lstat(path)
     return Stat(st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def open_nofollow(path: str) -> int:
+    """A read descriptor of ``path``; a file replaced by a symbolic link since the scan is
+    refused (:class:`LinkRefused`), never followed."""
+    try:
+        return os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0))
+    except OSError as error:
+        if os.path.islink(path):
+            raise LinkRefused(path, _target(path)) from None
+        raise error
 
 
 def hash_path(path: str, size: int, progress: Callable[[int], None] | None = None) -> str:
@@ -70,7 +109,7 @@ def hash_path(path: str, size: int, progress: Callable[[int], None] | None = Non
     import blake3
 
     if size <= SMALL:
-        with open(path, "rb") as f:
+        with open(open_nofollow(path), "rb") as f:
             data = f.read()
         if progress:
             progress(len(data))
@@ -78,7 +117,7 @@ def hash_path(path: str, size: int, progress: Callable[[int], None] | None = Non
     import mmap
 
     hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
-    with open(path, "rb") as f:
+    with open(open_nofollow(path), "rb") as f:
         length = os.fstat(f.fileno()).st_size
         if length == 0:
             return hasher.hexdigest()
@@ -103,7 +142,7 @@ def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, 
     from blake3 import blake3
 
     size = stat[0]
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    fd = open_nofollow(path)
     try:
         data = os.read(fd, size + 1)  # one byte more: a file that grew is noticed
         while len(data) < size:  # a short read (network filesystems): go on to the end

@@ -86,7 +86,7 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
                 data = data[take:]
             continue
         left = item.size
-        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # no file object: 70k of them cost
+        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))  # no file object: 70k of them cost
         try:
             while left:
                 room = min(left, block - pos)

@@ -237,7 +237,7 @@ class Datasets:
         bar = make(progress)
         try:
             local = []
-            for f in scan(root):
+            for f in scan(root, links="list"):  # a local link is replaced, never written through
                 if any(marker in f[0] for marker in PARTIAL_MARKERS):
                     if ".yt-tmp-" in f[0]:  # left by an interrupted pull; .yt-part- resumes
                         os.unlink(local_path(root, f[0]))

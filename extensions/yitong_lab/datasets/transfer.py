@@ -98,7 +98,9 @@ def upload_pack(client: Any, items: list[Item], progress: Any) -> None:
 
 
 def _file_range(path: str, start: int, end: int, advance: Callable[[int], None]) -> Iterator[bytes]:
-    with open(path, "rb") as f:
+    from yitong_lab.datasets.local import open_nofollow
+
+    with open(open_nofollow(path), "rb") as f:
         f.seek(start)
         left = end - start
         while left > 0:

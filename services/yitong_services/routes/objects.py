@@ -1,4 +1,8 @@
-"""Uploading objects: which are missing, packs of small ones, resumable uploads of large ones."""
+"""Uploading objects: which are missing, packs of small ones, resumable uploads of large ones.
+
+Every answer here is about the caller: an object counts as present only when the caller may
+read it (objaccess.py), so none of these routes tells whether anyone else holds given bytes.
+"""
 
 import asyncio
 
@@ -9,9 +13,9 @@ from ..dataset_schemas import Hashes, Missing, Stored, UploadState
 from ..errors import Refusal
 from ..ingest import PackIngest, too_big
 from ..manifest import hash_refusal
-from ..objindex import locate, missing
+from ..objaccess import missing_for, readable_sizes, reader
 from ..packs import PackError
-from .common import Caller, Ctx, in_thread
+from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/objects", tags=["objects"])
 BATCH = 1 << 20
@@ -35,11 +39,12 @@ def _int_header(name: str, value: str | None) -> int:
 
 @router.post("/missing", response_model=Missing)
 async def missing_objects(body: Hashes, caller: Caller, ctx: Ctx) -> dict:
-    """Which of these hashes (at most 200,000) the store lacks: upload those before committing."""
+    """Which of these hashes (at most 200,000) the caller must upload before committing: those
+    the store lacks and those the caller may not read (the same answer: a hash is not a read key)."""
 
     def work() -> list[str]:
         with ctx.db.session() as s:
-            return missing(s, body.hashes)
+            return missing_for(s, reader(s, as_person(caller)), body.hashes)
 
     return {"missing": await in_thread(work)}
 
@@ -55,7 +60,7 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > storage.limit:
         raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
-    ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit)
+    ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit, caller.name)
     try:
         await _pipelined_body(request, _PACK_BUFFERS, ingest.feed)
         return await in_thread(ingest.commit)
@@ -118,23 +123,23 @@ async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-unty
             await asyncio.gather(pending, return_exceptions=True)
 
 
-async def _stored_size(ctx, h: str) -> int | None:  # type: ignore[no-untyped-def]
+async def _readable_size(ctx, caller, h: str) -> int | None:  # type: ignore[no-untyped-def]
     def work() -> int | None:
         with ctx.db.session() as s:
-            loc = locate(s, [h]).get(h)
-            return loc.size if loc else None
+            return readable_sizes(s, reader(s, as_person(caller)), [h]).get(h)
 
     return await in_thread(work)
 
 
 @router.head("/{hash}/upload")
 async def upload_state(hash: str, caller: Caller, ctx: Ctx) -> Response:
-    """``Upload-Complete: 1`` when the object is stored, else ``Upload-Offset``: where to resume."""
+    """``Upload-Complete: 1`` when the object is stored and the caller may read it, else
+    ``Upload-Offset``: where the caller's own upload resumes."""
     _check_hash(hash)
-    size = await _stored_size(ctx, hash)
+    size = await _readable_size(ctx, caller, hash)
     if size is not None:
         return Response(headers={"Upload-Complete": "1", "Upload-Offset": str(size)})
-    offset = await in_thread(ctx.storage.spool.offset, hash)
+    offset = await in_thread(ctx.storage.spool.person(caller.name).offset, hash)
     return Response(headers={"Upload-Offset": str(offset)})
 
 
@@ -148,28 +153,29 @@ async def upload_chunk(
     upload_length: str | None = Header(None),
 ) -> dict:
     """Append the body at ``Upload-Offset`` (409 with the right offset otherwise) to an upload of
-    ``Upload-Length`` bytes; the last piece is hashed and moved into the store (422 on mismatch)."""
+    ``Upload-Length`` bytes; the last piece is hashed and moved into the store (422 on mismatch).
+    Bytes the store holds but the caller may not read are received and checked all the same."""
     _check_hash(hash)
     storage = ctx.storage
     offset = _int_header("Upload-Offset", upload_offset)
     length = _int_header("Upload-Length", upload_length)
     if length > storage.limit:
         raise Refusal(413, too_big(f"upload of object {hash}", length, storage.limit))
-    if await _stored_size(ctx, hash) is not None:
+    if await _readable_size(ctx, caller, hash) is not None:
         return {"offset": length, "complete": True}
-    key = (str(storage.spool.directory), hash)
+    spool = storage.spool.person(caller.name)
+    key = (str(spool.directory), hash)
     lock = _locks.setdefault(key, asyncio.Lock())
     if lock.locked():
         raise Refusal(409, f"another upload of object {hash} is in progress")
     async with lock:
         try:
-            return await _append(ctx, hash, offset, length, request)
+            return await _append(spool, hash, offset, length, request)
         finally:
             _locks.pop(key, None)
 
 
-async def _append(ctx, h: str, offset: int, length: int, request: Request) -> dict:  # type: ignore[no-untyped-def]
-    spool = ctx.storage.spool
+async def _append(spool, h: str, offset: int, length: int, request: Request) -> dict:  # type: ignore[no-untyped-def]
     await in_thread(spool.check_offset, h, offset)
     if offset > length:
         raise Refusal(422, f"upload of object {h}: Upload-Offset {offset} is past Upload-Length {length}")
