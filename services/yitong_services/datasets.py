@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from . import catalog
 from .authz import Person, dataset_owner_refusal, member_refusal, sees_dataset
 from .errors import Refusal
+from .limits import MAX_ID
 from .models import Dataset, DatasetRef, DatasetTag, DatasetVersion
 
 
@@ -41,10 +42,7 @@ def require_owner(person: Person, d: Dataset, what: str) -> None:
 
 
 def create(session: Session, person: Person, vc: str, name: str, description: str, visibility: str) -> Dataset:
-    groups = catalog.get_vc(session, vc).groups
-    refused = member_refusal(person, vc, groups)
-    if refused:
-        raise Refusal(403, f"{refused}, so may not create datasets in it")
+    catalog.member_vc(session, person, vc)
     if session.scalar(select(Dataset.id).where(Dataset.vc == vc, Dataset.name == name)) is not None:
         raise Refusal(409, f"dataset {vc}/{name} already exists")
     d = Dataset(vc=vc, name=name, description=description, visibility=visibility, owner=person.name, next_number=1)
@@ -66,7 +64,7 @@ def resolve(session: Session, d: Dataset, ref: str) -> DatasetVersion:
     else:
         v = None
         digits = ref[1:] if ref[:1] == "v" and ref[1:].isdigit() else ref
-        if digits.isdigit():
+        if digits.isascii() and digits.isdigit() and int(digits) <= MAX_ID:  # else: not a number, maybe a tag
             v = session.scalar(
                 select(DatasetVersion).where(DatasetVersion.dataset_id == d.id, DatasetVersion.number == int(digits))
             )

@@ -113,3 +113,71 @@ async def test_authorisation(service, who, method, path, body, status, detail):
     assert r.status_code == status, r.text
     if detail is not None:
         assert r.json()["detail"].startswith(detail.format(id=ident)), r.json()
+
+
+# Inputs (issue 8, point 7): each of these was a 500 or was accepted; now a 4xx with a sentence, and
+# nothing is queued. Bodies are raw bytes so that exactly what is listed reaches the service.
+SPEC = '{"name": "x", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["true"]%s}'
+JSON = {"Content-Type": "application/json"}
+YAML = {"Content-Type": "application/yaml"}
+BOMB = "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+INPUTS = [
+    ("POST", "jobs", (SPEC % ', "env": {"A": "%s"}' % ("x" * 30_000_000)).encode(), JSON, 413,
+     "the request body of 28.6 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)"),
+    ("POST", "jobs", (SPEC % ', "env": {"A": "%s"}' % ("x" * 70_000)).encode(), JSON, 422,
+     "spec.env: A: the value is longer than 65536 characters"),
+    ("POST", "jobs", ("[" * 100_000 + "]" * 100_000).encode(), JSON, 422,
+     "spec nests lists and maps deeper than 32 levels"),
+    ("POST", "jobs", (SPEC % (', "code": ' + "[" * 40 + "]" * 40)).encode(), JSON, 422,
+     "spec nests lists and maps deeper than 32 levels"),
+    ("POST", "jobs", ("a: " + "[" * 100_000 + "]" * 100_000).encode(), YAML, 422,
+     "spec: not valid YAML at line 1, column 35: lists and maps nest deeper than 32 levels"),
+    ("POST", "jobs", BOMB.encode(), YAML, 422,
+     "spec: not valid YAML at line 2, column 8: aliases (*name) are not accepted; write the value out"),
+    ("POST", "jobs", (SPEC % ', "user": 5').encode(), JSON, 422, "user: must be a user name"),
+    ("POST", "jobs", b"\xff\xfe name: x", YAML, 422, "spec: the body is not UTF-8 text (byte 0)"),
+    ("POST", "jobs", (SPEC % "").encode().replace(b'["true"]', b'"' + b"y" * 70_000 + b'"'), JSON, 422,
+     "spec.command: is longer than 65536 characters"),
+    ("POST", f"jobs/{2**64}/clone", b"{}", JSON, 422, "path.job_id: Input should be less than or equal to"),
+    ("GET", f"jobs/{2**63}", None, {}, 422, "path.job_id: Input should be less than or equal to"),
+    ("GET", f"runs/{2**70}", None, {}, 422, "path.run_id: Input should be less than or equal to"),
+    ("GET", "jobs/0/logs?offset=99999999999999999999999", None, {}, 422, "path.job_id: Input should be greater than"),
+    ("POST", "storage/gc?grace=1e300", None, {}, 422, "query.grace: Input should be less than or equal to"),
+    ("POST", "vcs", ('{"name": "big", "description": "%s"}' % ("d" * 20_000_000)).encode(), JSON, 413,
+     "the request body of 19.1 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)"),
+    ("POST", "vcs", ('{"name": "big", "description": "%s"}' % ("d" * 5000)).encode(), JSON, 422,
+     "description: String should have at most 4096 characters"),
+    ("POST", "datasets", ('{"vc": "vision", "name": "d", "description": "%s"}' % ("d" * 5000)).encode(), JSON, 422,
+     "description: String should have at most 4096 characters"),
+    ("GET", f"datasets/vision/none/versions/{2**64}", None, {}, 404, "there is no dataset vision/none"),
+]
+
+
+@pytest.mark.parametrize("method,path,body,headers,status,detail", INPUTS,
+                         ids=[f"{m} {p[:30]} {s} {d[:40]}" for m, p, _, _, s, d in INPUTS])
+async def test_inputs_refused(service, method, path, body, headers, status, detail):
+    who = "admin"
+    r = await service.call(who, method, path, content=body, headers=headers)
+    assert r.status_code == status, r.text[:500]
+    assert r.json()["detail"].startswith(detail), r.json()["detail"][:500]
+    assert (await service.call("admin", "GET", "jobs")).json() == []  # nothing queued
+
+
+async def test_chunked_body_refused_while_streaming(service):
+    async def chunks():  # no Content-Length: counted as it arrives
+        yield b'{"name": "x", "env": {"A": "'
+        for _ in range(40):
+            yield b"x" * 65536
+        yield b'"}}'
+
+    r = await service.call("alice", "POST", "jobs", content=chunks(), headers=JSON)
+    assert r.status_code == 413, r.text
+    assert r.json()["detail"] == "the request body exceeds the 1 MiB limit (service.limits.max_body_bytes)"
+    assert (await service.call("admin", "GET", "jobs")).json() == []
+
+
+async def test_version_ref_beyond_int64_is_not_a_number(service):
+    await service.data.create("alice", "vision/refs")
+    for ref in (str(2**64), "v" + str(2**64), "²"):
+        r = await service.call("alice", "GET", f"datasets/vision/refs/versions/{ref}")
+        assert r.status_code == 404 and r.json()["detail"] == f"dataset vision/refs has no version or tag {ref}", r.text
