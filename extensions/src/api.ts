@@ -21,27 +21,41 @@ export interface IApiInfo {
   profile: string | null;
 }
 
+/** A failed call: `status` is 0 when nothing answered; `transient` when a retry may succeed
+ * (no answer, or a gateway's 502/503/504 rather than the platform's own 503 sentence). */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly transient: boolean
+  ) {
+    super(message);
+  }
+}
+
 /** `method <baseUrl>/<path>` with an optional body (JSON-encoded, or sent as typed when a
- * `contentType` other than JSON is given, e.g. a YAML document); resolves to the decoded JSON
- * answer (null for 204) and rejects with the service's `detail` sentence on failure. */
+ * `contentType` other than JSON is given, e.g. a YAML document) and extra `headers`; resolves to
+ * the decoded JSON answer (null for 204) and rejects with an `ApiError` carrying the service's
+ * `detail` sentence on failure. */
 export async function requestJSON<T>(
   method: string,
   path: string,
   body?: unknown,
-  contentType = 'application/json'
+  contentType = 'application/json',
+  headers: Record<string, string> = {}
 ): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, path);
-  const init: RequestInit = { method };
+  const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = contentType === 'application/json' ? JSON.stringify(body) : String(body);
-    init.headers = { 'Content-Type': contentType };
+    init.headers = { ...headers, 'Content-Type': contentType };
   }
   let response: Response;
   try {
     response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
-    throw new Error(`cannot reach this server: ${String(error)}`);
+    throw new ApiError(`cannot reach this server: ${String(error)}`, 0, true);
   }
   const text = await response.text();
   let data: any = null;
@@ -51,10 +65,47 @@ export async function requestJSON<T>(
     data = null;
   }
   if (!response.ok) {
-    const detail = typeof data?.detail === 'string' ? data.detail : data?.message;
-    throw new Error(detail || `the platform API answered HTTP ${response.status}`);
+    const said = typeof data?.detail === 'string';
+    const detail = said ? data.detail : data?.message;
+    const status = response.status;
+    const transient = status === 502 || status === 504 || (status === 503 && !said);
+    throw new ApiError(detail || `the platform API answered HTTP ${status}`, status, transient);
   }
   return data as T;
+}
+
+/** A key for one create: a random UUID (`crypto.randomUUID` needs a secure context; on plain
+ * http it is 16 random bytes from `crypto.getRandomValues`, in hex). */
+export function newIdempotencyKey(): string {
+  const c = window.crypto;
+  if (typeof c.randomUUID === 'function') {
+    return c.randomUUID();
+  }
+  return Array.from(c.getRandomValues(new Uint8Array(16)), b => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** Tries of a create: a dropped connection or a gateway error is retried with the same key. */
+export const CREATE_TRIES = 3;
+
+/** `POST` a create (a job submit) with one `Idempotency-Key` for all its tries: retried after a
+ * dropped connection or a 502/503/504 (at most `CREATE_TRIES` times, 0.5 s then 1 s apart), so
+ * the platform makes one job however often the request arrives; a refusal is not retried. */
+export async function createJSON<T>(
+  path: string,
+  body: unknown,
+  contentType = 'application/json'
+): Promise<T> {
+  const headers = { 'Idempotency-Key': newIdempotencyKey() };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await requestJSON<T>('POST', path, body, contentType, headers);
+    } catch (error) {
+      if (attempt >= CREATE_TRIES || !(error instanceof ApiError && error.transient)) {
+        throw error;
+      }
+    }
+    await new Promise(resolve => setTimeout(resolve, 500 * 2 ** (attempt - 1)));
+  }
 }
 
 /** GET `<baseUrl>/<path>`; rejects with the service's `detail` sentence on failure. */

@@ -3,7 +3,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { getJSON, requestJSON } from './api';
+import { createJSON, getJSON, requestJSON } from './api';
 
 export type JobState =
   | 'queued'
@@ -74,14 +74,15 @@ export const cancelJob = (id: number): Promise<IJob> =>
 export const retryJob = (id: number): Promise<IJob> =>
   requestJSON<IJob>('POST', `yitong/api/jobs/${id}/retry`);
 
-/** Submit a spec given as fields (sent as JSON). */
+/** Submit a spec given as fields (sent as JSON). Each submit carries its own `Idempotency-Key`,
+ * reused on its retries (`createJSON`): a submit retried after a dropped connection makes one job. */
 export const submitSpec = (spec: Record<string, unknown>): Promise<IJob> =>
-  requestJSON<IJob>('POST', 'yitong/api/jobs', spec);
+  createJSON<IJob>('yitong/api/jobs', spec);
 
 /** Submit a spec document as typed (YAML, or JSON, which is YAML too); the service parses it and
- * names the line of a syntax error. */
+ * names the line of a syntax error. Keyed and retried as `submitSpec`. */
 export function submitYAML(text: string): Promise<IJob> {
-  return requestJSON<IJob>('POST', 'yitong/api/jobs', text, 'application/yaml');
+  return createJSON<IJob>('yitong/api/jobs', text, 'application/yaml');
 }
 
 /** Where the server extension starts TensorBoard on the job's outputs (a redirect). */
