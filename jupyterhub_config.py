@@ -17,7 +17,12 @@ c = get_config()  # noqa: F821 (provided by JupyterHub)
 root = Path(__file__).resolve().parent
 settings_path = os.path.abspath(os.environ.get("YITONG_SETTINGS") or root / "yitong.example.yaml")
 data_dir = os.path.abspath(os.environ.get("YITONG_DATA_DIR") or root / ".yitong")
+# The platform's files are its account's alone (docs/security.md): umask 077 for the hub and
+# the service it starts, <data_dir> 0711 (homes stay reachable by their owners), secrets 0700.
+os.umask(0o077)
 os.makedirs(os.path.join(data_dir, "secrets"), mode=0o700, exist_ok=True)
+os.chmod(data_dir, 0o711)
+os.chmod(os.path.join(data_dir, "secrets"), 0o700)
 
 settings = load_settings(settings_path)
 proxy = root / "node_modules" / ".bin" / "configurable-http-proxy"

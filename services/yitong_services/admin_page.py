@@ -12,6 +12,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from sqlalchemy import select
 
 from .auth import identify
+from .confinement import describe
 from .context import get_context
 from .models import Allocation, VC
 from .oauth import login_redirect
@@ -32,7 +33,8 @@ def render(ctx, caller: str) -> str:  # type: ignore[no-untyped-def]
         allocations = [allocation_dict(a) for a in s.scalars(select(Allocation).order_by(Allocation.id))]
         summary = usage(s, ctx.settings.backend, ctx.inventory)
     return templates.get_template("admin.html").render(
-        vcs=vcs, allocations=allocations, usage=summary, caller=caller, prefix=ctx.prefix, fmt=format_amount
+        vcs=vcs, allocations=allocations, usage=summary, caller=caller, prefix=ctx.prefix, fmt=format_amount,
+        confinement=describe(ctx.settings) if ctx.settings.backend == "local" else None,
     )
 
 

@@ -165,6 +165,12 @@ def main(argv: list[str] | None = None) -> None:
     port = args.port or service_url.port or settings.service.port
     ip = args.ip or service_url.hostname or settings.service.ip
     settings.service.ip, settings.service.port = ip, port
+    from .confinement import ModeError, startup
+
+    try:
+        startup(settings)  # umask 077, the data directory's modes, the multi-user / single-person line
+    except ModeError as e:
+        sys.exit(f"yitong-service: {e}")
     app = create_app(settings)
     uvicorn.run(app, host=ip, port=port, log_level=args.log_level.lower(), access_log=False)
 

@@ -4,7 +4,10 @@
 checked against its hash on the way). ``<materialized>/<manifest-hash>/`` is built in a
 ``.tmp-<uuid>`` directory (hardlinks; copies where the cache is on another filesystem), made
 read-only (files 0444, directories 0555) and renamed into place, so a crash never leaves a
-half tree. Blocking: call from a worker thread.
+half tree. Both roots are 0700 (the platform's account only): in multi-user mode a job reaches its
+inputs only through ``link_trees``' copy of links inside its own 0700 directory, owned by the
+platform, so it can neither write, chmod, unlink nor rename the bytes another job reads.
+Blocking: call from a worker thread.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ def fill_cache(storage: Storage, hashes: list[str]) -> None:
         if h not in found:
             raise FileNotFoundError(f"object {h} is not in the store")
         target = cache_path(storage.cache_dir, h)
+        _private(storage.cache_dir)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{h}.tmp-{uuid.uuid4().hex}")
         hasher = blake3()
@@ -55,6 +59,48 @@ def fill_cache(storage: Storage, hashes: list[str]) -> None:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _private(root: Path) -> None:
+    """A root of the platform's: created 0700, and kept 0700."""
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if os.stat(root).st_mode & 0o077:
+        os.chmod(root, 0o700)
+
+
+def link_trees(sources: dict[str, Path], staging_root: Path, target: Path) -> dict[str, str]:
+    """Put a copy (hardlinks) of each read-only tree ``sources[name]`` at ``target/<name>``, where
+    ``target`` may lie in a directory the job's account owns; returns ``{name: path}``.
+
+    The copy is built in a fresh platform-owned directory under ``staging_root`` (0700, on the
+    same filesystem as ``target``), made read-only (files stay 0444 and the platform's,
+    directories 0555) and renamed to ``target``: rename(2) never follows a symlink the job may
+    have planted there, and an existing non-empty ``target`` is an error, not a merge.
+    """
+    _private(staging_root)
+    tmp = staging_root / f".tmp-{uuid.uuid4().hex}"
+    tmp.mkdir(mode=0o700)
+    try:
+        dirs = [tmp]
+        for name, src in sources.items():
+            if "/" in name or name.startswith("."):
+                raise ValueError(f"input mount {name!r} is not a plain name")
+            (tmp / name).mkdir(mode=0o700)
+            dirs.append(tmp / name)
+            for root, subdirs, files in os.walk(src):
+                here = tmp / name / os.path.relpath(root, src)
+                for d in subdirs:
+                    (here / d).mkdir(mode=0o700)
+                    dirs.append(here / d)
+                for f in files:
+                    _place(Path(root) / f, here / f)
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+            os.chmod(d, 0o555)
+        os.rename(tmp, target)
+    except BaseException:
+        remove_tree(tmp)
+        raise
+    return {name: str(target / name) for name in sources}
 
 
 def _place(src: Path, dst: Path) -> None:
@@ -98,7 +144,7 @@ def materialize(storage: Storage, manifest_hash: str) -> Path:
         return final
     manifest = storage.manifest(manifest_hash)
     fill_cache(storage, sorted({f["hash"] for f in manifest["files"]}))
-    storage.materialize_dir.mkdir(parents=True, exist_ok=True)
+    _private(storage.materialize_dir)
     tmp = storage.materialize_dir / f".tmp-{uuid.uuid4().hex}"
     try:
         build_tree(storage.cache_dir, tmp, manifest)

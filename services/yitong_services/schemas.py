@@ -150,9 +150,20 @@ class VCOption(Strict):
     profiles: list[ProfileOption]
 
 
+class SystemAccount(Strict):
+    """The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
 class SpawnOptions(Strict):
     user: str
     vcs: list[VCOption]
+    account: SystemAccount | None = Field(
+        None, description="multi-user mode: the account the server runs as (created on first use); null: single-person")
 
 
 class VCUsage(Strict):

@@ -1,6 +1,7 @@
 """Backend spawner classes and how overrides are applied to them.
 
-`local`: `YitongLocalProcessSpawner` (no system users needed; home under `<data_dir>/home/<user>`).
+`local`: `YitongLocalProcessSpawner` (home under `<data_dir>/home/<user>`; in multi-user mode it runs
+as the system account the platform service named in `GET /spawn-options`, see docs/security.md).
 `kubernetes`: `kubespawner.KubeSpawner`. `slurm`: `yitong_spawner.slurm.YitongSlurmSpawner`.
 Imported lazily so a hub without kubespawner/batchspawner still loads.
 """
@@ -13,6 +14,7 @@ import os
 from typing import Any
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
+from traitlets import Dict
 
 BACKEND_CLASSES = {
     "local": "yitong_spawner.backends.YitongLocalProcessSpawner",
@@ -87,28 +89,51 @@ def make_child(parent: Spawner, cls: type[Spawner], overrides: dict[str, Any]) -
     return child
 
 
-def allow_root_args(args: list[str]) -> list[str]:
-    """Jupyter Server refuses to run as root without --allow-root (the embedded default runs as root)."""
-    if os.geteuid() == 0 and "--allow-root" not in args:
+def allow_root_args(args: list[str], uid: int | None = None) -> list[str]:
+    """Jupyter Server refuses to run as root without --allow-root (single-person mode as root)."""
+    if (os.geteuid() if uid is None else uid) == 0 and "--allow-root" not in args:
         return [*args, "--allow-root"]
     return args
 
 
-class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
-    """Local processes for the embedded default: no system users, one home per hub user.
+def drop_to(uid: int, gid: int) -> None:
+    """In the child before exec: become the account, no supplementary groups (root only)."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
-    `YitongSpawner` sets `home_dir` to `<data_dir>/home/<username>` (directory mode 0700).
-    All servers run as the hub's own Unix user: this is a single-machine, trusted-users setup.
+
+class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
+    """Local processes for the embedded default, one home per hub user.
+
+    Multi-user mode (the hub runs as root): `account` is the system account the platform
+    service created for this hub user (`yt-<name>`, home `<data_dir>/home/<user>`, 0700);
+    the server runs with its uid/gid, no supplementary groups, HOME/USER/SHELL its own.
+    Single-person mode (`account` empty): the server runs as the hub's own Unix user.
     """
+
+    account = Dict(
+        help="""The system account to run as: {name, uid, gid, home} (set by YitongSpawner from the
+        platform's spawn options; empty: the hub's own account). Not config."""
+    )
 
     def make_preexec_fn(self, name: str):
         home = self.home_dir
+        account = dict(self.account)
 
         def preexec() -> None:
+            if account:
+                drop_to(int(account["uid"]), int(account["gid"]))
             os.makedirs(home, 0o700, exist_ok=True)
             os.chdir(home)
 
         return preexec
 
+    def user_env(self, env: dict[str, str]) -> dict[str, str]:
+        env = super().user_env(env)
+        if self.account:
+            env["USER"] = env["LOGNAME"] = self.account["name"]
+        return env
+
     def get_args(self) -> list[str]:
-        return allow_root_args(super().get_args())
+        return allow_root_args(super().get_args(), int(self.account["uid"]) if self.account else None)

@@ -2,6 +2,8 @@
 
 `GET /spawn-options?user=`, `POST /allocations`, `DELETE /allocations/{id}`. Refusals become
 `PlatformError(status, detail)` carrying the service's `{"detail": "..."}` sentence unchanged.
+The spawn options carry `account` (`{name, uid, gid, home}` in multi-user mode, else null): the
+one place the spawner learns which system account a person's server runs as.
 """
 
 from __future__ import annotations

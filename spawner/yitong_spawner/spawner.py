@@ -33,6 +33,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     child = AnyTrait(None, allow_none=True, help="The backend spawner of the current server (not config).")
     allocation: dict[str, Any] | None = None
     saved: dict[str, Any] = {}
+    account: dict[str, Any] | None = None  # multi-user mode: the system account from spawn options
 
     @default("options_form")
     def _default_options_form(self):
@@ -97,6 +98,8 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             )
             return {"home_dir": home, **out}
         out = builders.local_overrides(resources=resources, env=env, visible_device_envs=self.accelerator_visible_devices_env)
+        if self.account:  # multi-user: the platform service created it; its home is the server's
+            return {"home_dir": self.account["home"], "account": dict(self.account), **out}
         return {"home_dir": home, **out}
 
     def build_child(self, overrides: dict[str, Any]) -> Spawner:
@@ -113,6 +116,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             vc, profile = validate_options(options, spawn_options)
             if options is not self.user_options:  # an empty API body: show what was chosen
                 self.user_options = {"vc": vc["name"], "profile": profile["name"]}
+            self.account = spawn_options.get("account") or None
         except OptionsError as e:
             raise spawn_error(str(e), reason="options", status=400) from None
         except PlatformError as e:

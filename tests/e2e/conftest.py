@@ -41,7 +41,8 @@ WORKERS = [f"u{i}" for i in range(20)]
 SETTINGS = {
     "backend": "local",
     "hub": {"admin_users": ["admin"]},
-    "backends": {"local": {"inventory": {"nvidia.com/gpu": 1}}},
+    # single-person (fixed user names; no system accounts): tests/e2e/test_confinement.py runs multi-user
+    "backends": {"local": {"inventory": {"nvidia.com/gpu": 1}, "mode": "single-person"}},
     "profiles": PROFILES,
     "vcs": {
         "vision": {"description": "Computer vision <b>team</b>",

@@ -48,7 +48,8 @@ PREFIX = "/services/yitong/"
 
 SETTINGS = {
     "backend": "local",
-    "backends": {"local": {"inventory": {"nvidia.com/gpu": 4}}},
+    # single-person: these tests run jobs as the test process's account; test_confinement.py runs multi-user
+    "backends": {"local": {"inventory": {"nvidia.com/gpu": 4}, "mode": "single-person"}},
     "profiles": {
         "cpu-small": {"display_name": "CPU small", "cpu": 1, "memory": "2Gi"},
         "gpu-1": {"cpu": 1, "memory": "2Gi", "accelerator": {"type": "nvidia.com/gpu", "count": 1}},

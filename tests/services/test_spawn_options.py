@@ -20,7 +20,7 @@ async def test_each_user_sees_their_vcs_with_reasons(service):
         "default": {"cpu-small": None},
         "nlp": {"cpu-small": None, "gpu-1": None},
     }
-    assert (await service.call("dave", "GET", "spawn-options")).json() == {"user": "dave", "vcs": []}
+    assert (await service.call("dave", "GET", "spawn-options")).json() == {"user": "dave", "vcs": [], "account": None}
 
 
 async def test_reasons_follow_usage(service):

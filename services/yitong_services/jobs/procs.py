@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -35,6 +36,37 @@ def state(pid: int) -> str | None:
 def alive(pid: int, started: int) -> bool:
     """The same process (not a reused pid) still exists and is not a zombie."""
     return start_time(pid) == started and state(pid) not in ("Z", "X", None)
+
+
+def uid(pid: int) -> int | None:
+    """The real uid of ``pid`` (None if there is no such process)."""
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
+        return None
+    return None
+
+
+def read_owned(path: Path, owner: int, limit: int = 1 << 20, offset: int = 0) -> bytes | None:
+    """Up to ``limit`` bytes of the regular file ``path`` from ``offset`` if ``owner`` owns it;
+    None when it is missing. A symlink in the last component, a FIFO, or a file of another account
+    (a job pointing its log at a secret or at another job's file) is refused (PermissionError):
+    the platform reads files in directories its jobs own."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise PermissionError(f"{path} is not a plain file of the job's") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != owner:
+            raise PermissionError(f"{path} is not a plain file of the job's")
+        return os.pread(fd, limit, offset)
+    finally:
+        os.close(fd)
 
 
 def group_members(pgid: int) -> list[int]:

@@ -5,6 +5,14 @@ pipes) around ``local_command``'s argv, with ``rankshim`` in front of the user's
 each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``. The ref is
 ``<pid>:<start ticks>:<attempt dir>``: liveness checks compare /proc start times, so a reused
 pid is never mistaken for the job.
+
+Multi-user mode (``confinement``; the service runs as root): the wrapper and everything under
+it run as the owner's system account (uid/gid, no supplementary groups, HOME/USER its own, the
+service's secrets stripped from the environment as in every mode). The job's directory is
+owned by that account (0700); its inputs are a platform-owned, read-only copy of links
+(``materialize.link_trees``) inside it. Every file the service reads back from a job's
+directory (pid, exit record, logs) must be a plain file of the directory's owner, so a job
+cannot point the service at a secret or at another person's files.
 """
 
 from __future__ import annotations
@@ -14,12 +22,17 @@ import json
 import os
 import signal
 import socket
+import stat
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from anyio import to_thread
 
+from ..accounts import Account
+from ..confinement import account_for, mode_of, private_dir
+from ..materialize import link_trees
 from . import procs, ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import user_argv
@@ -38,18 +51,30 @@ def parse_ref(ref: str) -> tuple[int, int, Path]:
     return int(pid), int(started), Path(path)
 
 
+def owner_of(attempt: Path) -> int:
+    """The uid that owns a job's directory (the account its attempts run as)."""
+    try:
+        return os.lstat(attempt.parent).st_uid
+    except FileNotFoundError:
+        return os.geteuid()
+
+
 def read_exit(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((path / "exit").read_text())
-    except (FileNotFoundError, ValueError):
+        raw = procs.read_owned(path / "exit", owner_of(path), 1 << 16)
+        return json.loads(raw) if raw is not None else None
+    except (PermissionError, ValueError):
         return None
 
 
 def read_pid(path: Path) -> tuple[int, int] | None:
     try:
-        pid, started = (path / "pid").read_text().split()
+        raw = procs.read_owned(path / "pid", owner_of(path), 256)
+        if raw is None:
+            return None
+        pid, started = raw.split()
         return int(pid), int(started)
-    except (FileNotFoundError, ValueError):
+    except (PermissionError, ValueError):
         return None
 
 
@@ -57,12 +82,40 @@ class LocalBackend(Backend):
     name = "local"
     grace = 10.0  # seconds between SIGTERM and SIGKILL on cancel
 
+    @property
+    def multi_user(self) -> bool:
+        if not hasattr(self, "_mode"):
+            self._mode = mode_of(self.settings) if self.settings is not None else "single-person"
+        return self._mode == "multi-user"
+
+    def confine(self, launch: Launch) -> tuple[Account, dict[str, str]]:
+        """Multi-user: the owner's account (created on first use), its job directory handed to it
+        (0700), and the inputs linked read-only inside it. Blocking."""
+        found = account_for(self.settings, launch.user)
+        assert found is not None
+        account = Account(found["name"], found["uid"], found["gid"], found["home"])
+        jobs = private_dir(launch.workdir.parent, 0o711)
+        private_dir(jobs.parent, 0o711)
+        workdir = launch.workdir
+        workdir.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(workdir)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, account.uid):
+            raise PermissionError(f"{workdir} is not the job's own directory")
+        os.chown(workdir, account.uid, account.gid, follow_symlinks=False)
+        os.chmod(workdir, 0o700, follow_symlinks=False)
+        paths: dict[str, str] = {}
+        if launch.input_paths:
+            sources = {m: Path(p) for m, p in launch.input_paths.items()}
+            paths = link_trees(sources, jobs / ".staging", workdir / f"inputs-{launch.attempt}")
+        return account, paths
+
     async def submit(self, launch: Launch) -> str:
         here = attempt_dir(launch.workdir, launch.attempt)
-        (here / "logs").mkdir(parents=True, exist_ok=True)
-        (launch.workdir / launch.spec.outputs).mkdir(parents=True, exist_ok=True)
+        account, input_paths = None, launch.input_paths
+        if self.multi_user:
+            account, input_paths = await to_thread.run_sync(self.confine, launch)
         argv, env = local_command(
-            launch.spec, launch.job_id, str(launch.workdir), launch.visible_devices, launch.input_paths,
+            launch.spec, launch.job_id, str(launch.workdir), launch.visible_devices, input_paths,
             torchrun=TORCHRUN,
         )
         user = user_argv(launch.spec)
@@ -72,9 +125,16 @@ class LocalBackend(Backend):
         full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
         full_env.update(env)
         full_env.update(launch.env)
+        as_account: dict[str, Any] = {}
+        if account is not None:
+            full_env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
+            # preexec_fn, not user=/group=: uvloop (the service's loop) takes no such arguments
+            as_account = {"preexec_fn": partial(drop_to, account.uid, account.gid)}
+        outputs = launch.workdir / launch.spec.outputs
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "yitong_services.jobs.wrapper", str(here), limit, "--", *argv,
-            cwd=str(launch.cwd), env=full_env, start_new_session=True,
+            sys.executable, "-m", "yitong_services.jobs.wrapper", str(here), limit,
+            "--cwd", str(launch.cwd), "--mkdir", str(outputs), "--", *argv,
+            cwd=str(launch.workdir), env=full_env, start_new_session=True, **as_account,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )
         # reap the wrapper when it ends (the exit file is the record; this only avoids zombies)
@@ -86,10 +146,13 @@ class LocalBackend(Backend):
         here = attempt_dir(self.data_dir / "jobs" / str(job_id), attempt)
 
         def find() -> str | None:
+            owner = owner_of(here)
             found = read_pid(here)
+            if found is not None and procs.uid(found[0]) != owner:
+                found = None  # a pid file naming someone else's process is not this job's
             if found is None:
                 pid = procs.find_by_argv(str(here))
-                started = procs.start_time(pid) if pid else None
+                started = procs.start_time(pid) if pid and procs.uid(pid) == owner else None
                 found = (pid, started) if pid and started else None
             if found is None:
                 return f"0:0:{here}" if read_exit(here) else None
@@ -127,7 +190,16 @@ class LocalBackend(Backend):
             _signal_group(pid, signal.SIGKILL)
 
     async def read_log(self, ref: str, rank: int, offset: int = 0) -> bytes:
-        return await to_thread.run_sync(ranklogs.read, parse_ref(ref)[2], rank, offset)
+        here = parse_ref(ref)[2]
+
+        def read() -> bytes:
+            path = here / "logs" / f"rank-{int(rank)}.log"
+            try:
+                return procs.read_owned(path, owner_of(here), ranklogs.CHUNK, offset) or b""
+            except PermissionError:
+                return f"[yitong: {path.name} is not a plain file of this job's; not shown]\n".encode() if not offset else b""
+
+        return await to_thread.run_sync(read)
 
     async def ranks(self, ref: str) -> list[int]:
         return await to_thread.run_sync(ranklogs.ranks, parse_ref(ref)[2])
@@ -148,6 +220,13 @@ def job_base_env(environ) -> dict[str, str]:  # noqa: ANN001
     """The service's environment without its secrets (hub API token, database URL, OAuth
     client secrets): the base a local job's environment is built on."""
     return {k: v for k, v in environ.items() if not k.startswith(PRIVATE_PREFIXES)}
+
+
+def drop_to(uid: int, gid: int) -> None:
+    """In the child before exec: become the job owner's account, no supplementary groups."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -1,7 +1,10 @@
-"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME -- ARGV...``: one job attempt.
+"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... -- ARGV...``:
+one job attempt.
 
 Started by the local runner in its own session, so it outlives a restart of the platform
-service. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
+service; in multi-user mode it already runs as the job owner's account, so it creates the
+attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itself, and enters
+``--cwd`` (the submitted code directory) with that account's rights. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
 ``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
 ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
 A restarted service reads these files to learn what happened while it was down.
@@ -32,9 +35,20 @@ def _kill_group(sig: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    attempt_dir, limit, sep, *command = argv
-    assert sep == "--" and command, "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME -- ARGV..."
+    attempt_dir, limit, *rest = argv
+    cwd, make = None, []
+    while rest and rest[0] in ("--cwd", "--mkdir"):
+        if rest[0] == "--cwd":
+            cwd = rest[1]
+        else:
+            make.append(rest[1])
+        rest = rest[2:]
+    sep, *command = rest
+    assert sep == "--" and command, "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... -- ARGV..."
     here = Path(attempt_dir)
+    (here / "logs").mkdir(parents=True, exist_ok=True)
+    for d in make:
+        Path(d).mkdir(parents=True, exist_ok=True)
     write_atomic(here / "pid", f"{os.getpid()} {start_time(os.getpid())}\n")
     cancelled = False
 
@@ -46,7 +60,7 @@ def main(argv: list[str]) -> int:
     reason = ""
     with open(here / "launcher.log", "ab") as out:
         try:
-            child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
         except OSError as e:
             write_atomic(here / "exit", json.dumps({"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"}))
             return 127

@@ -4,6 +4,7 @@ from sqlalchemy import select
 from ..allocations import reason
 from ..auth import person_for
 from ..authz import Person, act_for_refusal, is_member
+from ..confinement import account_for
 from ..errors import Refusal
 from ..models import VC, Profile
 from ..schemas import SpawnOptions
@@ -14,7 +15,8 @@ router = APIRouter(tags=["spawn-options"])
 
 
 def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
-    """The picker's model: the user's VCs, each profile marked ``available`` with a ``reason``."""
+    """The picker's model: the user's VCs, each profile marked ``available`` with a ``reason``, and
+    (multi-user mode) the system account the server runs as, created here on first use."""
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
         profiles = {p.name: p for p in s.scalars(select(Profile))}
@@ -30,7 +32,7 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
                 why = reason(s, vc, person, profile_resources(profiles[name]), ctx.inventory)
                 options.append(profile_dict(profiles[name]) | {"available": why is None, "reason": why})
             vcs.append({k: d[k] for k in ("name", "description", "quota", "used", "free")} | {"profiles": options})
-    return {"user": person.name, "vcs": vcs}
+    return {"user": person.name, "vcs": vcs, "account": account_for(ctx.settings, person.name)}
 
 
 @router.get("/spawn-options", response_model=SpawnOptions)

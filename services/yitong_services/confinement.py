@@ -1,0 +1,176 @@
+"""Who runs user code on the local backend, and the file modes of the platform's own files.
+
+Two modes (``backends.local.mode``; ``auto``, the default, picks by the process's uid):
+
+- ``multi-user`` (the hub and this service run as root): every hub user maps to a system account
+  (``accounts.account_name``: ``yt-<name>``), created on first use by this service with its home
+  ``<data_dir>/home/<hub user>`` (0700). Notebook servers (the hub's spawner, told the account by
+  ``GET /spawn-options``) and local jobs run with that uid/gid, supplementary groups cleared.
+- ``single-person`` (not root, or pinned): notebooks and jobs run as the platform's own account,
+  so they can read everything the platform can. Meant for one person on a laptop; said at start,
+  in ``GET /health`` and on the admin page.
+
+The platform's files are readable only by its account: the service runs with umask 077,
+``<data_dir>`` is 0711 (homes and job directories stay reachable by their owners, nothing is
+listable), ``secrets/`` 0700, databases, secrets and logs 0600, the store, cache and
+materialised roots 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+MODES = ("auto", "multi-user", "single-person")
+log = logging.getLogger(__name__)
+
+
+class ModeError(ValueError):
+    """A mode that cannot be had (a bad value, or multi-user without root)."""
+
+
+def decide(setting: str, euid: int) -> str:
+    """``multi-user`` or ``single-person`` for ``backends.local.mode`` and the process's uid (pure)."""
+    if setting not in MODES:
+        raise ModeError(f"backends.local.mode must be one of {', '.join(MODES)}, not {setting!r}")
+    if setting == "auto":
+        return "multi-user" if euid == 0 else "single-person"
+    if setting == "multi-user" and euid != 0:
+        raise ModeError("backends.local.mode is multi-user, which needs the hub and the platform service to run "
+                        "as root (to run each person's code as their own system account)")
+    return setting
+
+
+def message(mode: str, euid: int, user: str) -> str:
+    """The sentence said at start and on the admin page (pure)."""
+    if mode == "multi-user":
+        return ("Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
+                "(yt-<name>), never as root nor as the platform's account.")
+    who = "root" if euid == 0 else user
+    text = (f"Yitong runs single-person: notebooks and jobs run as {who}, the account that holds the platform's "
+            "secrets, so everyone who can log in can act as the platform. Use it for one person only")
+    if euid == 0:
+        return text + "; backends.local.mode is pinned to single-person while running as root: user code runs as root."
+    return text + "; start the hub as root for multi-user."
+
+
+def setting_of(settings: Any) -> str:
+    section = (getattr(settings, "backends", None) or {}).get("local")
+    extra = dict(getattr(section, "model_extra", None) or {}) if section is not None else {}
+    return str(extra.get("mode", "auto"))
+
+
+def mode_of(settings: Any, euid: int | None = None) -> str:
+    """This process's mode for the local backend's notebooks and jobs."""
+    return decide(setting_of(settings), os.geteuid() if euid is None else euid)
+
+
+def current_user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def describe(settings: Any) -> dict[str, str]:
+    """``{"mode", "message"}`` for ``/health`` and the admin page."""
+    mode = mode_of(settings)
+    return {"mode": mode, "message": message(mode, os.geteuid(), current_user())}
+
+
+# ---- files --------------------------------------------------------------------------------
+
+def _chmod(path: Path, mode: int) -> None:
+    with contextlib.suppress(FileNotFoundError, PermissionError):
+        st = os.lstat(path)
+        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+            os.chmod(path, mode)
+
+
+def private_dir(path: Path, mode: int = 0o700) -> Path:
+    """A directory of the platform's (created if missing) with exactly ``mode``."""
+    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    _chmod(path, mode)
+    return path
+
+
+def secure_data_dir(data_dir: Path, roots: list[Path] = ()) -> None:  # type: ignore[assignment]
+    """``<data_dir>`` 0711, ``secrets/`` 0700 with 0600 files, top-level files (databases, pid,
+    logs) 0600, ``home/`` and ``jobs/`` 0711, and each of ``roots`` (store, cache, materialised) 0700."""
+    data_dir = Path(data_dir).absolute()
+    private_dir(data_dir, 0o711)
+    secrets = private_dir(data_dir / "secrets", 0o700)
+    for entry in secrets.iterdir():
+        _chmod(entry, 0o700 if entry.is_dir() and not entry.is_symlink() else 0o600)
+    for entry in data_dir.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            _chmod(entry, 0o600)
+    for name in ("home", "jobs"):
+        private_dir(data_dir / name, 0o711)
+    for root in roots:
+        private_dir(Path(root), 0o700)
+
+
+def reachable_by_others(path: str | os.PathLike[str]) -> bool:
+    """Whether an unprivileged account can execute ``path`` (its real path: every directory
+    above it searchable by others, the file executable by others), e.g. the interpreter."""
+    real = Path(os.path.realpath(path))
+    try:
+        if not os.stat(real).st_mode & stat.S_IXOTH:
+            return False
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in real.parents)
+    except OSError:
+        return False
+
+
+def startup(settings: Any) -> str:
+    """At service start: umask 077, the data directory's modes, and one clear line on the mode."""
+    import sys
+
+    os.umask(0o077)
+    mode = mode_of(settings)
+    if settings.backend == "local":
+        roots = [settings.cache_dir, settings.materialize_dir]
+        if settings.storage_url.startswith("file://"):
+            roots.append(Path(settings.storage_url[len("file://"):]))
+        secure_data_dir(settings.data_dir, roots)
+        text = message(mode, os.geteuid(), current_user())
+        (log.info if mode == "multi-user" else log.warning)("%s", text)
+        if mode == "multi-user" and not all(os.stat(p).st_mode & stat.S_IXOTH for p in
+                                            Path(settings.data_dir).absolute().parents):
+            log.error("a directory above the data directory %s is not searchable by other accounts: notebooks "
+                      "and jobs cannot reach their homes and job directories", settings.data_dir)
+        if mode == "multi-user" and not reachable_by_others(sys.executable):
+            log.error("the interpreter %s is not reachable by other accounts (a directory above it is not "
+                      "searchable by others): notebooks and jobs will fail to start. Install Python where every "
+                      "account can read it (e.g. /opt or /usr/local)", os.path.realpath(sys.executable))
+    else:
+        secure_data_dir(settings.data_dir, [])
+    return mode
+
+
+# ---- accounts -----------------------------------------------------------------------------
+
+def home_of(data_dir: Path, hub_name: str) -> Path:
+    if "/" in hub_name or hub_name in ("", ".", ".."):
+        raise ValueError(f"{hub_name!r} cannot name a home directory")
+    return Path(data_dir).absolute() / "home" / hub_name
+
+
+def account_for(settings: Any, hub_name: str) -> dict[str, Any] | None:
+    """Multi-user mode: ``{name, uid, gid, home}`` of ``hub_name``'s account, created on first use
+    (blocking: ``useradd``); single-person: None. The service creates accounts; the hub only uses them."""
+    if settings.backend != "local" or mode_of(settings) != "multi-user":
+        return None
+    from .accounts import ensure_account
+
+    data_dir = Path(settings.data_dir).absolute()
+    private_dir(data_dir / "home", 0o711)
+    account = ensure_account(hub_name, home_of(data_dir, hub_name), data_dir / "secrets")
+    return {"name": account.name, "uid": account.uid, "gid": account.gid, "home": account.home}
