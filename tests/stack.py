@@ -50,6 +50,7 @@ class Stack:
         self.proc: subprocess.Popen | None = None
         self.log_path = self.workdir / "hub.log"
         self.admin_token: str | None = None
+        self.bin_dir = VENV_BIN  # where `jupyterhub` comes from (tests/shared_python.py for multi-user)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float = 90) -> "Stack":
@@ -65,7 +66,7 @@ class Stack:
         env = dict(os.environ, YITONG_SETTINGS=str(settings_path), YITONG_DATA_DIR=str(self.data_dir))
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [str(VENV_BIN / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
+            [str(self.bin_dir / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
             cwd=self.workdir, env=env, stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

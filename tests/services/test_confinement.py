@@ -178,8 +178,10 @@ class MultiUser:
             self.proc.terminate()
             self.proc.wait(30)
         for u in self.users:
-            subprocess.run(["userdel", account_name(u)], capture_output=True, check=False)
             self.hub.api("DELETE", f"/users/{u}")
+        for entry in pwd.getpwall():  # every account this service created (homes under its data directory)
+            if entry.pw_name.startswith("yt-") and entry.pw_dir.startswith(str(self.data) + "/"):
+                subprocess.run(["userdel", entry.pw_name], capture_output=True, check=False)
         materialize.remove_tree(self.data.parent)
 
     def call(self, who: str, method: str, path: str, **kw) -> httpx.Response:

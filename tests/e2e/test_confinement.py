@@ -1,0 +1,87 @@
+"""A notebook server started through the real hub (root, multi-user) runs as the person's account.
+
+Its own stack: a fresh hub user (unique name, so a unique ``yt-`` account, removed at teardown),
+the data directory under ``/var/tmp`` (the accounts must reach their homes) and the hub started
+with an interpreter every account can run (``shared_python``).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from e2e.conftest import PROFILES
+from shared_python import shared_bin
+from stack import Stack
+from yitong_services import materialize
+from yitong_services.accounts import account_name
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
+
+
+def _servers_of(user: str) -> list[int]:
+    """Pids of processes whose environment names ``user`` as their JupyterHub user."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                env = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"JUPYTERHUB_USER={user}".encode() in env and b"JUPYTERHUB_API_TOKEN" in b"".join(env):
+                found.append(int(entry.name))
+    return found
+
+
+def _status(pid: int) -> dict[str, str]:
+    lines = (Path("/proc") / str(pid) / "status").read_text().splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+def test_a_notebook_server_runs_as_the_mapped_account():
+    tag = secrets.token_hex(3)
+    user, admin = f"nb{tag}", f"ad{tag}"  # unique: the platform creates an account for each who logs in
+    work = Path(tempfile.mkdtemp(prefix="yitong-nb-", dir="/var/tmp"))
+    work.chmod(0o711)
+    settings = {
+        "backend": "local", "hub": {"admin_users": [admin]},
+        "backends": {"local": {"inventory": {}, "mode": "multi-user"}},
+        "profiles": {"cpu-small": PROFILES["cpu-small"]},
+        "vcs": {"team": {"quota": {"cpu": 2, "memory": "4Gi"}, "groups": ["team"], "profiles": ["cpu-small"]}},
+        "groups": {"team": [user]},
+    }
+    stack = Stack(work, settings, {admin: "admin-pw-cf"})
+    stack.bin_dir = shared_bin()
+    try:
+        stack.start()
+        token = stack.token(admin)
+        with stack.hub(token) as hub:
+            r = hub.post(f"/users/{user}/server", json={"vc": "team", "profile": "cpu-small"})
+            assert r.status_code in (201, 202), r.text
+        stack.wait_ready(token, user, timeout=120)
+        account = pwd.getpwnam(account_name(user))
+        deadline = time.monotonic() + 10
+        while not (pids := _servers_of(user)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pids, stack.tail()
+        for pid in pids:
+            status = _status(pid)
+            assert status["Uid"].split() == [str(account.pw_uid)] * 4, status
+            assert status["Gid"].split() == [str(account.pw_gid)] * 4, status
+            assert status["Groups"] == "", status
+        assert account.pw_uid != 0 and account.pw_name == f"yt-{user}"
+        home = stack.data_dir / "home" / user
+        assert os.stat(home).st_uid == account.pw_uid and oct(os.stat(home).st_mode & 0o777) == "0o700"
+        stack.stop_server(token, user)
+    finally:
+        stack.stop()
+        for entry in pwd.getpwall():  # every account this stack created (homes under its data directory)
+            if entry.pw_name.startswith("yt-") and entry.pw_dir.startswith(str(work) + "/"):
+                subprocess.run(["userdel", entry.pw_name], capture_output=True, check=False)
+        materialize.remove_tree(work)
