@@ -78,10 +78,12 @@ class PackIngest:
         self._writer.__exit__(None, None, None)  # rename into place
         # The client asked which objects are missing just before: nearly always all of them
         # are new, so the pack goes into place first and is looked up once, under the lock.
-        rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset} for r in records]
+        rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
+                for r in records]
         with storage_lock(self.db) as s:
             stored = index(s, rows, pack=(self.pack_id, self.received))
-            grant_upload(s, self.uploader, [r["hash"] for r in rows])
+            fresh = {r["hash"] for r in stored}  # these name their uploader already
+            grant_upload(s, self.uploader, [r["hash"] for r in rows if r["hash"] not in fresh])
         if not stored:  # another upload had it all: drop the copy (GC would, later)
             self.store.delete(pack_key(self.pack_id))
         sizes = {r["hash"]: r["size"] for r in rows}

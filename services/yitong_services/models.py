@@ -156,6 +156,7 @@ class StoredObject(Base):
     pack: Mapped[str | None] = mapped_column(ForeignKey("packs.id"), nullable=True, index=True)
     offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    uploader: Mapped[str | None] = mapped_column(String(255), nullable=True)  # who sent the bytes first
 
 
 class ObjectDataset(Base):
@@ -170,7 +171,8 @@ class ObjectDataset(Base):
 
 
 class ObjectUpload(Base):
-    """Read grants through uploads: ``uploader`` sent the bytes of ``hash`` (objaccess.py)."""
+    """Read grants through uploads: ``uploader`` sent the bytes of ``hash`` when the store had
+    them already (the first uploader is ``objects.uploader``; objaccess.py)."""
 
     __tablename__ = "object_uploads"
 

@@ -96,7 +96,7 @@ def _insert(session: Session):  # type: ignore[no-untyped-def]
 
 
 def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = None) -> list[dict]:
-    """Add ``rows`` (hash, size, pack, offset) unless present; returns the rows that were new.
+    """Add ``rows`` (hash, size, pack, offset, uploader) unless present; returns the rows that were new.
     ``pack`` (id, size) is recorded when any row is new.
 
     Call it under :func:`storage_lock` (every indexer does), so "present" cannot change

@@ -136,8 +136,8 @@ class Spool:
         with storage_lock(self.db) as s:
             if stored_sizes(s, [h]):  # stored already (someone else's): these bytes are the same
                 part.unlink(missing_ok=True)
+                if self.owner is not None:
+                    grant_upload(s, self.owner, [h])
             else:
                 self.store.put_file(str(part), object_key(h))
-                index(s, [{"hash": h, "size": length, "pack": None, "offset": None}])
-            if self.owner is not None:
-                grant_upload(s, self.owner, [h])
+                index(s, [{"hash": h, "size": length, "pack": None, "offset": None, "uploader": self.owner}])
