@@ -37,6 +37,7 @@ class DatasetState:
     datasets: dict = field(default_factory=dict)
     refs: dict = field(default_factory=dict)
     refused_versions: list = field(default_factory=list)
+    cache_corrupt: list = field(default_factory=list)  # what verify reports of the service's cache
     commit_bodies: list = field(default_factory=list)
     drop_patch_after: int | None = None
     drop_get_after: int | None = None
@@ -180,7 +181,8 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
             size = sum(len(st.objects.pop(x)) for x in gone)
             return h.reply(200, {"objects": len(gone), "bytes": size, "packs": 0})
         corrupt = [x for x, data in st.objects.items() if blake3(data).hexdigest() != x]
-        return h.reply(200, {"checked": len(st.objects), "corrupt": corrupt, "missing": []})
+        return h.reply(200, {"checked": len(st.objects), "corrupt": corrupt, "missing": [],
+                             "cache_corrupt": st.cache_corrupt})
 
     # -- datasets --------------------------------------------------------------------------------
     if (method, path) == ("GET", "/datasets"):

@@ -89,6 +89,13 @@ def test_admin_gc_verify(yt_env, imgs, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith("checked 2 objects: 1 corrupt, 0 missing\ncorrupt  ")
     assert captured.err == "yt: the store has 1 corrupt and 0 missing objects\n"
+    yt_env.datasets.objects[blake3(b"alpha").hexdigest()] = b"alpha"
+    yt_env.datasets.cache_corrupt = ["c" * 64]  # a job's input changed in place
+    assert run(["data", "verify"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ("checked 2 objects: 0 corrupt, 0 missing, 1 changed in the materialise cache\n"
+                            f"changed  {'c' * 64} (materialise cache)\n")
+    assert captured.err.endswith("; 1 objects of the materialise cache were changed\n")
 
 
 def ipython(*lines, **env):

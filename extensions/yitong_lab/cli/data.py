@@ -160,8 +160,10 @@ def gc(args: Any, client: Any, out: Any) -> None:
 def verify(args: Any, client: Any, out: Any) -> None:
     r = _datasets(client).verify()
     out.show(r, text.verify_text(r))
-    if r.get("corrupt") or r.get("missing"):
+    cached = len(r.get("cache_corrupt") or [])
+    if r.get("corrupt") or r.get("missing") or cached:
         from yitong_lab.client import YitongError
 
         raise YitongError(1, f"the store has {len(r.get('corrupt') or [])} corrupt and "
-                             f"{len(r.get('missing') or [])} missing objects")
+                             f"{len(r.get('missing') or [])} missing objects"
+                          + (f"; {cached} objects of the materialise cache were changed" if cached else ""))
