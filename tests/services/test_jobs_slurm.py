@@ -43,8 +43,30 @@ def db_url(tmp_path: Path) -> str:
 
 
 def slurm_settings(partition: str, **extra) -> dict:
+    # single-person unless a test says otherwise: this venv's interpreter lives under /root, which
+    # other accounts cannot reach (test_job_runs_as_its_owners_account runs the system python3)
+    extra.setdefault("run_as", "service")
     return {"backend": "slurm", "backends": {"slurm": {"partition": partition, **extra}},
             "jobs": {"poll_interval": 0.2}}
+
+
+@pytest.fixture(autouse=True)
+def reachable_tmp(tmp_path: Path) -> None:
+    """As root the service submits each job as its owner's account (yt-<name>): that account must
+    reach the data and code directories under pytest's 0700 temporary root (searchable, not listable)."""
+    for path in [tmp_path, *tmp_path.parents]:
+        if path == Path("/tmp"):
+            break
+        path.chmod(path.stat().st_mode | stat.S_IXOTH)
+
+
+@pytest.fixture
+async def multi_user(service_factory, partition):
+    async with service_factory(**slurm_settings(partition, run_as="account")) as s:
+        yield s
+
+
+SYSTEM_PY = "/usr/bin/python3"  # reachable by every account
 
 
 @pytest.fixture
@@ -103,12 +125,55 @@ async def test_job_succeeds_with_its_log(svc):
     assert job["ranks"] == [0]
     logs = await svc.call("alice", "GET", f"jobs/{job_id}/logs?rank=0")
     assert logs.text.strip() == f"hello from {job_id} vision"
-    assert f"#SBATCH --job-name=yt-{job_id}-hello" in Path(here, "job.sbatch").read_text()
-    assert "#SBATCH --account=vision" in Path(here, "job.sbatch").read_text()
+    script = svc.app.state.jobs.backend.script_path(Path(here))
+    assert f"#SBATCH --job-name=yt-{job_id}-hello" in script.read_text()
+    assert "#SBATCH --account=vision" in script.read_text()
     record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
     assert (record["backend"], record["state"], record["exit_code"]) == ("slurm", "succeeded", 0)
     assert [a["path"] for a in record["artifacts"]] == ["model.txt"]
     assert (await svc.call("admin", "GET", "allocations")).json() == []
+
+
+async def test_job_runs_as_its_owners_account(multi_user):
+    """Submitted as root, the job runs as the owner's system account (sbatch --uid), never root; its
+    outputs are that account's; the batch script is out of its reach."""
+    import pwd
+
+    from yitong_services.accounts import account_name, can_switch_users
+
+    require("root (the service switches users only as root)", can_switch_users(), "run the tests as root")
+    code = ("import os, pathlib, subprocess; print(os.getuid(), os.getgid(), subprocess.run(['id', '-un'], "
+            "capture_output=True, text=True).stdout.strip(), os.environ['HOME']);"
+            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'w.txt').write_text('w')")
+    job_id = await submit(multi_user, "alice", {**py_job("whoami", "vision", code), "command": [SYSTEM_PY, "-c", code]})
+    job = await wait_state(multi_user, "alice", job_id, timeout=90)
+    assert job["state"] == "succeeded", (job, (await multi_user.call("alice", "GET", f"jobs/{job_id}/logs")).text)
+    entry = pwd.getpwnam(account_name("alice"))
+    uid, gid, name, home = (await multi_user.call("alice", "GET", f"jobs/{job_id}/logs")).text.split()
+    assert (int(uid), int(gid), name) == (entry.pw_uid, entry.pw_gid, "yt-alice") and int(uid) != 0
+    assert home == str(Path(multi_user.ctx.settings.data_dir).absolute() / "home" / "alice")  # HOME is the account's
+    outputs = multi_user.app.state.jobs.workdir(job_id) / "outputs"
+    assert (outputs / "w.txt").stat().st_uid == entry.pw_uid and outputs.stat().st_uid == entry.pw_uid
+    _slurm_id, here = job["backend_ref"].split(":", 1)
+    script = multi_user.app.state.jobs.backend.script_path(Path(here))
+    assert script.stat().st_uid == 0 and stat.S_IMODE(script.parent.stat().st_mode) == 0o700
+    # bob's job is bob's account: another uid
+    other = await submit(multi_user, "bob", {**py_job("whoami", "nlp", ""), "command": [SYSTEM_PY, "-c", "import os; print(os.getuid())"]})
+    done = await wait_state(multi_user, "bob", other, timeout=90)
+    assert done["state"] == "succeeded", (done["reason"], done["exit_code"], done["backend_ref"])
+    assert int((await multi_user.call("bob", "GET", f"jobs/{other}/logs")).text) == pwd.getpwnam(account_name("bob")).pw_uid
+
+
+async def test_a_link_in_the_attempt_directory_is_not_followed(multi_user):
+    """The job owns its logs directory: a log replaced by a link to a root-only file reads as empty."""
+    code = ("import os, pathlib; d = pathlib.Path(os.environ['YITONG_OUTPUT_DIR']).parent;"
+            "[p.unlink() for p in d.glob('attempt-1/logs/rank-0.log')];"
+            "os.symlink('/etc/shadow', d / 'attempt-1/logs/rank-0.log')")
+    job_id = await submit(multi_user, "alice", {**py_job("link", "vision", code), "command": [SYSTEM_PY, "-c", code]})
+    job = await wait_state(multi_user, "alice", job_id, timeout=90)
+    assert job["state"] == "succeeded", job
+    logs = await multi_user.call("alice", "GET", f"jobs/{job_id}/logs?rank=0")
+    assert logs.status_code == 200 and "root:" not in logs.text
 
 
 async def test_failing_job_fails_with_its_exit_code(svc):

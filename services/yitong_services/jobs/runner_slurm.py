@@ -1,6 +1,6 @@
 """The Slurm backend: each attempt is one ``sbatch`` job; one ``squeue`` call polls them all.
 
-``submit`` writes ``slurm.batch_script`` to ``<job>/attempt-<n>/job.sbatch`` and runs ``sbatch
+``submit`` writes ``slurm.batch_script`` to ``<data_dir>/slurm-scripts/<job>-attempt-<n>.sbatch`` and runs ``sbatch
 --parsable`` (``asyncio.create_subprocess_exec``, an argv, never a shell); the ref is
 ``<slurm job id>:<attempt dir>``. The batch script needs only bash and Slurm on the compute
 nodes: ranks log to ``logs/rank-<r>.log``, a trap writes ``exit`` (``{exit_code, end,
@@ -10,6 +10,15 @@ sbatch gets a built environment, not the service's (which holds the hub token): 
 (``path_prepend``, by default the service Python's bin dir, then the service's PATH), a few
 harmless variables (``HOME``, ``LANG``, ...) and the platform's per-attempt ones
 (``YITONG_JOB_TOKEN``, ``YITONG_API_URL``, ``YITONG_ATTEMPT``); Slurm exports it to the job.
+
+Whose job it is: when the service runs as root, every attempt is submitted as its owner's
+account (``sbatch --uid --gid``, as batchspawner does): ``yt-<name>`` from ``accounts``, created on
+first use (``run_as: account``), or the hub name itself where the cluster's accounts are the
+people's own (``run_as: hub-name``, e.g. LDAP); ``run_as: service`` pins single-person. The batch script is kept where only the service
+can write it (``<data_dir>/slurm-scripts``); the job directory is root's with the account's group
+(1770, sticky: the job may add files, not replace the platform's), its outputs and attempt
+directory the account's own. The service reads what the job wrote without following links. Not
+root: jobs run as the service's own account (single-person).
 
 Polling (``poll_many``): ``squeue -h -t all -j <ids>``; pending/running/completing is
 ``running`` (pending with Slurm's reason: "waiting in Slurm's queue: Resources"); ended or gone: the ``exit`` record gives the exit code and Slurm's state the reason
@@ -25,6 +34,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +43,7 @@ from typing import Any
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..accounts import Account, can_switch_users, ensure_account, lookup
 from . import ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import RDZV_PORT
@@ -40,7 +51,6 @@ from .slurm import batch_script
 
 log = logging.getLogger(__name__)
 
-SCRIPT = "job.sbatch"
 PASS_ENV = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SLURM_CONF")
 SQUEUE_FORMAT = "%i|%T|%N|%r"  # the reason last: it is the one field that may contain spaces
 
@@ -78,6 +88,10 @@ class SlurmSettings(BaseModel):
                           "null: the service Python's bin dir")
     jobcomp_log: str = Field("/var/log/slurm/jobcomp.log", description="JobCompLoc of jobcomp/filetxt; empty: not read")
     command_timeout: float = Field(60.0, gt=0, description="seconds one Slurm command may take")
+    run_as: str = Field("account", pattern="^(account|hub-name|service)$",
+                        description="as root, whose uid jobs run with: 'account' (yt-<name>, created on first use), "
+                                    "'hub-name' (the hub name is the cluster account) or 'service' (single-person: "
+                                    "the service's own); not root: always the service's")
 
     @classmethod
     def of(cls, settings: Any) -> SlurmSettings:
@@ -209,9 +223,40 @@ def access_text(slurm_id: str, hosts: list[str], here: Path) -> str:
 
 def read_exit(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((path / "exit").read_text())
-    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return json.loads(ranklogs.read_nofollow(path, "exit", 0, 1 << 16))
+    except (FileNotFoundError, NotADirectoryError, ValueError, OSError):
         return None
+
+
+def sbatch_argv(script: str, account: Account | None) -> list[str]:
+    """``sbatch`` for a script; as the owner's account when the service may switch users."""
+    argv = ["sbatch", "--parsable"]
+    if account is not None:
+        argv += [f"--uid={account.uid}", f"--gid={account.gid}"]
+    return [*argv, script]
+
+
+def _real_dir(path: Path) -> None:
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise SlurmError(f"{path} is not a directory (a link or file put there by a job?): refusing to use it")
+
+
+def prepare_dirs(workdir: Path, here: Path, outputs: str, account: Account | None) -> None:
+    """The job's directories; with an account: workdir root:<group> 1770, outputs (each part) and
+    the attempt directory with its logs owned by the account (never through a link)."""
+    (here / "logs").mkdir(parents=True, exist_ok=True)
+    (workdir / outputs).mkdir(parents=True, exist_ok=True)
+    if account is None:
+        return
+    _real_dir(workdir)
+    os.chown(workdir, 0, account.gid, follow_symlinks=False)
+    os.chmod(workdir, 0o1770)
+    parts = [workdir / Path(*Path(outputs).parts[:i + 1]) for i in range(len(Path(outputs).parts))]
+    for path in [*parts, here, here / "logs"]:
+        _real_dir(path)
+        os.chown(path, account.uid, account.gid, follow_symlinks=False)
+        os.chmod(path, 0o700)
 
 
 def attempt_dir(workdir: Path, attempt: int) -> Path:
@@ -248,11 +293,28 @@ class SlurmBackend(Backend):
             raise SlurmError(f"{argv[0]} did not answer within {self.config.command_timeout:g}s") from None
         return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace").strip()
 
-    def job_environment(self, launch: Launch) -> dict[str, str]:
+    def job_environment(self, launch: Launch, account: Account | None = None) -> dict[str, str]:
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
         env["PATH"] = self.config.job_path(os.environ.get("PATH", ""))
+        if account is not None:
+            env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
         env.update(launch.env)
         return env
+
+    def job_account(self, user: str) -> Account | None:
+        """The owner's account when this service runs as root (blocking: may run ``useradd``)."""
+        if not user or self.config.run_as == "service" or not can_switch_users():
+            return None
+        if self.config.run_as == "hub-name":
+            found = lookup(user)
+            if found is None or found.uid == 0:
+                raise SlurmError(f"{user} has no (non-root) account on this machine (backends.slurm.run_as: hub-name)")
+            return found
+        return ensure_account(user, self.data_dir / "home" / user, self.data_dir / "secrets")
+
+    def script_path(self, here: Path) -> Path:
+        """``<data_dir>/slurm-scripts/<job>-attempt-<n>.sbatch``: out of the job's reach."""
+        return self.data_dir / "slurm-scripts" / f"{here.parent.name}-{here.name}.sbatch"
 
     # ---- the Backend interface ----
 
@@ -266,14 +328,21 @@ class SlurmBackend(Backend):
             input_paths=launch.input_paths, attempt_dir=str(here), cwd=str(launch.cwd),
         )
 
-        def write() -> None:
-            (here / "logs").mkdir(parents=True, exist_ok=True)
-            (launch.workdir / launch.spec.outputs).mkdir(parents=True, exist_ok=True)
-            (here / SCRIPT).write_text(script)
+        def write() -> Account | None:
+            account = self.job_account(launch.user)
+            scripts = self.script_path(here).parent
+            scripts.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if account is not None:
+                jobs_root = launch.workdir.absolute().parent
+                os.chmod(jobs_root, stat.S_IMODE(os.stat(jobs_root).st_mode) | stat.S_IXOTH)  # reachable, not listable
+            prepare_dirs(launch.workdir.absolute(), here, launch.spec.outputs, account)
+            self.script_path(here).write_text(script)
+            return account
 
-        await to_thread.run_sync(write)
+        account = await to_thread.run_sync(write)
         try:
-            rc, out, err = await self.run("sbatch", "--parsable", str(here / SCRIPT), env=self.job_environment(launch))
+            rc, out, err = await self.run(*sbatch_argv(str(self.script_path(here)), account),
+                                          env=self.job_environment(launch, account))
         except SlurmError:
             found = await self._find(here)  # it may have been queued even so: never start it twice
             if found:
@@ -362,9 +431,11 @@ class SlurmBackend(Backend):
     async def _find(self, here: Path) -> str | None:
         """The Slurm job of an attempt directory: queued or running (squeue by the script's job name,
         matched on the script's path), else ended (its ``slurm-<id>.out``)."""
+        script = self.script_path(here)
+
         def name_and_outputs() -> tuple[str | None, list[str]]:
             try:
-                text = (here / SCRIPT).read_text()
+                text = script.read_text()
             except FileNotFoundError:
                 return None, []
             m = re.search(r"^#SBATCH --job-name=(\S+)$", text, re.M)
@@ -380,6 +451,6 @@ class SlurmBackend(Backend):
             rc, out = -1, ""
         for line in out.splitlines() if rc == 0 else []:
             sid, _, command = line.strip().partition("|")
-            if command.split(" ", 1)[0] == str(here / SCRIPT):
+            if command.split(" ", 1)[0] == str(script):
                 return f"{sid}:{here}"
         return f"{outs[-1]}:{here}" if outs else None

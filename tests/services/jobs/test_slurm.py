@@ -10,8 +10,9 @@ import pytest
 
 from yitong_services.jobs.devices import BuildError
 from yitong_services.jobs.slurm import RANK_SHIM, batch_script, qos_grptres, sacctmgr_commands, slurm_time
+from yitong_services.accounts import Account
 from yitong_services.jobs.runner_slurm import (
-    SlurmJob, SlurmSettings, access_text, classify, expand_hostlist, parse_jobcomp, parse_squeue,
+    SlurmJob, SlurmSettings, access_text, classify, expand_hostlist, parse_jobcomp, parse_squeue, sbatch_argv,
 )
 from yitong_services.jobs.spec import spec_from_dict
 from yitong_services.settings import Settings
@@ -329,3 +330,22 @@ def test_access_and_settings(tmp_path):
     with pytest.raises(ValueError, match="backends.slurm: partiton: Extra inputs are not permitted"):
         SlurmSettings.of(bad)
     assert SlurmSettings.of(None).account == "{vc}"
+
+
+@pytest.mark.parametrize("account, argv", [
+    (None, ["sbatch", "--parsable", "/d/slurm-scripts/7-attempt-1.sbatch"]),
+    (Account("yt-alice", 1001, 1002, "/d/home/alice"),
+     ["sbatch", "--parsable", "--uid=1001", "--gid=1002", "/d/slurm-scripts/7-attempt-1.sbatch"]),
+])
+def test_sbatch_as_the_owners_account(account, argv):
+    assert sbatch_argv("/d/slurm-scripts/7-attempt-1.sbatch", account) == argv
+
+
+@pytest.mark.parametrize("run_as, ok", [("account", True), ("hub-name", True), ("service", True), ("root", False)])
+def test_run_as_setting(run_as, ok):
+    settings = Settings.model_validate({"backend": "slurm", "backends": {"slurm": {"run_as": run_as}}})
+    if ok:
+        assert SlurmSettings.of(settings).run_as == run_as
+    else:
+        with pytest.raises(ValueError, match="run_as"):
+            SlurmSettings.of(settings)
