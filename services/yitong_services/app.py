@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> None:
         from .jobs.slurm_accounts import main as slurm_accounts
 
         sys.exit(slurm_accounts(argv[1:]))
+    if argv[:1] == ["verify"]:  # subcommand: rehash the dataset store and the materialise cache
+        from .storage_cli import main as verify_store
+
+        sys.exit(verify_store(argv[1:]))
     import uvicorn
 
     args = parse_args(argv)

@@ -6,8 +6,12 @@ dataset the caller sees, or because the caller sent its bytes. Users: alice, eri
 documented API, as a notebook or a job of that user would.
 """
 
+import json
 import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from blake3 import blake3
@@ -74,7 +78,7 @@ async def test_naming_a_hash_reads_nothing(service, visibility, who, theirs, rea
         ("POST", f"datasets/{theirs}/versions/latest/fetch", {"hashes": [h]}),
         ("POST", f"datasets/{theirs}/versions/latest/materialize", None),
         ("GET", f"datasets/vision/a/versions/latest/objects/{h}", None),
-        ("POST", f"datasets/vision/a/versions/latest/fetch", {"hashes": [h]}),
+        ("POST", "datasets/vision/a/versions/latest/fetch", {"hashes": [h]}),
         ("POST", "datasets/vision/a/versions/latest/materialize", None),
     ]:
         r = await svc.call(who, method, path, json=body)
@@ -191,8 +195,19 @@ def _flip(path: str, at: int = 0) -> None:
     os.chmod(path, mode)
 
 
+def _service_cli_verify(db_url: str, data_dir: Path) -> tuple[int, dict]:
+    """``yitong-service verify --json`` on the same database and data directory (a subprocess)."""
+    settings = data_dir.parent / "verify-settings.json"  # JSON is YAML
+    settings.write_text(json.dumps({"database": {"url": db_url}}))
+    argv = [str(Path(sys.executable).parent / "yitong-service"), "verify", "--json",
+            "--settings", str(settings), "--data-dir", str(data_dir)]
+    done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
 @pytest.mark.parametrize("where", ["loose", "pack", "cache"])
-async def test_verify_reports_bytes_changed_in_place(service, where):
+async def test_verify_reports_bytes_changed_in_place(service, where, db_url, tmp_path):
     svc = service
     small, large = b"small object " * 10, os.urandom(300_000)
     assert (await svc.data.push("alice", "vision/v", {"small": small})).status_code == 201
@@ -225,3 +240,4 @@ async def test_verify_reports_bytes_changed_in_place(service, where):
     else:
         assert (report["corrupt"], report["cache_corrupt"]) == ([changed], [])
     assert report["missing"] == []
+    assert _service_cli_verify(db_url, tmp_path / "data") == (1, report)

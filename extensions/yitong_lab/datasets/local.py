@@ -97,10 +97,10 @@ def open_nofollow(path: str) -> int:
     refused (:class:`LinkRefused`), never followed."""
     try:
         return os.open(path, os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0))
-    except OSError as error:
+    except OSError:
         if os.path.islink(path):
             raise LinkRefused(path, _target(path)) from None
-        raise error
+        raise
 
 
 def hash_path(path: str, size: int, progress: Callable[[int], None] | None = None) -> str:
