@@ -26,6 +26,7 @@ from .jobs.tokens import JobTokens
 from .jobs.manager import JobManager
 from .limits import BodyLimit, body_limit
 from .metrics import Metrics
+from .routes.common import Caller, require_admin
 from .oauth import cookie_secret, hub_oauth
 from .oauth import router as oauth_router
 from .reconcile import reconcile_forever
@@ -118,9 +119,9 @@ def create_app(
     app.state.jobs = jobs
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
-    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
     openapi.install(app, f"{prefix}api/v1")
     app.add_middleware(BodyLimit, limit_for=lambda path: body_limit(path, settings.service.limits))
+    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
     metrics.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=f"{prefix}api/v1")
@@ -128,9 +129,11 @@ def create_app(
     app.include_router(admin_router, prefix=prefix.rstrip("/"))
 
     @app.get(f"{prefix}metrics", include_in_schema=False)
-    def prometheus() -> Response:
+    def prometheus(caller: Caller) -> Response:
+        """Prometheus text for admins and the platform's own token (scrape with a bearer token)."""
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+        require_admin(caller, "read the platform's metrics")
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

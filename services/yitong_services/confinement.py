@@ -33,26 +33,34 @@ class ModeError(ValueError):
     """A mode that cannot be had (a bad value, or multi-user without root)."""
 
 
-def decide(setting: str, euid: int) -> str:
-    """``multi-user`` or ``single-person`` for ``backends.local.mode`` and the process's uid (pure)."""
+def decide(setting: str, euid: int, interpreter_shared: bool = True) -> str:
+    """``multi-user`` or ``single-person`` for ``backends.local.mode`` and the process's uid (pure).
+
+    ``auto`` is multi-user only where it can work: as root, with an interpreter that the people's
+    accounts can run (``interpreter_shared``; a Python under /root cannot be)."""
     if setting not in MODES:
         raise ModeError(f"backends.local.mode must be one of {', '.join(MODES)}, not {setting!r}")
     if setting == "auto":
-        return "multi-user" if euid == 0 else "single-person"
+        return "multi-user" if euid == 0 and interpreter_shared else "single-person"
     if setting == "multi-user" and euid != 0:
         raise ModeError("backends.local.mode is multi-user, which needs the hub and the platform service to run "
                         "as root (to run each person's code as their own system account)")
     return setting
 
 
-def message(mode: str, euid: int, user: str) -> str:
-    """The sentence said at start and on the admin page (pure)."""
+def message(mode: str, euid: int, user: str, interpreter: str | None = None) -> str:
+    """The sentence said at start and on the admin page (pure); ``interpreter`` names a Python
+    that other accounts cannot run, the reason ``auto`` stayed single-person as root."""
     if mode == "multi-user":
         return ("Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
                 "(yt-<name>), never as root nor as the platform's account.")
     who = "root" if euid == 0 else user
     text = (f"Yitong runs single-person: notebooks and jobs run as {who}, the account that holds the platform's "
             "secrets, so everyone who can log in can act as the platform. Use it for one person only")
+    if euid == 0 and interpreter:
+        return text + (f"; running as root, but the interpreter {interpreter} is not reachable by other accounts, so "
+                       "notebooks and jobs cannot run as their own accounts: install Python where every account can "
+                       "read it (e.g. /usr/bin/python3, /opt) and build the .venv with it for multi-user.")
     if euid == 0:
         return text + "; backends.local.mode is pinned to single-person while running as root: user code runs as root."
     return text + "; start the hub as root for multi-user."
@@ -64,9 +72,21 @@ def setting_of(settings: Any) -> str:
     return str(extra.get("mode", "auto"))
 
 
+def interpreter_shared() -> bool:
+    import sys
+
+    return reachable_by_others(sys.executable)
+
+
 def mode_of(settings: Any, euid: int | None = None) -> str:
     """This process's mode for the local backend's notebooks and jobs."""
-    return decide(setting_of(settings), os.geteuid() if euid is None else euid)
+    return decide(setting_of(settings), os.geteuid() if euid is None else euid, interpreter_shared())
+
+
+def _unshared_interpreter(mode: str) -> str | None:
+    import sys
+
+    return os.path.realpath(sys.executable) if mode == "single-person" and not interpreter_shared() else None
 
 
 def current_user() -> str:
@@ -81,7 +101,7 @@ def current_user() -> str:
 def describe(settings: Any) -> dict[str, str]:
     """``{"mode", "message"}`` for ``/health`` and the admin page."""
     mode = mode_of(settings)
-    return {"mode": mode, "message": message(mode, os.geteuid(), current_user())}
+    return {"mode": mode, "message": message(mode, os.geteuid(), current_user(), _unshared_interpreter(mode))}
 
 
 # ---- files --------------------------------------------------------------------------------
@@ -140,7 +160,7 @@ def startup(settings: Any) -> str:
         if settings.storage_url.startswith("file://"):
             roots.append(Path(settings.storage_url[len("file://"):]))
         secure_data_dir(settings.data_dir, roots)
-        text = message(mode, os.geteuid(), current_user())
+        text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(mode))
         (log.info if mode == "multi-user" else log.warning)("%s", text)
         if mode == "multi-user" and not all(os.stat(p).st_mode & stat.S_IXOTH for p in
                                             Path(settings.data_dir).absolute().parents):

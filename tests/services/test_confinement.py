@@ -72,15 +72,17 @@ print("REPORT " + json.dumps(report), flush=True)
 
 # ---- pure: the mode and the account names ---------------------------------------------------
 
-@pytest.mark.parametrize("setting, euid, expected", [
-    ("auto", 0, "multi-user"),
-    ("auto", 1000, "single-person"),
-    ("single-person", 0, "single-person"),
-    ("single-person", 1000, "single-person"),
-    ("multi-user", 0, "multi-user"),
+@pytest.mark.parametrize("setting, euid, shared, expected", [
+    ("auto", 0, True, "multi-user"),
+    ("auto", 0, False, "single-person"),  # a Python under /root: people's accounts could not run it
+    ("auto", 1000, True, "single-person"),
+    ("single-person", 0, True, "single-person"),
+    ("single-person", 1000, True, "single-person"),
+    ("multi-user", 0, True, "multi-user"),
+    ("multi-user", 0, False, "multi-user"),  # pinned: the start-up check logs why it will fail
 ])
-def test_mode_decision(setting, euid, expected):
-    assert decide(setting, euid) == expected
+def test_mode_decision(setting, euid, shared, expected):
+    assert decide(setting, euid, shared) == expected
 
 
 @pytest.mark.parametrize("setting, euid, words", [
@@ -99,6 +101,8 @@ def test_mode_messages():
     assert laptop.startswith("Yitong runs single-person: notebooks and jobs run as ana") and "start the hub as root" in laptop
     pinned = message("single-person", 0, "root")
     assert "run as root" in pinned and "pinned" in pinned
+    unshared = message("single-person", 0, "root", "/root/.pyenv/versions/3.11.7/bin/python3.11")
+    assert "the interpreter /root/.pyenv/versions/3.11.7/bin/python3.11 is not reachable by other accounts" in unshared
 
 
 @pytest.mark.parametrize("hub_name, account", [

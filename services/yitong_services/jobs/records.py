@@ -108,9 +108,7 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
 def create(session: Session, person: Person, spec: JobSpec, code: dict, inventory: Resources, backend: str) -> Job:
     if backend == "unavailable":
         raise Refusal(503, "this platform's backend has no job runner yet")
-    vc = catalog.get_vc(session, spec.vc)
-    if not is_member(person, vc.groups):
-        raise Refusal(403, f"{person.name} is not a member of VC {vc.name}")
+    vc = catalog.member_vc(session, person, spec.vc)
     refused = check_backend_devices(spec, inventory)
     if refused is None and backend == "local" and spec.nodes != 1:
         refused = f"the local backend runs single-node jobs; this job asks for {spec.nodes} nodes"

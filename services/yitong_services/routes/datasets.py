@@ -41,7 +41,7 @@ async def create_dataset(body: DatasetIn, caller: Caller, ctx: Ctx) -> dict:
     person = as_person(caller)
 
     def work() -> dict:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.create(s, person, body.vc, body.name, body.description, body.visibility)
             return dataset_dict(s, d)
 
@@ -65,7 +65,7 @@ async def patch_dataset(vc: str, name: str, body: DatasetPatch, caller: Caller, 
     person = as_person(caller)
 
     def work() -> dict:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.visible(s, person, vc, name)
             ds.require_owner(person, d, "change")
             for key, value in body.model_dump(exclude_unset=True).items():
@@ -84,7 +84,7 @@ async def delete_dataset(vc: str, name: str, caller: Caller, ctx: Ctx) -> Respon
     person = as_person(caller)
 
     def work() -> None:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.visible(s, person, vc, name)
             ds.require_owner(person, d, "delete")
             ds.delete_dataset(s, d)
@@ -105,7 +105,7 @@ async def put_tag(vc: str, name: str, body: TagIn, caller: Caller, ctx: Ctx, tag
     person = as_person(caller)
 
     def work() -> dict:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.visible(s, person, vc, name)
             ds.require_member(s, person, d)
             ds.set_tag(s, d, tag, body.version)
@@ -120,7 +120,7 @@ async def delete_tag(vc: str, name: str, caller: Caller, ctx: Ctx, tag: str = TA
     person = as_person(caller)
 
     def work() -> None:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.visible(s, person, vc, name)
             ds.require_member(s, person, d)
             ds.delete_tag(s, d, tag)

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Request
 from sqlalchemy import select
 
+from .. import audit
 from ..auth import person_for
 from ..errors import Refusal
 from ..idempotency import Claim, once
@@ -31,7 +32,9 @@ def manager(request: Request) -> JobManager:
 
 async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: dict, user: str | None,
                       notes: list[str], claim: Claim | None = None) -> dict:
-    person = await person_for(ctx, caller, user if user is not None or caller.kind != "user" else None)
+    if user is not None and not isinstance(user, str):
+        raise Refusal(422, "user: must be a user name (a string); only admins and the platform may name one")
+    person = await person_for(ctx, caller, user)
     mgr = manager(request)
 
     def work() -> dict:
@@ -39,6 +42,7 @@ async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: di
             if claim is not None:  # a retry of a stored submit replays its answer (idempotency.py)
                 claim.check(s)
             job = records.create(s, person, spec, code, ctx.inventory, mgr.backend.name)
+            audit.record(s, caller, request, "job.submit", f"job {job.id}", owner=person.name, detail={"vc": job.vc})
             out = records.job_dict(job) | {"notes": notes}
             return claim.store(s, 201, out) if claim is not None else out
 
@@ -105,11 +109,12 @@ async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dic
 async def cancel(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Owner or admin: cancel; a queued job is cancelled at once, a running one is signalled (SIGTERM, then SIGKILL) and becomes ``cancelled`` when its processes end."""
     def check() -> None:
-        with ctx.db.session() as s:
+        with ctx.db.writing() as s:
             job = records.visible(s, as_person(caller), job_id)
             records.require_owner(as_person(caller), job, "cancel")
             if job.state in states.TERMINAL:
                 raise Refusal(409, f"job {job_id} is already {job.state}")
+            audit.record(s, caller, request, "job.cancel", f"job {job_id}", owner=job.user)
 
     await in_thread(check)
     await manager(request).cancel(job_id)
@@ -125,6 +130,7 @@ async def retry(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
             records.require_owner(as_person(caller), job, "retry")
             if job.state not in states.RETRYABLE:
                 raise Refusal(409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried")
+            audit.record(s, caller, request, "job.retry", f"job {job_id}", owner=job.user)
             job.state = states.check_move(job.state, states.QUEUED)
             job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
             job.admitted = job.started = job.finished = None

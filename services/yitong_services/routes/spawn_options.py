@@ -3,9 +3,8 @@ from sqlalchemy import select
 
 from ..allocations import reason
 from ..auth import person_for
-from ..authz import Person, act_for_refusal, is_member
+from ..authz import Person, is_member
 from ..confinement import account_for
-from ..errors import Refusal
 from ..models import VC, Profile
 from ..schemas import SpawnOptions
 from ..views import allocations_by_vc, profile_dict, profile_resources, vc_dict
@@ -38,9 +37,5 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
 @router.get("/spawn-options", response_model=SpawnOptions)
 async def spawn_options(caller: Caller, ctx: Ctx, user: str | None = Query(None)) -> dict:
     """The user themself, an admin, or this service (``?user=`` required for a service)."""
-    if user is not None:
-        refused = act_for_refusal(caller, user)
-        if refused:
-            raise Refusal(403, refused)
     person = await person_for(ctx, caller, user)
     return await in_thread(build, ctx, person)

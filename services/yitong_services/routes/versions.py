@@ -70,7 +70,7 @@ async def delete_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx)
     person = as_person(caller)
 
     def work() -> None:
-        with ctx.db.session() as s, s.begin():
+        with ctx.db.writing() as s:
             d = ds.visible(s, person, vc, name)
             ds.require_owner(person, d, "delete versions of")
             ds.delete_version(s, d, ds.resolve(s, d, ref))

@@ -1,0 +1,161 @@
+"""The authorization matrix, generated from the route table: every route of the service x
+anonymous / member of the VC / member of another VC / admin, with the expected status.
+
+A route without an entry in ``MATRIX`` (or in ``COVERED_ELSEWHERE``, for the dataset routes
+that ``test_dataset_authz.py`` tables per dataset visibility) fails ``test_every_route_has_an_entry``:
+a new route cannot land without saying who may call it.
+
+Each role acts on its own fresh objects, made before the calls, so one role's delete does not
+change what the next one sees: VC ``t-<role>`` (hub group ``vision``: alice is a member, bob is
+not) offering profile ``p-<role>``; alice's server allocation ``alice/<role>`` in VC vision;
+alice's failed job ``j-<role>`` in VC vision and its run.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.routing import APIRoute
+from jobs_helpers import py_job, wait_state
+
+PREFIX = "/services/yitong/"
+ROLES = {"anonymous": None, "member": "alice", "other": "bob", "admin": "admin"}
+FAST = {"jobs": {"poll_interval": 0.1}}
+
+# (method, path as in the route table) -> (body or None, {role: status})
+A = 401  # anonymous, everywhere but /health
+
+
+def row(member: int, other: int, admin: int, anonymous: int = A) -> dict[str, int]:
+    return {"anonymous": anonymous, "member": member, "other": other, "admin": admin}
+
+
+ALL = row(200, 200, 200)
+ADMIN_ONLY = row(403, 403, 200)
+MEMBER_SEES = row(200, 404, 200)
+QUOTA = {"cpu": 1, "memory": "1Gi"}
+
+MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
+    ("GET", "api/v1/health"): (None, row(200, 200, 200, anonymous=200)),
+    ("GET", "api/v1/me"): (None, ALL),
+    ("GET", "api/v1/vcs"): (None, ALL),
+    ("POST", "api/v1/vcs"): ({"name": "n-{role}", "quota": QUOTA, "groups": ["vision"]}, row(403, 403, 201)),
+    ("GET", "api/v1/vcs/{vc}"): (None, MEMBER_SEES),
+    ("PATCH", "api/v1/vcs/{vc}"): ({"description": "x"}, ADMIN_ONLY),
+    ("DELETE", "api/v1/vcs/{vc}"): (None, row(403, 403, 204)),
+    ("GET", "api/v1/profiles"): (None, ALL),
+    ("POST", "api/v1/profiles"): ({"name": "q-{role}", "cpu": 1, "memory": "1Gi"}, row(403, 403, 201)),
+    ("GET", "api/v1/profiles/{name}"): (None, MEMBER_SEES),
+    ("PATCH", "api/v1/profiles/{name}"): ({"cpu": 1}, ADMIN_ONLY),
+    # the admin reaches the catalogue: 409 because VC t-admin still offers the profile
+    ("DELETE", "api/v1/profiles/{name}"): (None, row(403, 403, 409)),
+    ("GET", "api/v1/spawn-options"): (None, ALL),
+    ("POST", "api/v1/allocations"): ({"vc": "vision", "profile": "cpu-small", "ref": "{user}/new"},
+                                     row(201, 404, 201)),
+    ("GET", "api/v1/allocations"): (None, ALL),
+    ("DELETE", "api/v1/allocations/{allocation_id}"): (None, row(204, 404, 204)),
+    ("GET", "api/v1/usage"): (None, ADMIN_ONLY),
+    ("POST", "api/v1/jobs"): (py_job("new", "vision", "print(1)"), row(201, 404, 201)),
+    ("GET", "api/v1/jobs"): (None, ALL),
+    ("GET", "api/v1/jobs/{job_id}"): (None, MEMBER_SEES),
+    # the job has failed already: owner and admin reach the state check (409), others see nothing
+    ("POST", "api/v1/jobs/{job_id}/cancel"): (None, row(409, 404, 409)),
+    ("POST", "api/v1/jobs/{job_id}/retry"): (None, MEMBER_SEES),
+    ("POST", "api/v1/jobs/{job_id}/clone"): ({"patch": {}}, row(201, 404, 201)),
+    # only the job's own token may post its metrics; no person's token is one
+    ("POST", "api/v1/jobs/{job_id}/metrics"): ({"acc": 1}, row(401, 401, 401)),
+    ("GET", "api/v1/jobs/{job_id}/logs"): (None, MEMBER_SEES),
+    ("GET", "api/v1/runs/{run_id}"): (None, MEMBER_SEES),
+    ("POST", "api/v1/runs/{run_id}/rerun"): (None, row(201, 404, 201)),
+    ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
+    ("GET", "metrics"): (None, ADMIN_ONLY),
+}
+
+# Dataset, object and storage routes: tabled per role and per dataset visibility in
+# test_dataset_authz.py (DATASET_ROUTES, GLOBAL_ROUTES); the browser pages in test_pages.py.
+COVERED_ELSEWHERE = {
+    ("GET", "api/v1/datasets"), ("POST", "api/v1/datasets"), ("GET", "api/v1/datasets/{vc}/{name}"),
+    ("PATCH", "api/v1/datasets/{vc}/{name}"), ("DELETE", "api/v1/datasets/{vc}/{name}"),
+    ("PUT", "api/v1/datasets/{vc}/{name}/tags/{tag}"), ("DELETE", "api/v1/datasets/{vc}/{name}/tags/{tag}"),
+    ("POST", "api/v1/datasets/{vc}/{name}/versions"), ("GET", "api/v1/datasets/{vc}/{name}/versions"),
+    ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}"), ("DELETE", "api/v1/datasets/{vc}/{name}/versions/{ref}"),
+    ("GET", "api/v1/datasets/{vc}/{name}/diff"), ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}/manifest"),
+    ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}/objects/{hash}"),
+    ("POST", "api/v1/datasets/{vc}/{name}/versions/{ref}/fetch"),
+    ("POST", "api/v1/datasets/{vc}/{name}/versions/{ref}/materialize"),
+    ("POST", "api/v1/objects/missing"), ("POST", "api/v1/objects/pack"), ("HEAD", "api/v1/objects/{hash}/upload"),
+    ("PATCH", "api/v1/objects/{hash}/upload"), ("POST", "api/v1/storage/gc"), ("POST", "api/v1/storage/verify"),
+    ("GET", "admin"), ("GET", "oauth_callback"),
+}
+
+
+HIDDEN = {("GET", "metrics"), ("GET", "admin"), ("GET", "oauth_callback")}  # include_in_schema=False
+
+
+def route_table(app) -> set[tuple[str, str]]:
+    """Every (method, path) the app serves: the OpenAPI document's operations, the routes kept
+    out of it (``HIDDEN``, checked to exist by the calls in this file and test_pages.py)."""
+    out = set(HIDDEN)
+    for path, operations in app.openapi()["paths"].items():
+        for method in operations:
+            if method in ("get", "post", "put", "patch", "delete", "head"):
+                out.add((method.upper(), path[len(PREFIX):]))
+    for route in app.routes:  # routes declared on the app itself
+        if isinstance(route, APIRoute) and route.path.startswith(PREFIX):
+            out.update((m, route.path[len(PREFIX):]) for m in route.methods)
+    return out
+
+
+async def test_every_route_has_an_entry(service):
+    routes = route_table(service.app)
+    missing = sorted(routes - set(MATRIX) - COVERED_ELSEWHERE)
+    assert not missing, f"routes without an entry in the authorization matrix: {missing}"
+    stale = sorted((set(MATRIX) | COVERED_ELSEWHERE) - routes)
+    assert not stale, f"matrix entries for routes that no longer exist: {stale}"
+
+
+async def _objects(svc, role: str) -> dict[str, object]:
+    """Fresh objects for one role (made by admin and alice, whoever the role is)."""
+    r = await svc.call("admin", "POST", "profiles", json={"name": f"p-{role}", "cpu": 1, "memory": "1Gi"})
+    assert r.status_code == 201, r.text
+    r = await svc.call("admin", "POST", "vcs", json={"name": f"t-{role}", "quota": QUOTA, "groups": ["vision"],
+                                                     "profiles": [f"p-{role}"]})
+    assert r.status_code == 201, r.text
+    alloc = await svc.allocate("alice", "vision", "cpu-small", f"alice/{role}")
+    assert alloc.status_code == 201, alloc.text
+    job = (await svc.call("alice", "POST", "jobs", json=py_job(f"j-{role}", "vision", "raise SystemExit(3)"))).json()
+    job = await wait_state(svc, "alice", job["id"])
+    assert job["state"] == "failed", job
+    return {"vc": f"t-{role}", "name": f"p-{role}", "allocation_id": alloc.json()["id"], "job_id": job["id"],
+            "run_id": job["runs"][0]}
+
+
+def _fill(value, **names):
+    if isinstance(value, str):
+        return value.format(**names)
+    if isinstance(value, dict):
+        return {k: _fill(v, **names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, **names) for v in value]
+    return value
+
+
+@pytest.fixture
+async def svc(service_factory):
+    async with service_factory(**FAST) as s:
+        yield s
+
+
+@pytest.mark.parametrize("method,path", sorted(MATRIX), ids=[f"{m} {p}" for m, p in sorted(MATRIX)])
+async def test_route(svc, method, path):
+    body, expected = MATRIX[(method, path)]
+    objects = {role: await _objects(svc, role) for role in ROLES} if "{" in path or method != "GET" else {}
+    got = {}
+    for role, who in ROLES.items():
+        names = {k: str(v) for k, v in objects.get(role, {}).items()}
+        url = PREFIX + path.format(**names)
+        json = _fill(body, role=role, user=who or "nobody") if body is not None else None
+        r = await svc.call(who, method, url, json=json)
+        got[role] = r.status_code
+        if r.status_code >= 500:
+            pytest.fail(f"{method} {url} as {role}: {r.status_code} {r.text}")
+    assert got == expected
