@@ -68,3 +68,22 @@ def test_proc_start_time_identifies_a_process():
     started = procs.start_time(me)
     assert started and procs.alive(me, started) and not procs.alive(me, started + 1)
     assert procs.start_time(2**22 + 12345) is None
+
+
+def test_artifacts_skip_links_planted_in_the_outputs(tmp_path):
+    """A job owns its outputs directory: a link there to a file only the platform may read (or to
+    a directory) is not described in the ledger."""
+    from yitong_services.jobs.ledger import artifacts
+
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"token")
+    outputs = tmp_path / "outputs"
+    (outputs / "sub").mkdir(parents=True)
+    (outputs / "model.pt").write_bytes(b"w")
+    (outputs / "sub" / "x.txt").write_bytes(b"xy")
+    (outputs / "stolen").symlink_to(secret)
+    (outputs / "tree").symlink_to(tmp_path)
+    assert [(a["path"], a["size"]) for a in artifacts(outputs)] == [("model.pt", 1), ("sub/x.txt", 2)]
+    linked = tmp_path / "linked-outputs"
+    linked.symlink_to(outputs)
+    assert artifacts(linked) == []

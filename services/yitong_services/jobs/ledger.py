@@ -14,6 +14,7 @@ import hashlib
 import os
 import platform
 import socket
+import stat
 import sys
 from importlib.metadata import distributions
 from pathlib import Path
@@ -103,10 +104,33 @@ def _lines(path: str) -> list[str]:
 
 
 def artifacts(outputs: Path, limit: int = 10_000) -> list[dict[str, Any]]:
-    """``[{path, size, blake3}]`` of the files under ``outputs`` (sorted, at most ``limit``)."""
+    """``[{path, size, blake3}]`` of the regular files under ``outputs`` (sorted, at most ``limit``).
+
+    The outputs directory belongs to the job, which may plant links there: links are skipped and
+    files are opened without following one (``O_NOFOLLOW``), so the record never describes a
+    file outside the outputs that only the platform could read."""
     out: list[dict[str, Any]] = []
-    if not outputs.is_dir():
+    if not outputs.is_dir() or outputs.is_symlink():
         return out
+    for root, dirs, files in os.walk(outputs):  # never descends into linked directories
+        dirs.sort()
+        for name in sorted(files):
+            p = Path(root) / name
+            if len(out) >= limit:
+                return out
+            try:
+                fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                continue  # a link, or gone
+            with os.fdopen(fd, "rb") as f:
+                st = os.fstat(f.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                h = blake3()
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            out.append({"path": p.relative_to(outputs).as_posix(), "size": st.st_size, "blake3": h.hexdigest()})
+    return out
     for root, dirs, files in os.walk(outputs):
         dirs.sort()
         for name in sorted(files):
