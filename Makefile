@@ -1,6 +1,9 @@
 # The two commands (README): `make run` starts the embedded platform, `make test` runs the tests.
 # Both set up what they need inside the checkout first: a .venv and node packages.
-PYTHON ?= python3
+# The system's Python when it is 3.11+ with venv: multi-user mode runs people's notebooks and jobs
+# as their own accounts, which must be able to run the interpreter (a Python under /root cannot).
+SYSTEM_PYTHON := $(shell /usr/bin/python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && echo /usr/bin/python3)
+PYTHON ?= $(or $(SYSTEM_PYTHON),python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.yitong-installed
