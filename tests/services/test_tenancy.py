@@ -117,3 +117,24 @@ async def test_allocation_ids_are_never_reused(svc):
     r = await svc.call("alice", "DELETE", f"allocations/{first}")
     assert r.status_code == 404
     assert [a["id"] for a in (await svc.call("admin", "GET", "allocations")).json()] == [second]
+
+
+async def test_concurrent_writes_never_surface_database_locked(svc):
+    """Allocations made and released at once, VC edits and job submits meanwhile: every answer is
+    a success or a 4xx with a sentence, never "database is locked" (SQLite leg) or another 5xx."""
+    import asyncio
+
+    async def churn(i: int) -> list[int]:
+        user = ("alice", "erin", "frank")[i % 3]
+        made = await svc.allocate(user, "vision", "cpu-small", f"{user}/c{i}")
+        codes = [made.status_code]
+        if made.status_code in (200, 201):
+            codes.append((await svc.call("service", "DELETE", f"allocations/{made.json()['id']}")).status_code)
+        codes.append((await svc.call("admin", "PATCH", "vcs/vision", json={"description": f"d{i}"})).status_code)
+        codes.append((await svc.call(user, "POST", "jobs", json=py_job(f"c{i}", "vision", "print(1)"))).status_code)
+        return codes
+
+    results = await asyncio.gather(*(churn(i) for i in range(30)))
+    codes = [c for r in results for c in r]
+    assert all(c < 500 for c in codes), codes
+    assert codes.count(204) == sum(1 for r in results if r[0] in (200, 201))
