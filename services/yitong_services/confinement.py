@@ -36,8 +36,9 @@ class ModeError(ValueError):
 def decide(setting: str, euid: int, interpreter_shared: bool = True) -> str:
     """``multi-user`` or ``single-person`` for ``backends.local.mode`` and the process's uid (pure).
 
-    ``auto`` is multi-user only where it can work: as root, with an interpreter that the people's
-    accounts can run (``interpreter_shared``; a Python under /root cannot be)."""
+    ``auto`` is multi-user only where it can work: as root, with the interpreter and the data
+    directory reachable by the people's accounts (``interpreter_shared``; a Python or a data
+    directory under /root cannot be)."""
     if setting not in MODES:
         raise ModeError(f"backends.local.mode must be one of {', '.join(MODES)}, not {setting!r}")
     if setting == "auto":
@@ -49,8 +50,9 @@ def decide(setting: str, euid: int, interpreter_shared: bool = True) -> str:
 
 
 def message(mode: str, euid: int, user: str, interpreter: str | None = None) -> str:
-    """The sentence said at start and on the admin page (pure); ``interpreter`` names a Python
-    that other accounts cannot run, the reason ``auto`` stayed single-person as root."""
+    """The sentence said at start and on the admin page (pure); ``interpreter`` names the path
+    (the Python, or a directory above the data directory) that other accounts cannot reach, the
+    reason ``auto`` stayed single-person as root."""
     if mode == "multi-user":
         return ("Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
                 "(yt-<name>), never as root nor as the platform's account.")
@@ -58,9 +60,10 @@ def message(mode: str, euid: int, user: str, interpreter: str | None = None) -> 
     text = (f"Yitong runs single-person: notebooks and jobs run as {who}, the account that holds the platform's "
             "secrets, so everyone who can log in can act as the platform. Use it for one person only")
     if euid == 0 and interpreter:
-        return text + (f"; running as root, but the interpreter {interpreter} is not reachable by other accounts, so "
-                       "notebooks and jobs cannot run as their own accounts: install Python where every account can "
-                       "read it (e.g. /usr/bin/python3, /opt) and build the .venv with it for multi-user.")
+        return text + (f"; running as root, but {interpreter} is not reachable by other accounts, so notebooks and "
+                       "jobs cannot run as their own accounts: for multi-user, build the .venv with a Python every "
+                       "account can run (e.g. /usr/bin/python3) and keep the data directory where every account can "
+                       "reach it (not under /root or a 0700 directory).")
     if euid == 0:
         return text + "; backends.local.mode is pinned to single-person while running as root: user code runs as root."
     return text + "; start the hub as root for multi-user."
@@ -72,21 +75,32 @@ def setting_of(settings: Any) -> str:
     return str(extra.get("mode", "auto"))
 
 
-def interpreter_shared() -> bool:
+def unreachable(settings: Any) -> str | None:
+    """What people's accounts could not reach: the interpreter, or a directory above the data
+    directory (None: both are reachable)."""
     import sys
 
-    return reachable_by_others(sys.executable)
+    if not reachable_by_others(sys.executable):
+        return f"the interpreter {os.path.realpath(sys.executable)}"
+    data_dir = Path(settings.data_dir).absolute()
+    for parent in data_dir.parents:
+        with contextlib.suppress(OSError):
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return f"the directory {parent} (above the data directory)"
+    return None
 
 
 def mode_of(settings: Any, euid: int | None = None) -> str:
     """This process's mode for the local backend's notebooks and jobs."""
-    return decide(setting_of(settings), os.geteuid() if euid is None else euid, interpreter_shared())
+    euid = os.geteuid() if euid is None else euid
+    setting = setting_of(settings)
+    shared = setting != "auto" or euid != 0 or unreachable(settings) is None
+    return decide(setting, euid, shared)
 
 
-def _unshared_interpreter(mode: str) -> str | None:
-    import sys
-
-    return os.path.realpath(sys.executable) if mode == "single-person" and not interpreter_shared() else None
+def _unshared_interpreter(settings: Any, mode: str) -> str | None:
+    auto_as_root = setting_of(settings) == "auto" and os.geteuid() == 0
+    return unreachable(settings) if mode == "single-person" and auto_as_root else None
 
 
 def current_user() -> str:
@@ -101,7 +115,7 @@ def current_user() -> str:
 def describe(settings: Any) -> dict[str, str]:
     """``{"mode", "message"}`` for ``/health`` and the admin page."""
     mode = mode_of(settings)
-    return {"mode": mode, "message": message(mode, os.geteuid(), current_user(), _unshared_interpreter(mode))}
+    return {"mode": mode, "message": message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))}
 
 
 # ---- files --------------------------------------------------------------------------------
@@ -160,7 +174,7 @@ def startup(settings: Any) -> str:
         if settings.storage_url.startswith("file://"):
             roots.append(Path(settings.storage_url[len("file://"):]))
         secure_data_dir(settings.data_dir, roots)
-        text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(mode))
+        text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))
         (log.info if mode == "multi-user" else log.warning)("%s", text)
         if mode == "multi-user" and not all(os.stat(p).st_mode & stat.S_IXOTH for p in
                                             Path(settings.data_dir).absolute().parents):

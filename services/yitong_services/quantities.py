@@ -53,12 +53,17 @@ def _decimal(value: object, resource: str) -> Decimal:
         raise ValueError(f"{resource}: {value!r} is not a quantity") from e
 
 
+MAX_AMOUNT = 2**63 - 1  # what a database integer holds: larger amounts are refused, never overflow
+
+
 def parse_amount(resource: str, value: object) -> Amount:
     """``parse_amount("memory", "2Gi") == 2147483648``; negative amounts are refused."""
     check_resource_name(resource)
     number = _decimal(value, resource)
     if number < 0:
         raise ValueError(f"{resource}: negative amount {value!r}")
+    if number > MAX_AMOUNT:
+        raise ValueError(f"{resource}: {value!r} is more than any machine has (at most {MAX_AMOUNT})")
     if resource == "cpu":
         return float(number)
     if number != number.to_integral_value():

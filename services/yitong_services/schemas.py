@@ -47,7 +47,7 @@ class Strict(BaseModel):
 class Accelerator(Strict):
     type: Annotated[str, AfterValidator(_device),
                     WithJsonSchema({"type": "string", "pattern": RESOURCE_RE.pattern, "not": {"enum": ["cpu", "memory"]}})]
-    count: int = Field(ge=1)
+    count: int = Field(ge=1, le=2**31 - 1)
 
 
 class ProfileSpec(Strict):

@@ -101,8 +101,27 @@ def test_mode_messages():
     assert laptop.startswith("Yitong runs single-person: notebooks and jobs run as ana") and "start the hub as root" in laptop
     pinned = message("single-person", 0, "root")
     assert "run as root" in pinned and "pinned" in pinned
-    unshared = message("single-person", 0, "root", "/root/.pyenv/versions/3.11.7/bin/python3.11")
+    unshared = message("single-person", 0, "root", "the interpreter /root/.pyenv/versions/3.11.7/bin/python3.11")
     assert "the interpreter /root/.pyenv/versions/3.11.7/bin/python3.11 is not reachable by other accounts" in unshared
+
+
+def test_auto_stays_single_person_where_accounts_cannot_reach_the_data(tmp_path):
+    """As root, ``auto`` is multi-user only when people's accounts can reach the interpreter and
+    the data directory: a data directory below a 0700 directory keeps it single-person."""
+    from types import SimpleNamespace
+
+    from yitong_services.confinement import mode_of, unreachable
+
+    closed = tmp_path / "closed"
+    (closed / "data").mkdir(parents=True)
+    closed.chmod(0o700)
+    settings = SimpleNamespace(data_dir=closed / "data", backends={})
+    assert unreachable(settings) is not None and "above the data directory" in unreachable(settings)
+    assert mode_of(settings, euid=0) == "single-person"
+    closed.chmod(0o755)
+    opened = SimpleNamespace(data_dir=Path("/var/tmp/yitong-reachable-check/data"), backends={})
+    if unreachable(opened) is None:  # the interpreter is shared (built from /usr/bin/python3)
+        assert mode_of(opened, euid=0) == "multi-user"
 
 
 @pytest.mark.parametrize("hub_name, account", [

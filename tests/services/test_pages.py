@@ -19,7 +19,9 @@ async def test_openapi_and_docs(service):
 
 async def test_metrics(service):
     assert (await service.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
-    r = await service.call(None, "GET", f"{PREFIX}metrics")
+    assert (await service.call(None, "GET", f"{PREFIX}metrics")).status_code == 401
+    assert (await service.call("alice", "GET", f"{PREFIX}metrics")).status_code == 403
+    r = await service.call("admin", "GET", f"{PREFIX}metrics")
     assert r.status_code == 200
     text = r.text
     assert 'yitong_vc_quota{resource="nvidia.com/gpu",vc="vision"} 2.0' in text

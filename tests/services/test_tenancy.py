@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from jobs_helpers import py_job, wait_state
-from sqlalchemy import text
+from yitong_services.models import Allocation
 
 FAST = {"jobs": {"poll_interval": 0.1}}
 ACT_ONLY_AS_SELF = "acts only as themself"
@@ -98,9 +98,8 @@ async def test_a_foreign_job_allocation_row_does_not_stop_admission(svc):
     r = await svc.call("bob", "POST", "jobs", json=py_job("first", "nlp", "print(1)"))
     first = r.json()["id"]
     await wait_state(svc, "bob", first)
-    with svc.ctx.db.session() as s, s.begin():
-        s.execute(text("INSERT INTO allocations (user, vc, profile, kind, ref, resources, created) "
-                       "VALUES ('bob', 'nlp', 'job', 'job', :ref, '{}', CURRENT_TIMESTAMP)"), {"ref": str(first + 1)})
+    with svc.ctx.db.writing() as s:
+        s.add(Allocation(user="bob", vc="nlp", profile="job", kind="job", ref=str(first + 1), resources={}))
     r = await svc.call("alice", "POST", "jobs", json=py_job("second", "vision", "print(2)"))
     assert r.json()["id"] == first + 1
     job = await wait_state(svc, "alice", first + 1)
