@@ -19,11 +19,12 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from yitong_services.authz import Person
-from yitong_services.db import Database
+from yitong_services.core.authz import Person
+from yitong_services.core.db import Database
 from yitong_services.jobs import queue, records, states
 from yitong_services.jobs.spec import spec_from_dict
-from yitong_services.models import VC, Job
+from yitong_services.vcs.models import VC
+from yitong_services.jobs.models import Job
 
 VCS = ("vision", "nlp", "speech")
 

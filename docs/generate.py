@@ -22,8 +22,8 @@ METHODS = ("get", "post", "put", "patch", "delete")
 
 
 def openapi_spec() -> dict[str, Any]:
-    from yitong_services.app import create_app
-    from yitong_services.settings import load_settings
+    from yitong_services.core.app import create_app
+    from yitong_services.core.settings import load_settings
 
     with tempfile.TemporaryDirectory() as tmp:
         settings_file = Path(tmp, "settings.yaml")

@@ -19,8 +19,8 @@ import pytest
 from e2e.conftest import PROFILES
 from shared_python import shared_bin
 from stack import Stack
-from yitong_services import materialize
-from yitong_services.accounts import account_name
+from yitong_services.datasets import materialize
+from yitong_services.core.accounts import account_name
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
 

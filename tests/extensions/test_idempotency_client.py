@@ -2,7 +2,7 @@
 and the server extension forwards the panel's key (and the service's replay header).
 
 Against a small recording HTTP server that answers as a flaky gateway would (a real socket); the
-real service and a connection dropped after its commit: tests/services/test_idempotency.py.
+real service and a connection dropped after its commit: tests/services/core/test_idempotency.py.
 """
 
 import asyncio

@@ -2,7 +2,7 @@
 platform's answer is lost after it created the job: the panel retries with the same
 ``Idempotency-Key``. The stand-in platform (conftest) drops the connection after handling the
 first submit; the server extension turns that into a 502; the panel sends again with the key.
-That the real service then makes one job: tests/services/test_idempotency.py."""
+That the real service then makes one job: tests/services/core/test_idempotency.py."""
 
 import asyncio
 import io

@@ -36,8 +36,8 @@ from sqlalchemy import create_engine, inspect, text
 
 from blake3 import blake3
 
-from yitong_services.app import create_app
-from yitong_services.settings import Settings
+from yitong_services.core.app import create_app
+from yitong_services.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent

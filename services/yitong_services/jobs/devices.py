@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..quantities import Amount
+from ..vcs.quantities import Amount
 from .spec import JobSpec
 
 

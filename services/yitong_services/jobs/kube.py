@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..quantities import format_amount
+from ..vcs.quantities import format_amount
 from .devices import DEVICES, BuildError, DeviceMap, device_map
 from .kueue import priority_class_name, vc_queue_manifests
 from .launch import RDZV_PORT, job_env, user_argv

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..quantities import Amount, Resources, format_amount
+from ..vcs.quantities import Amount, Resources, format_amount
 from .devices import DEVICES, DeviceMap
 
 KUEUE = "kueue.x-k8s.io/v1beta1"

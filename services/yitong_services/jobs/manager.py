@@ -19,11 +19,14 @@ from typing import Any
 from anyio import to_thread
 from sqlalchemy import delete, select
 
-from ..db import Database
-from ..materialize import materialize
-from ..models import VC, Allocation, DatasetRef, Job, Run, utcnow
-from ..quantities import Resources
-from ..storage import Storage
+from ..core.db import Database
+from ..datasets.materialize import materialize
+from ..vcs.models import VC, Allocation
+from ..datasets.models import DatasetRef
+from .models import Job, Run
+from ..core.models import utcnow
+from ..vcs.quantities import Resources
+from ..datasets.storage import Storage
 from . import ledger, queue, states
 from .backend import Backend, Launch, Polled
 from .spec import spec_from_dict
@@ -62,11 +65,20 @@ class JobManager:
         await self.sweep_tokens()  # attempts that ended while the service was down
         self._task = asyncio.create_task(self._loop())
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 20.0) -> None:
+        """Stop the loop; a tick stuck in a worker thread is waited for ``grace`` seconds, then
+        left behind with its stack in the log (a shutdown never hangs on it)."""
         if self._task:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            done, _ = await asyncio.wait({self._task}, timeout=grace)
+            if not done:
+                import io
+
+                stack = io.StringIO()
+                self._task.print_stack(file=stack)
+                log.warning("the job manager's tick did not stop within %s s; leaving it:\n%s", grace, stack.getvalue())
+            elif not self._task.cancelled() and self._task.exception() is not None:
+                log.warning("the job manager's loop ended with %r", self._task.exception())
         await self.backend.close()
 
     async def _loop(self) -> None:

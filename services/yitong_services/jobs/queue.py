@@ -22,10 +22,12 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
-from .. import quota
-from ..db import Database
-from ..models import VC, Allocation, Job, utcnow
-from ..quantities import Resources
+from ..vcs import quota
+from ..core.db import Database
+from ..vcs.models import VC, Allocation
+from .models import Job
+from ..core.models import utcnow
+from ..vcs.quantities import Resources
 from . import states
 from .spec import per_job_resources, spec_from_dict
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from anyio import to_thread
 from sqlalchemy import select
 
-from ..models import Job
+from .models import Job
 from . import states
 
 if TYPE_CHECKING:

@@ -12,15 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .. import catalog, datasets
-from ..authz import Person, is_member
-from ..errors import Refusal, describe_validation
-from ..limits import MAX_DEPTH, MAX_SHORT, DocumentError, load_json, load_yaml
-from ..models import DatasetRef, DatasetVersion, Job, Run
-from ..quantities import Resources, human_amount
+from ..vcs import catalog
+from ..datasets import records as datasets
+from ..core.authz import Person, is_member
+from ..core.errors import Refusal, describe_validation
+from ..core.limits import MAX_DEPTH, MAX_SHORT, DocumentError, load_json, load_yaml
+from ..datasets.models import DatasetRef, DatasetVersion
+from .models import Job, Run
+from ..vcs.quantities import Resources, human_amount
 from . import states
 from .devices import check_backend_devices
-from .errors import JobSpecError
+from .spec_errors import JobSpecError
 from .importers import ImportRefused, import_file
 from .spec import JobSpec, per_job_resources, spec_from_dict
 

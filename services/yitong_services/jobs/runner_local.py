@@ -30,9 +30,9 @@ from typing import Any
 
 from anyio import to_thread
 
-from ..accounts import Account
-from ..confinement import account_for, mode_of, private_dir
-from ..materialize import link_trees
+from ..core.accounts import Account
+from ..core.confinement import account_for, mode_of, private_dir
+from ..datasets.materialize import link_trees
 from . import procs, ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import user_argv

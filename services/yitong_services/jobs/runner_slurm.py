@@ -43,7 +43,7 @@ from typing import Any
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..accounts import Account, can_switch_users, ensure_account, lookup
+from ..core.accounts import Account, can_switch_users, ensure_account, lookup
 from . import ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import RDZV_PORT

@@ -22,7 +22,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
-from ..quantities import Resources
+from ..vcs.quantities import Resources
 from .devices import DEVICES, BuildError, DeviceMap, device_map
 from .launch import RDZV_PORT, job_env, user_argv
 from .spec import Framework, JobSpec

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..quantities import Resources
-from ..settings import Settings, SettingsError, load_settings
+from ..vcs.quantities import Resources
+from ..core.settings import Settings, SettingsError, load_settings
 from .runner_slurm import SlurmSettings
 from .slurm import sacctmgr_commands
 
@@ -25,8 +25,8 @@ def vc_quotas(settings: Settings) -> dict[str, Resources]:
     from sqlalchemy import select
     from sqlalchemy.exc import SQLAlchemyError
 
-    from ..db import Database
-    from ..models import VC
+    from ..core.db import Database
+    from ..vcs.models import VC
 
     url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():

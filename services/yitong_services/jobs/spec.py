@@ -13,10 +13,10 @@ from typing import Annotated, Any
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..limits import MAX_ARGS, MAX_COMMAND, MAX_ITEMS, MAX_TEXT, load_yaml
-from ..quantities import Resources, tidy
-from ..schemas import Accelerator, Cpu, Memory
-from .errors import JobSpecError, describe
+from ..core.limits import MAX_ARGS, MAX_COMMAND, MAX_ITEMS, MAX_TEXT, load_yaml
+from ..vcs.quantities import Resources, tidy
+from ..vcs.schemas import Accelerator, Cpu, Memory
+from .spec_errors import JobSpecError, describe
 from .fields import (
     ENV_NAME_RE, MAX_NODES, PRIORITIES, RESERVED_ENV_PREFIX, Environment, Framework, Input, Name, StrictModel,
     parse_duration,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from anyio import to_thread
 
-from ..hub import HubClient, HubError
+from ..core.hub import HubClient, HubError
 from .spec import JobSpec
 
 log = logging.getLogger(__name__)

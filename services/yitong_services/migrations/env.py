@@ -3,7 +3,11 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from yitong_services.models import Base
+# every capability's tables: the metadata the migrations are checked against
+from yitong_services.core.models import Base
+from yitong_services.datasets import models as _datasets  # noqa: F401
+from yitong_services.jobs import models as _jobs  # noqa: F401
+from yitong_services.vcs import models as _vcs  # noqa: F401
 
 config = context.config
 connection = config.attributes.get("connection")

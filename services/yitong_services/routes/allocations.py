@@ -1,14 +1,14 @@
 from fastapi import APIRouter, Path, Query, Request, Response
 from sqlalchemy import select
 
-from .. import allocations as alloc
-from .. import audit
-from ..auth import person_for
-from ..authz import create_allocation_refusal, release_refusal
-from ..errors import Refusal
-from ..models import Allocation
-from ..schemas import AllocationIn, AllocationOut
-from ..views import allocation_dict
+from ..vcs import allocations as alloc
+from ..core import audit
+from ..core.auth import person_for
+from ..core.authz import create_allocation_refusal, release_refusal
+from ..core.errors import Refusal
+from ..vcs.models import Allocation
+from ..vcs.schemas import AllocationIn, AllocationOut
+from ..vcs.views import allocation_dict
 from .common import Caller, Ctx, in_thread
 
 router = APIRouter(prefix="/allocations", tags=["allocations"])

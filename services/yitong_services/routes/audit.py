@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 
-from ..audit import entry_dict
-from ..models import AuditEntry
+from ..core.audit import entry_dict
+from ..core.models import AuditEntry
 from .common import Caller, Ctx, in_thread, require_admin
 
 router = APIRouter(prefix="/audit", tags=["audit"])

@@ -9,11 +9,11 @@ from typing import Annotated, Any, TypeVar
 from anyio import to_thread
 from fastapi import Depends, Path
 
-from ..auth import current_identity
-from ..authz import Identity, Person, admin_refusal
-from ..context import Context, get_context
-from ..errors import Refusal
-from ..limits import MAX_ID
+from ..core.auth import current_identity
+from ..core.authz import Identity, Person, admin_refusal
+from ..core.context import Context, get_context
+from ..core.errors import Refusal
+from ..core.limits import MAX_ID
 
 T = TypeVar("T")
 

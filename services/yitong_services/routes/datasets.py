@@ -3,12 +3,13 @@
 from fastapi import APIRouter, Path, Query, Response
 from sqlalchemy import select
 
-from .. import datasets as ds
-from ..authz import sees_dataset
-from ..dataset_schemas import DatasetIn, DatasetOut, DatasetPatch, TagIn, VersionOut
-from ..dataset_views import dataset_dict, one_version
-from ..errors import Refusal
-from ..models import VC, Dataset
+from ..datasets import records as ds
+from ..core.authz import sees_dataset
+from ..datasets.schemas import DatasetIn, DatasetOut, DatasetPatch, TagIn, VersionOut
+from ..datasets.views import dataset_dict, one_version
+from ..core.errors import Refusal
+from ..vcs.models import VC
+from ..datasets.models import Dataset
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])

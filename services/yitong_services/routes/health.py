@@ -1,6 +1,6 @@
 from fastapi import APIRouter
 
-from ..confinement import mode_of
+from ..core.confinement import mode_of
 from .common import Ctx
 
 router = APIRouter(tags=["health"])

@@ -10,8 +10,8 @@ from fastapi.responses import StreamingResponse
 
 from ..jobs import records, states
 from ..jobs.fields import MAX_NODES
-from ..limits import MAX_ID
-from ..models import Job
+from ..core.limits import MAX_ID
+from ..jobs.models import Job
 from .common import Caller, Ctx, Id, as_person, in_thread
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])

@@ -10,15 +10,15 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Request
 from sqlalchemy import select
 
-from .. import audit
-from ..auth import person_for
-from ..errors import Refusal
-from ..idempotency import Claim, once
+from ..core import audit
+from ..core.auth import person_for
+from ..core.errors import Refusal
+from ..core.idempotency import Claim, once
 from ..jobs import records, states
 from ..jobs.manager import JobManager
 from ..jobs.queue import positions
 from ..jobs.spec import spec_from_dict
-from ..models import Job, Run
+from ..jobs.models import Job, Run
 from .common import Caller, Ctx, Id, as_person, in_thread
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -77,7 +77,7 @@ async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), stat
             if value is not None:
                 query = query.where(column == value)
         with ctx.db.session() as s:
-            from ..models import VC
+            from ..vcs.models import VC
 
             groups = {v.name: v.groups for v in s.scalars(select(VC))}
             return [records.job_dict(j, pos.get(j.id)) for j in s.scalars(query)

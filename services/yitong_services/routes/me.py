@@ -1,9 +1,9 @@
 from fastapi import APIRouter
 from sqlalchemy import select
 
-from ..authz import is_member
-from ..models import VC
-from ..schemas import Me
+from ..core.authz import is_member
+from ..vcs.models import VC
+from ..vcs.schemas import Me
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(tags=["me"])

@@ -8,13 +8,13 @@ import asyncio
 
 from fastapi import APIRouter, Header, Request, Response
 
-from ..appender import BufferPool
-from ..dataset_schemas import Hashes, Missing, Stored, UploadState
-from ..errors import Refusal
-from ..ingest import PackIngest, too_big
-from ..manifest import hash_refusal
-from ..objaccess import missing_for, readable_sizes, reader
-from ..packs import PackError
+from ..datasets.appender import BufferPool
+from ..datasets.schemas import Hashes, Missing, Stored, UploadState
+from ..core.errors import Refusal
+from ..datasets.ingest import PackIngest, too_big
+from ..datasets.manifest import hash_refusal
+from ..datasets.objaccess import missing_for, readable_sizes, reader
+from ..datasets.packs import PackError
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/objects", tags=["objects"])

@@ -1,12 +1,13 @@
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
 
-from .. import audit, catalog
-from ..authz import is_member
-from ..errors import Refusal
-from ..models import VC, Profile
-from ..schemas import ProfileIn, ProfileOut, ProfilePatch
-from ..views import profile_dict
+from ..core import audit
+from ..vcs import catalog
+from ..core.authz import is_member
+from ..core.errors import Refusal
+from ..vcs.models import VC, Profile
+from ..vcs.schemas import ProfileIn, ProfileOut, ProfilePatch
+from ..vcs.views import profile_dict
 from .common import Caller, Ctx, as_person, in_thread, require_admin
 
 router = APIRouter(prefix="/profiles", tags=["profiles"])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from ..errors import Refusal
-from ..idempotency import Claim, once
+from ..core.errors import Refusal
+from ..core.idempotency import Claim, once
 from ..jobs import records
 from ..jobs.ledger import pinned_inputs
 from ..jobs.spec import spec_from_dict
-from ..models import Run
+from ..jobs.models import Run
 from .common import Caller, Ctx, Id, as_person, in_thread
 from .jobs import submit_spec
 

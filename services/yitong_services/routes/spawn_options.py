@@ -1,13 +1,13 @@
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from ..allocations import reason
-from ..auth import person_for
-from ..authz import Person, is_member
-from ..confinement import account_for
-from ..models import VC, Profile
-from ..schemas import SpawnOptions
-from ..views import allocations_by_vc, profile_dict, profile_resources, vc_dict
+from ..vcs.allocations import reason
+from ..core.auth import person_for
+from ..core.authz import Person, is_member
+from ..core.confinement import account_for
+from ..vcs.models import VC, Profile
+from ..vcs.schemas import SpawnOptions
+from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict
 from .common import Caller, Ctx, in_thread
 
 router = APIRouter(tags=["spawn-options"])

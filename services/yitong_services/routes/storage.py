@@ -2,9 +2,9 @@
 
 from fastapi import APIRouter, Query
 
-from ..dataset_schemas import GCResult, VerifyResult
-from ..gc import collect
-from ..verify import verify
+from ..datasets.schemas import GCResult, VerifyResult
+from ..datasets.gc import collect
+from ..datasets.verify import verify
 from .common import Caller, Ctx, in_thread, require_admin
 
 router = APIRouter(prefix="/storage", tags=["storage"])

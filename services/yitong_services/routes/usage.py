@@ -1,7 +1,7 @@
 from fastapi import APIRouter
 
-from ..schemas import Usage
-from ..views import usage as usage_view
+from ..vcs.schemas import Usage
+from ..vcs.views import usage as usage_view
 from .common import Caller, Ctx, in_thread, require_admin
 
 router = APIRouter(tags=["usage"])

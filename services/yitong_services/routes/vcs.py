@@ -1,12 +1,13 @@
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
 
-from .. import audit, catalog
-from ..authz import is_member, member_refusal
-from ..errors import Refusal
-from ..models import VC, Allocation
-from ..schemas import VCIn, VCOut, VCPatch
-from ..views import allocations_by_vc, vc_dict
+from ..core import audit
+from ..vcs import catalog
+from ..core.authz import is_member, member_refusal
+from ..core.errors import Refusal
+from ..vcs.models import VC, Allocation
+from ..vcs.schemas import VCIn, VCOut, VCPatch
+from ..vcs.views import allocations_by_vc, vc_dict
 from .common import Caller, Ctx, as_person, in_thread, require_admin
 
 router = APIRouter(prefix="/vcs", tags=["vcs"])

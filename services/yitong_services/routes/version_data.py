@@ -3,13 +3,13 @@
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
-from .. import datasets as ds
-from ..dataset_schemas import Hashes, Manifest, Materialized
-from ..errors import Refusal
-from ..manifest import hashes
-from ..materialize import materialize
-from ..objindex import locate
-from ..serve import parse_range, records
+from ..datasets import records as ds
+from ..datasets.schemas import Hashes, Manifest, Materialized
+from ..core.errors import Refusal
+from ..datasets.manifest import hashes
+from ..datasets.materialize import materialize
+from ..datasets.objindex import locate
+from ..datasets.streams import parse_range, records
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/datasets/{vc}/{name}/versions/{ref}", tags=["datasets"])

@@ -2,12 +2,12 @@
 
 from fastapi import APIRouter, Query, Request, Response
 
-from .. import datasets as ds
-from ..commit import commit
-from ..dataset_schemas import CommitIn, Committed, Diff, VersionOut
-from ..dataset_views import one_version, versions_list
-from ..idempotency import Claim, once
-from ..manifest import diff
+from ..datasets import records as ds
+from ..datasets.commit import commit
+from ..datasets.schemas import CommitIn, Committed, Diff, VersionOut
+from ..datasets.views import one_version, versions_list
+from ..core.idempotency import Claim, once
+from ..datasets.manifest import diff
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])

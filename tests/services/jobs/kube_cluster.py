@@ -66,7 +66,7 @@ import kmock
 from kmock._internal import enums, parsing
 
 from spawner.kmock_shims import Emulator, write_kubeconfig
-from yitong_services.quantities import parse_amount
+from yitong_services.vcs.quantities import parse_amount
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -17,7 +17,7 @@ from jobs_helpers import py_job
 from yitong_services.jobs.spec import spec_from_dict
 from yitong_services.jobs.tokens import expires_in, token_scopes
 
-from tests.services.test_jobs_process import Proc
+from tests.services.jobs.test_jobs_process import Proc
 
 # run inside the job: what the job's token may and may not do, then its whole environment
 PROBE = """
@@ -100,6 +100,7 @@ def test_expiry_follows_max_run_time():
 
 
 def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
+    started = datetime.now(UTC)
     job_id = submit(proc, PROBE, HUB_API=hub.api_url)
     got = seen(proc, job_id)
     env, token = got["env"], got["env"]["JUPYTERHUB_API_TOKEN"]
@@ -117,8 +118,10 @@ def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
     assert hub.service_token not in env.values() and hub.admin_token not in env.values()
     assert env["YT_TOKEN"] == token and env["YITONG_JOB_TOKEN"] != token
     # seen from outside while it runs: one token noted for this attempt, expiring with max_run_time + grace
+    # (the session's hub also holds tokens of earlier tests' services, whose job ids start at 1 too)
     tokens = hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
-    mine = [t for t in tokens if t["note"] == f"yitong job {job_id} attempt 1"]
+    mine = [t for t in tokens if t["note"] == f"yitong job {job_id} attempt 1"
+            and datetime.fromisoformat(t["created"]) >= started - timedelta(seconds=1)]
     assert len(mine) == 1 and mine[0]["expires_at"], tokens
     assert sorted(mine[0]["scopes"]) == sorted(s.replace("!user", "!user=alice") for s in token_scopes("yitong"))
     left = datetime.fromisoformat(mine[0]["expires_at"]) - datetime.now(UTC)
@@ -130,7 +133,7 @@ def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
     r = httpx.get(proc.base + "me", headers={"Authorization": f"token {token}"}, timeout=10)
     assert r.status_code == 401, r.text
     assert not [t for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
-                if t["note"] == f"yitong job {job_id} attempt 1"]
+                if t["id"] == mine[0]["id"]]
 
 
 @pytest.mark.parametrize("end, state", [("succeed", "succeeded"), ("fail", "failed"), ("cancel", "cancelled")])

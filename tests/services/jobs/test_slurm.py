@@ -10,12 +10,12 @@ import pytest
 
 from yitong_services.jobs.devices import BuildError
 from yitong_services.jobs.slurm import RANK_SHIM, batch_script, qos_grptres, sacctmgr_commands, slurm_time
-from yitong_services.accounts import Account
+from yitong_services.core.accounts import Account
 from yitong_services.jobs.runner_slurm import (
     SlurmJob, SlurmSettings, access_text, classify, expand_hostlist, parse_jobcomp, parse_squeue, sbatch_argv,
 )
 from yitong_services.jobs.spec import spec_from_dict
-from yitong_services.settings import Settings
+from yitong_services.core.settings import Settings
 
 GI = 2**30
 BASE = {"name": "mnist", "vc": "vision", "environment": {"image": "x"}, "command": ["python", "train.py"]}

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import JobSpecError
+from ..spec_errors import JobSpecError
 
 
 class ImportRefused(ValueError):
@@ -19,7 +19,7 @@ class ImportRefused(ValueError):
 
 
 def load_yaml(text: str, what: str) -> dict[str, Any]:
-    from ...limits import load_yaml as safe_load
+    from ...core.limits import load_yaml as safe_load
 
     try:
         doc = safe_load(text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import JobSpecError
+from ..spec_errors import JobSpecError
 from ..spec import JobSpec, spec_from_dict
 from . import ImportRefused
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...quantities import parse_amount
-from ..errors import JobSpecError
+from ...vcs.quantities import parse_amount
+from ..spec_errors import JobSpecError
 from ..spec import JobSpec, spec_from_dict
 from . import ImportRefused
 

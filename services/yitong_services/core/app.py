@@ -1,0 +1,186 @@
+"""``create_app(settings)`` and the ``yitong-service`` command (a JupyterHub-managed service)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import AsyncIterator
+from urllib.parse import urlparse
+
+from fastapi import FastAPI
+from fastapi.responses import Response
+
+from . import errors, openapi
+from ..routes.admin_page import router as admin_router
+from .context import Context
+from .db import Database
+from .hub import HubClient
+from ..vcs.inventory import inventory as backend_inventory
+from ..jobs.backend import make_backend
+from ..jobs.tokens import JobTokens
+from ..jobs.manager import JobManager
+from .limits import BodyLimit, body_limit
+from .metrics import Metrics
+from ..routes.common import Caller, require_admin
+from .oauth import cookie_secret, hub_oauth
+from .oauth import router as oauth_router
+from ..vcs.stale_servers import reconcile_forever
+from ..routes import ROUTERS
+from ..vcs.seed import seed
+from .settings import Settings, SettingsError, load_settings
+from ..datasets.storage import Storage
+
+log = logging.getLogger("yitong_services")
+
+
+def create_app(
+    settings: Settings,
+    *,
+    hub_api_url: str | None = None,
+    hub_api_token: str | None = None,
+    prefix: str | None = None,
+    service_name: str | None = None,
+    reconcile_interval: float | None = None,
+) -> FastAPI:
+    """Migrate and seed the database, then build the app (routes under ``prefix``).
+
+    Hub settings default to the environment JupyterHub gives a managed service:
+    ``JUPYTERHUB_API_URL``, ``JUPYTERHUB_API_TOKEN``, ``JUPYTERHUB_SERVICE_PREFIX``,
+    ``JUPYTERHUB_SERVICE_NAME``, ``JUPYTERHUB_CLIENT_ID``, ``JUPYTERHUB_OAUTH_ACCESS_SCOPES``.
+    ``reconcile_interval`` None: from settings; negative: no reconciler at all.
+    """
+    prefix = prefix or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/services/yitong/"
+    prefix = "/" + prefix.strip("/") + "/"
+    name = service_name or os.environ.get("JUPYTERHUB_SERVICE_NAME") or "yitong"
+    db = Database(settings.database_url)
+    db.upgrade()
+    seed(db, settings)
+    hub = HubClient(
+        hub_api_url or os.environ.get("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api"),
+        hub_api_token or os.environ.get("JUPYTERHUB_API_TOKEN", ""),
+    )
+    scopes = os.environ.get("JUPYTERHUB_OAUTH_ACCESS_SCOPES")
+    ctx = Context(
+        settings=settings,
+        db=db,
+        hub=hub,
+        inventory=backend_inventory(settings),
+        prefix=prefix,
+        service_name=name,
+        oauth_client_id=os.environ.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}",
+        cookie_secret=cookie_secret(settings.data_dir),
+        access_scopes=frozenset(
+            json.loads(scopes) if scopes else [f"access:services!service={name}"]
+        ),
+        storage=Storage(settings, db),
+    )
+    interval = settings.service.reconcile_interval if reconcile_interval is None else reconcile_interval
+    jobs = JobManager(
+        db, ctx.storage, make_backend(settings.backend, settings.data_dir, settings), ctx.inventory,
+        settings.data_dir, settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
+        settings.jobs.poll_interval,
+        tokens=JobTokens(hub, settings.data_dir, name, settings.jobs.token_lifetime, settings.jobs.token_grace)
+        if hub.token else None,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        task = None
+        if interval >= 0 and hub.token:
+            task = asyncio.create_task(reconcile_forever(ctx, interval))
+        if settings.jobs.enabled:
+            await jobs.start()
+        try:
+            yield
+        finally:
+            await jobs.stop()
+            if task:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            await hub.close()
+            db.dispose()
+
+    app = FastAPI(
+        title="Yitong platform service",
+        version="1",
+        description="VCs, quotas, profiles, allocations, datasets and jobs. Errors are `{\"detail\": \"...\"}`.",
+        openapi_url=f"{prefix}openapi.json",
+        docs_url=f"{prefix}docs",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.yitong = ctx
+    app.state.jobs = jobs
+    app.state.oauth = hub_oauth(ctx) if hub.token else None
+    errors.install(app)
+    openapi.install(app, f"{prefix}api/v1")
+    app.add_middleware(BodyLimit, limit_for=lambda path: body_limit(path, settings.service.limits))
+    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
+    metrics.install(app)
+    for router in ROUTERS:
+        app.include_router(router, prefix=f"{prefix}api/v1")
+    app.include_router(oauth_router, prefix=prefix.rstrip("/"))
+    app.include_router(admin_router, prefix=prefix.rstrip("/"))
+
+    @app.get(f"{prefix}metrics", include_in_schema=False)
+    def prometheus(caller: Caller) -> Response:
+        """Prometheus text for admins and the platform's own token (scrape with a bearer token)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        require_admin(caller, "read the platform's metrics")
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="yitong-service", description="Yitong's platform service",
+                                epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)")
+    p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
+    p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
+    p.add_argument("--ip", help="listen address (default: service.ip in settings, 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default: $JUPYTERHUB_SERVICE_URL's, else service.port)")
+    p.add_argument("--log-level", default=os.environ.get("YITONG_LOG_LEVEL", "info"))
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["slurm-accounts"]:  # subcommand: the sacctmgr commands for the VCs
+        from ..jobs.slurm_accounts import main as slurm_accounts
+
+        sys.exit(slurm_accounts(argv[1:]))
+    if argv[:1] == ["verify"]:  # subcommand: rehash the dataset store and the materialise cache
+        from ..datasets.cli import main as verify_store
+
+        sys.exit(verify_store(argv[1:]))
+    import uvicorn
+
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="[%(levelname)s %(asctime)s %(name)s] %(message)s")
+    try:
+        settings = load_settings(args.settings, args.data_dir)
+    except SettingsError as e:
+        sys.exit(f"yitong-service: {e}")
+    service_url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
+    port = args.port or service_url.port or settings.service.port
+    ip = args.ip or service_url.hostname or settings.service.ip
+    settings.service.ip, settings.service.port = ip, port
+    from .confinement import ModeError, startup
+
+    try:
+        startup(settings)  # umask 077, the data directory's modes, the multi-user / single-person line
+    except ModeError as e:
+        sys.exit(f"yitong-service: {e}")
+    app = create_app(settings)
+    uvicorn.run(app, host=ip, port=port, log_level=args.log_level.lower(), access_log=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,153 @@
+"""The settings file (YAML): the sections the platform service reads.
+
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
+here. Inside the sections the service owns, unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from .limits import LimitsSettings
+from ..vcs.quantities import parse_amount
+from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
+
+DEFAULT_SETTINGS = "yitong.example.yaml"
+DEFAULT_DATA_DIR = ".yitong"
+
+Bytes = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
+
+
+class Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ServiceSettings(Lenient):
+    ip: str = "127.0.0.1"
+    port: int = 8010
+    reconcile_interval: float = Field(
+        30.0, ge=0, description="seconds between reconciler runs (0: only at start)"
+    )
+    limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
+    idempotency_ttl: float = Field(
+        86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
+    )
+
+
+class DatabaseSettings(Lenient):
+    url: str | None = None
+
+
+class StorageSettings(BaseModel):
+    """The dataset store (``storage``): where objects live and the limits of uploads."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(None, description="fsspec URL; null = file://<data_dir>/store")
+    options: dict[str, Any] = Field(default_factory=dict, description="passed to fsspec.filesystem")
+    pack_threshold: Bytes = Field(2**20, description="files up to this size travel in packs")
+    max_upload_bytes: Bytes = Field(100 * 2**30, description="largest pack body or Upload-Length (413 above)")
+    cache_dir: Path | None = Field(None, description="null = <data_dir>/cache")
+    materialize_dir: Path | None = Field(None, description="null = <data_dir>/materialized")
+    gc_grace: float = Field(3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected")
+
+
+class JobsSettings(BaseModel):
+    """Jobs (``jobs``): how the service reaches its jobs and how often it looks at them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    api_url: str | None = Field(None, description="the API base URL jobs POST metrics to (YITONG_API_URL); null = http://<service ip>:<port><prefix>api/v1")
+    poll_interval: float = Field(1.0, gt=0, le=60, description="seconds between admission passes and job polls")
+    enabled: bool = Field(True, description="run the job manager in this service (one service per database)")
+    token_lifetime: int = Field(86400, ge=60, description="seconds a job's own hub token lives when its spec has no max_run_time")
+    token_grace: int = Field(3600, ge=0, description="seconds a job's token outlives its max_run_time (time queued in the engine)")
+
+
+class BackendSettings(BaseModel):
+    """``backends.<name>``: the inventory, plus the backend's own keys (kept as extras; each backend
+    validates its section, e.g. ``runner_slurm.SlurmSettings``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    inventory: Resources = Field(default_factory=dict)
+
+
+class Settings(Lenient):
+    backend: Literal["local", "kubernetes", "slurm"] = "local"
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
+    backends: dict[str, BackendSettings] = Field(default_factory=dict)
+    profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
+    vcs: dict[str, VCSpec] = Field(default_factory=dict)
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+
+    @model_validator(mode="after")
+    def _names(self) -> Settings:
+        for name in [*self.profiles, *self.vcs]:
+            check_name(name)
+        for vc_name, vc in self.vcs.items():
+            missing = [p for p in vc.profiles if p not in self.profiles]
+            if missing:
+                raise ValueError(f"VC {vc_name} offers unknown profiles: {', '.join(missing)}")
+        return self
+
+    @property
+    def database_url(self) -> str:
+        return self.database.url or f"sqlite:///{self.data_dir / 'yitong.sqlite'}"
+
+    @property
+    def storage_url(self) -> str:
+        return self.storage.url or f"file://{(self.data_dir / 'store').absolute()}"
+
+    @property
+    def cache_dir(self) -> Path:
+        return (self.storage.cache_dir or self.data_dir / "cache").absolute()
+
+    @property
+    def materialize_dir(self) -> Path:
+        return (self.storage.materialize_dir or self.data_dir / "materialized").absolute()
+
+    def backend_inventory(self) -> Resources:
+        section = self.backends.get(self.backend)
+        return dict(section.inventory) if section else {}
+
+
+class SettingsError(Exception):
+    pass
+
+
+def load_settings(path: str | os.PathLike | None = None, data_dir: str | os.PathLike | None = None) -> Settings:
+    """Read the YAML file (``--settings`` / ``YITONG_SETTINGS``); a missing default file is empty."""
+    explicit = path or os.environ.get("YITONG_SETTINGS")
+    file = Path(explicit or DEFAULT_SETTINGS)
+    raw: dict = {}
+    if file.exists():
+        raw = yaml.safe_load(file.read_text()) or {}
+        if not isinstance(raw, dict):
+            raise SettingsError(f"{file}: the settings file must be a YAML mapping")
+    elif explicit:
+        raise SettingsError(f"settings file {file} does not exist")
+    raw["data_dir"] = data_dir or os.environ.get("YITONG_DATA_DIR") or DEFAULT_DATA_DIR
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as e:
+        raise SettingsError(f"{file}: {describe(e)}") from e
+
+
+def describe(error: ValidationError) -> str:
+    """One readable line per problem: ``vcs.vision.quota: memory: '2Gx' is not a quantity``."""
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"])
+        msg = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)

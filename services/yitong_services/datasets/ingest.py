@@ -1,0 +1,90 @@
+"""Pack uploads: stream records into a new pack, check every hash, then index in one transaction.
+
+Blocking: ``feed`` and ``commit`` run in a worker thread. The pack is written to a temp key as
+the body arrives and renamed into ``packs/<id>.pack`` only when every record checked out;
+objects already indexed (or repeated in the pack) are validated but not indexed again, and a
+pack with nothing new is dropped. Every object of the pack becomes readable by its uploader
+(objaccess.py), and the answer counts them all: it never tells which were stored before. A
+crash before the index transaction leaves an orphan pack that GC removes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from ..core.db import Database
+from .objaccess import grant_upload
+from .objindex import index, storage_lock
+from .packs import PackError, PackReader
+from .objstore import Store, pack_key, start_writeback
+
+WRITEBACK = 8 << 20  # start writing a local pack to disk every this many bytes
+
+
+def too_big(what: str, size: int, limit: int) -> str:
+    return f"{what} of {human(size)} exceeds the {human(limit)} limit (storage.max_upload_bytes)"
+
+
+def human(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{size} bytes"  # pragma: no cover
+
+
+class PackIngest:
+    """One pack upload in progress."""
+
+    def __init__(self, store: Store, db: Database, limit: int, uploader: str) -> None:
+        self.store = store
+        self.db = db
+        self.limit = limit
+        self.uploader = uploader
+        self.reader = PackReader(limit)
+        self.pack_id = secrets.token_hex(16)
+        self.received = 0
+        self._writer = store.writer(pack_key(self.pack_id))
+        self._file = self._writer.__enter__()
+        self._open = True
+        self._synced = 0  # bytes handed to the disk so far (local stores)
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self.limit:
+            raise PackError(too_big("the pack upload", self.received, self.limit), 413)
+        self.reader.feed(chunk)
+        self._file.write(chunk)
+        if self.store.local and self.received - self._synced >= WRITEBACK:
+            self._file.flush()
+            start_writeback(self._file.fileno(), self._synced, self.received - self._synced)
+            self._synced = self.received
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        if self._open:
+            self._open = False
+            error = exc or PackError("aborted")
+            self._writer.__exit__(type(error), error, None)
+
+    def commit(self) -> dict[str, Any]:
+        try:
+            records = self.reader.finish()
+        except PackError as e:
+            self.abort(e)
+            raise
+        self._open = False
+        self._writer.__exit__(None, None, None)  # rename into place
+        # The client asked which objects are missing just before: nearly always all of them
+        # are new, so the pack goes into place first and is looked up once, under the lock.
+        rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
+                for r in records]
+        with storage_lock(self.db) as s:
+            stored = index(s, rows, pack=(self.pack_id, self.received))
+            fresh = {r["hash"] for r in stored}  # these name their uploader already
+            grant_upload(s, self.uploader, [r["hash"] for r in rows if r["hash"] not in fresh])
+        if not stored:  # another upload had it all: drop the copy (GC would, later)
+            self.store.delete(pack_key(self.pack_id))
+        sizes = {r["hash"]: r["size"] for r in rows}
+        return {"stored": len(sizes), "bytes": sum(sizes.values())}

@@ -1,0 +1,1 @@
+"""Virtual clusters: VCs, profiles, quotas, allocations, quantities, the inventory."""

@@ -1,0 +1,181 @@
+"""Pydantic models of the REST API and of the settings file (``extra="forbid"`` everywhere)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from ..core.limits import MAX_ITEMS, MAX_SHORT, MAX_TEXT
+from .quantities import RESOURCE_RE, check_resource_name, parse_amount, parse_resources
+
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+
+
+def check_name(value: str) -> str:
+    if not NAME_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid name: use 1-32 lowercase letters, digits and '-',"
+            " starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _device(value: str) -> str:
+    check_resource_name(value)
+    if value in ("cpu", "memory"):
+        raise ValueError(f"accelerator type must be a device like nvidia.com/gpu, not {value!r}")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name),
+                 WithJsonSchema({"type": "string", "pattern": NAME_RE.pattern, "maxLength": 32})]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Short = Annotated[str, Field(max_length=MAX_SHORT)]
+Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
+Cpu = Annotated[float, BeforeValidator(lambda v: parse_amount("cpu", v))]
+Memory = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
+Arch = Literal["amd64", "arm64"] | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Accelerator(Strict):
+    type: Annotated[str, AfterValidator(_device),
+                    WithJsonSchema({"type": "string", "pattern": RESOURCE_RE.pattern, "not": {"enum": ["cpu", "memory"]}})]
+    count: int = Field(ge=1, le=2**31 - 1)
+
+
+class ProfileSpec(Strict):
+    display_name: Text = ""
+    description: Text = ""
+    image: Short = ""
+    kernel: Short = "python3"
+    cpu: Cpu = 1.0
+    memory: Memory = 2**31
+    accelerator: Accelerator | None = None
+    arch: Arch = None
+
+
+class _Named(Strict):
+    name: Name
+
+
+class ProfileIn(ProfileSpec, _Named):
+    pass
+
+
+class ProfileOut(ProfileIn):
+    pass
+
+
+class ProfilePatch(Strict):
+    display_name: Text | None = None
+    description: Text | None = None
+    image: Short | None = None
+    kernel: Short | None = None
+    cpu: Cpu | None = None
+    memory: Memory | None = None
+    accelerator: Accelerator | None = None
+    arch: Arch = None
+
+
+class VCSpec(Strict):
+    description: Text = ""
+    quota: Resources = Field(default_factory=dict)
+    groups: list[Short] = Field(default_factory=list, max_length=MAX_ITEMS)
+    profiles: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
+    user_caps: Resources = Field(default_factory=dict)
+
+
+class VCIn(VCSpec, _Named):
+    pass
+
+
+class VCPatch(Strict):
+    description: Text | None = None
+    quota: Resources | None = None
+    groups: list[Short] | None = Field(None, max_length=MAX_ITEMS)
+    profiles: list[Name] | None = Field(None, max_length=MAX_ITEMS)
+    user_caps: Resources | None = None
+
+
+class VCOut(VCIn):
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+
+
+class AllocationIn(Strict):
+    user: str | None = Field(None, min_length=1, max_length=MAX_SHORT, description="whose allocation; default: the caller")
+    vc: Name
+    profile: Name
+    kind: Literal["server", "job"] = "server"
+    ref: str = Field(min_length=1, max_length=255, description="server: 'user/servername'")
+
+
+class AllocationOut(Strict):
+    id: int
+    user: str
+    vc: str
+    profile: str
+    kind: str
+    ref: str
+    resources: dict[str, float | int]
+    created: datetime
+
+
+class Me(Strict):
+    name: str
+    kind: Literal["user", "service"]
+    admin: bool
+    groups: list[str]
+    vcs: list[str]
+
+
+class ProfileOption(ProfileOut):
+    available: bool
+    reason: str | None = None
+
+
+class VCOption(Strict):
+    name: str
+    description: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+    profiles: list[ProfileOption]
+
+
+class SystemAccount(Strict):
+    """The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md)."""
+
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
+class SpawnOptions(Strict):
+    user: str
+    vcs: list[VCOption]
+    account: SystemAccount | None = Field(
+        None, description="multi-user mode: the account the server runs as (created on first use); null: single-person")
+
+
+class VCUsage(Strict):
+    name: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+    free: dict[str, float | int]
+    allocations: int
+
+
+class Usage(Strict):
+    backend: str
+    inventory: dict[str, float | int]
+    used: dict[str, float | int]
+    vcs: list[VCUsage]

@@ -1,0 +1,182 @@
+"""Jobs over REST on the local backend: submit, logs, refusals, cancel/retry, authz, queue reasons, inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jobs_helpers import py_job, wait_state
+
+ROOT = Path(__file__).resolve().parent
+FAST = {"jobs": {"poll_interval": 0.1}}
+
+
+@pytest.fixture
+async def svc(service_factory):
+    async with service_factory(**FAST) as s:
+        yield s
+
+
+async def submit(svc, who, body, **kw):
+    return await svc.call(who, "POST", "jobs", json=body, **kw)
+
+
+async def test_submit_logs_ledger(svc):
+    code = ("import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID']);"
+            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')")
+    body = py_job("hello", "vision", code, code={"commit": "abc123", "dirty_hash": "d1", "path": None})
+    r = await submit(svc, "alice", body)
+    assert r.status_code == 201, r.text
+    job = await wait_state(svc, "alice", r.json()["id"])
+    assert (job["state"], job["exit_code"], job["attempts"]) == ("succeeded", 0, 1), job
+    assert job["access"] and job["hosts"]
+    logs = await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank=0")
+    assert logs.text.strip() == f"hello from {job['id']}"
+    follow = await svc.call("alice", "GET", f"jobs/{job['id']}/logs?follow=1")
+    assert "hello from" in follow.text
+    record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
+    assert record["code"] == {"commit": "abc123", "dirty_hash": "d1", "path": None}
+    assert record["artifacts"][0]["path"] == "model.txt" and record["exit_code"] == 0
+    assert len(record["environment"]["pip_freeze_sha256"]) == 64
+    assert record["parameters"]["command"][0] == body["command"][0]
+    allocs = (await svc.call("admin", "GET", "allocations")).json()
+    assert allocs == []  # released at the end
+
+
+async def test_local_jobs_do_not_inherit_the_service_secrets(svc, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-secret")
+    monkeypatch.setenv("YITONG_DATABASE_URL", "postgresql://u:pw@db/x")
+    monkeypatch.setenv("HARMLESS_SETTING", "kept")
+    program = "import os; print(sorted(k for k in os.environ if k.startswith(('JUPYTERHUB', 'YITONG_DATABASE', 'HARMLESS', 'YITONG_JOB_TOKEN'))))"
+    r = await submit(svc, "alice", py_job("env", "vision", program))
+    job = await wait_state(svc, "alice", r.json()["id"])
+    assert job["state"] == "succeeded", job
+    shown = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.strip()
+    # JUPYTERHUB_API_TOKEN is the job's own token of its owner (tests/services/jobs/test_job_tokens.py), not "hub-secret"
+    assert shown == "['HARMLESS_SETTING', 'JUPYTERHUB_API_TOKEN', 'YITONG_JOB_TOKEN']"
+
+
+async def test_yaml_body_and_import(svc):
+    yaml_body = f"name: y1\nvc: default\nenvironment: {{kernel: python3}}\ncommand: ['{py_job('a', 'b', '0')['command'][0]}', -c, '0']\nmemory: 64Mi\n"
+    r = await svc.call("bob", "POST", "jobs", content=yaml_body, headers={"Content-Type": "application/yaml"})
+    assert r.status_code == 201, r.text
+    assert (await wait_state(svc, "bob", r.json()["id"]))["state"] == "succeeded"
+    text = (ROOT / "fixtures" / "openpai-single-gpu.yaml").read_text()
+    r = await svc.call("alice", "POST", "jobs?from=openpai&vc=vision", content=text,
+                       headers={"Content-Type": "application/yaml"})
+    assert r.status_code in (201, 422), r.text
+    if r.status_code == 201:
+        assert isinstance(r.json()["notes"], list)
+        await svc.call("alice", "POST", f"jobs/{r.json()['id']}/cancel")
+
+
+@pytest.mark.parametrize(("who", "body", "status", "says"), [
+    ("alice", "name: x\nvc: [unclosed", 422, "not valid YAML"),
+    ("alice", {"name": "x", "vc": "nope", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "no VC nope"),
+    ("alice", {"name": "x; rm -rf /", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 422, "spec.name"),
+    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "cpu": 64}, 422, "quota is 8 cpu"),
+    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
+               "accelerator": {"type": "huawei.com/Ascend910", "count": 1}}, 422, "has no huawei.com/Ascend910"),
+    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "nodes": 2}, 422, "single-node"),
+    ("bob", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "there is no VC vision"),
+    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
+               "inputs": [{"dataset": "vision/missing@1"}]}, 404, "no dataset vision/missing"),
+    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "code": {"commit": "$(x)"}}, 422, "code"),
+])
+async def test_refusals_queue_nothing(svc, who, body, status, says):
+    kw = {"content": body, "headers": {"Content-Type": "application/yaml"}} if isinstance(body, str) else {"json": body}
+    r = await svc.call(who, "POST", "jobs", **kw)
+    assert r.status_code == status, r.text
+    assert says in r.json()["detail"]
+    assert (await svc.call("admin", "GET", "jobs")).json() == []
+
+
+async def test_cancel_retry_and_auto_retry(svc):
+    code = "import os, time; time.sleep(30 if os.environ['YITONG_ATTEMPT'] == '1' else 0)"
+    job = (await submit(svc, "alice", py_job("slow", "vision", code))).json()
+    await wait_state(svc, "alice", job["id"], {"running"})
+    assert (await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")).status_code == 202
+    done = await wait_state(svc, "alice", job["id"], timeout=20)
+    assert done["state"] == "cancelled"
+    assert (await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")).status_code == 409
+    r = await svc.call("alice", "POST", f"jobs/{job['id']}/retry")
+    assert r.status_code == 200, r.text
+    again = await wait_state(svc, "alice", job["id"])
+    assert (again["state"], again["attempts"], len(again["runs"])) == ("succeeded", 2, 2)
+    assert (await svc.call("alice", "POST", f"jobs/{job['id']}/retry")).status_code == 409
+    flaky = "import os, sys; sys.exit(3 if os.environ['YITONG_ATTEMPT'] == '1' else 0)"
+    job = (await submit(svc, "alice", py_job("flaky", "vision", flaky, retries=1))).json()
+    done = await wait_state(svc, "alice", job["id"])
+    assert (done["state"], done["attempts"]) == ("succeeded", 2)
+    failing = (await submit(svc, "alice", py_job("bad", "vision", "import sys; sys.exit(5)"))).json()
+    done = await wait_state(svc, "alice", failing["id"])
+    assert (done["state"], done["exit_code"], done["reason"]) == ("failed", 5, "exit code 5")
+    clone = await svc.call("erin", "POST", f"jobs/{failing['id']}/clone", json={"patch": {"command": [py_job("a", "b", "")["command"][0], "-c", "0"]}})
+    assert clone.status_code == 201, clone.text
+    assert clone.json()["user"] == "erin"
+    assert (await wait_state(svc, "erin", clone.json()["id"]))["state"] == "succeeded"
+
+
+async def test_authz_matrix(svc):
+    job = (await submit(svc, "alice", py_job("mine", "vision", "import time; time.sleep(20)"))).json()
+    jid = job["id"]
+    cases = [
+        ("bob", "GET", f"jobs/{jid}", 404), ("bob", "GET", f"jobs/{jid}/logs", 404),
+        ("bob", "POST", f"jobs/{jid}/cancel", 404), ("bob", "POST", f"jobs/{jid}/retry", 404),
+        ("bob", "POST", f"jobs/{jid}/clone", 404), ("dave", "GET", f"jobs/{jid}", 404),
+        ("erin", "GET", f"jobs/{jid}", 200), ("erin", "GET", f"jobs/{jid}/logs", 200),
+        ("erin", "POST", f"jobs/{jid}/cancel", 403), (None, "GET", f"jobs/{jid}", 401),
+        ("alice", "POST", f"jobs/{jid}/metrics", 401),
+    ]
+    for who, method, path, status in cases:
+        kw = {"json": {}} if method == "POST" else {}
+        r = await svc.call(who, method, path, **kw)
+        assert r.status_code == status, (who, method, path, r.text)
+    assert [j["id"] for j in (await svc.call("bob", "GET", "jobs")).json()] == []
+    assert [j["id"] for j in (await svc.call("erin", "GET", "jobs?vc=vision")).json()] == [jid]
+    r = await svc.call("admin", "POST", f"jobs/{jid}/cancel")
+    assert r.status_code == 202
+    assert (await wait_state(svc, "alice", jid, timeout=20))["state"] == "cancelled"
+
+
+async def test_queue_reason_and_position(svc):
+    hog = (await submit(svc, "bob", py_job("hog", "nlp", "import time; time.sleep(30)", cpu=4))).json()
+    await wait_state(svc, "bob", hog["id"], {"running"})
+    waiting = (await submit(svc, "bob", py_job("wait", "nlp", "0", cpu=1))).json()
+    second = (await submit(svc, "bob", py_job("wait2", "nlp", "0", cpu=1))).json()
+    await wait_state(svc, "bob", waiting["id"], {"queued"})
+    import asyncio
+
+    for _ in range(50):
+        w = (await svc.call("bob", "GET", f"jobs/{waiting['id']}")).json()
+        s = (await svc.call("bob", "GET", f"jobs/{second['id']}")).json()
+        if w["reason"].startswith("waiting: VC") and s["reason"].startswith("waiting: behind"):
+            break
+        await asyncio.sleep(0.1)
+    assert w["reason"] == "waiting: VC nlp: 4 of 4 cpu in use", w
+    assert w["position"] == 1
+    assert s["position"] == 2 and s["reason"].startswith(f"waiting: behind job {waiting['id']}")
+    await svc.call("bob", "POST", f"jobs/{hog['id']}/cancel")
+    for j in (waiting, second):
+        assert (await wait_state(svc, "bob", j["id"]))["state"] == "succeeded"
+
+
+async def test_inputs_are_pinned_and_read_only(svc):
+    r = await svc.data.push("alice", "vision/mnist", {"a.txt": b"alpha", "d/b.txt": b"beta"})
+    assert r.status_code == 201, r.text
+    code = ("import os, pathlib, time; p = pathlib.Path(os.environ['YITONG_INPUT_MNIST']);"
+            "print((p / 'a.txt').read_text(), oct((p / 'a.txt').stat().st_mode & 0o222)); time.sleep(1.5)")
+    job = (await submit(svc, "alice", py_job("reader", "vision", code, inputs=[{"dataset": "vision/mnist@1"}]))).json()
+    assert job["inputs"][0]["version"] == 1
+    r = await svc.call("alice", "DELETE", "datasets/vision/mnist/versions/1")
+    assert r.status_code == 409 and f"job {job['id']}" in r.json()["detail"]
+    done = await wait_state(svc, "alice", job["id"])
+    assert done["state"] == "succeeded", done
+    assert (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.strip() == "alpha 0o0"
+    record = (await svc.call("alice", "GET", f"runs/{done['runs'][0]}")).json()
+    assert record["inputs"][0]["manifest"] == job["inputs"][0]["manifest"]
+    rerun = await svc.call("alice", "POST", f"runs/{done['runs'][0]}/rerun")
+    assert rerun.status_code == 201, rerun.text
+    assert rerun.json()["spec"]["inputs"][0]["dataset"] == "vision/mnist@1"
+    assert (await wait_state(svc, "alice", rerun.json()["id"]))["state"] == "succeeded"
+    assert (await svc.call("alice", "DELETE", "datasets/vision/mnist/versions/1")).status_code == 204
