@@ -78,7 +78,7 @@ class PackIngest:
         self._writer.__exit__(None, None, None)  # rename into place
         # The client asked which objects are missing just before: nearly always all of them
         # are new, so the pack goes into place first and is looked up once, under the lock.
-        rows = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
+        rows: list[dict[str, Any]] = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
                 for r in records]
         with storage_lock(self.db) as s:
             stored = index(s, rows, pack=(self.pack_id, self.received))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from blake3 import blake3
@@ -61,9 +61,9 @@ def _key(entry: dict[str, Any]) -> bytes:
 _SUSPECT = re.compile(r"[\x00-\x1f\x7f\\]|^/|^[A-Za-z]:|(?:^|/)\.{1,2}(?:/|$)|//|^$|/$")
 
 
-def canonical(files: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def canonical(files: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Check every entry and return the sorted manifest; ValueError names the first problem."""
-    out = []
+    out: list[dict[str, Any]] = []
     suspect, hash_ok = _SUSPECT.search, HASH_RE.match
     for entry in files:
         path, digest, size = entry.get("path"), entry.get("hash"), entry.get("size")
@@ -81,15 +81,15 @@ def canonical(files: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]
     dirs: set[str] = set()
     previous = None
     for f in out:
-        path = f["path"]
-        if path == previous:
-            raise ValueError(f"path '{path}' appears twice")
-        previous = path
-        paths.add(path)
-        cut = path.find("/")
+        name: str = f["path"]
+        if name == previous:
+            raise ValueError(f"path '{name}' appears twice")
+        previous = name
+        paths.add(name)
+        cut = name.find("/")
         while cut != -1:
-            dirs.add(path[:cut])
-            cut = path.find("/", cut + 1)
+            dirs.add(name[:cut])
+            cut = name.find("/", cut + 1)
     both = paths & dirs
     if both:
         raise ValueError(f"path '{min(both)}' is both a file and a directory")
@@ -100,7 +100,7 @@ def _path(entry: dict[str, Any]) -> str:
     return entry["path"]
 
 
-def apply_changes(base: dict[str, Any], put: Iterable[dict[str, Any]], delete: Iterable[str]) -> tuple[dict, list]:
+def apply_changes(base: dict[str, Any], put: Iterable[Mapping[str, Any]], delete: Iterable[str]) -> tuple[dict, list]:
     """``(manifest, checked put entries)``: the canonical manifest ``base`` with ``delete``
     removed and ``put`` added or replaced. Only the changes are checked (``base`` is a stored
     version's, canonical already) and looked up by bisection in its sorted list (code point

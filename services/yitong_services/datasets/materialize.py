@@ -89,12 +89,12 @@ def link_trees(sources: dict[str, Path], staging_root: Path, target: Path) -> di
             dirs.append(tmp / name)
             for root, subdirs, files in os.walk(src):
                 here = tmp / name / os.path.relpath(root, src)
-                for d in subdirs:
-                    (here / d).mkdir(mode=0o700)
-                    dirs.append(here / d)
+                for sub in subdirs:
+                    (here / sub).mkdir(mode=0o700)
+                    dirs.append(here / sub)
                 for f in files:
                     _place(Path(root) / f, here / f)
-        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):  # deepest first
             os.chmod(d, 0o555)
         os.rename(tmp, target)
     except BaseException:

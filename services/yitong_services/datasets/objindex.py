@@ -7,9 +7,9 @@ PostgreSQL, the database write lock (``BEGIN IMMEDIATE``) plus a process lock on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -44,7 +44,7 @@ def _batches(items: list[str]) -> Iterator[list[str]]:
         yield items[i : i + BATCH]
 
 
-def _rows(session: Session, columns: str, hashes: Iterable[str]) -> Iterator[list[tuple]]:
+def _rows(session: Session, columns: str, hashes: Iterable[str]) -> Iterator[Sequence[Any]]:
     """Batches of ``columns`` rows for those of ``hashes`` that are indexed.
 
     Straight through the DB-API cursor of the session's connection (same transaction): a

@@ -66,7 +66,7 @@ class Spool:
     def keep(self, h: str, hasher: blake3 | None) -> None:
         """Remember ``hasher`` as having seen all of the partial of ``h`` as it is now."""
         stat = self._stat(h) if hasher is not None else None
-        if stat is None:
+        if stat is None or hasher is None:
             return
         with self._guard:
             self._hashers[h] = (hasher, stat)

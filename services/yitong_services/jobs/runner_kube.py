@@ -99,7 +99,7 @@ class KubeSettings(BaseModel):
     run_as_user: int = Field(1000, ge=1, description="uid (and gid) of job pods: never root (runAsNonRoot)")
     fs_group: int | None = Field(1000, ge=0, description="fsGroup of job pods (group of the files they write); null: none")
     network_policy: NetworkPolicySettings | None = Field(
-        default_factory=lambda: NetworkPolicySettings(),
+        default_factory=lambda: NetworkPolicySettings.model_validate({}),
         description="the VC namespace's NetworkPolicies (netpol.py): where the hub's proxy and DNS are; null: none")
 
 
@@ -412,16 +412,16 @@ class KubeBackend(Backend):
                 out[ref] = Polled("vanished", None, f"{ref!r} is not a Kubernetes job reference")
                 continue
             by_ns.setdefault(parsed.namespace, []).append(parsed)
-        for namespace, parsed in by_ns.items():
+        for namespace, refs_here in by_ns.items():
             try:
                 jobs = {j["metadata"]["name"]: j for j in await self._list("Job", namespace, MANAGED)}
-                ended = [r for r in parsed if r.name in jobs and _ended(jobs[r.name])]
+                ended = [r for r in refs_here if r.name in jobs and _ended(jobs[r.name])]
                 pods = await self._list("Pod", namespace, MANAGED) if ended else []
             except Exception as e:  # the API is unreachable: nothing is known, nothing ends
                 log.warning("cannot list Jobs in %s: %s", namespace, e)
-                out.update({str(r): Polled("running", reason=f"Kubernetes API: {e}") for r in parsed})
+                out.update({str(r): Polled("running", reason=f"Kubernetes API: {e}") for r in refs_here})
                 continue
-            for r in parsed:
+            for r in refs_here:
                 mine = [p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_NAME) == r.name
                         and (p["metadata"].get("labels") or {}).get(ATTEMPT) == str(r.attempt)]
                 out[str(r)] = job_polled(jobs.get(r.name), mine, r)

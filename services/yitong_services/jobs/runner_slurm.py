@@ -96,7 +96,7 @@ class SlurmSettings(BaseModel):
     @classmethod
     def of(cls, settings: Any) -> SlurmSettings:
         section = (getattr(settings, "backends", None) or {}).get("slurm") if settings is not None else None
-        raw = section.model_dump() if hasattr(section, "model_dump") else dict(section or {})
+        raw = section.model_dump() if section is not None and hasattr(section, "model_dump") else dict(section or {})
         try:
             return cls.model_validate(raw)
         except ValidationError as e:
@@ -291,7 +291,8 @@ class SlurmBackend(Backend):
             proc.kill()
             await proc.wait()
             raise SlurmError(f"{argv[0]} did not answer within {self.config.command_timeout:g}s") from None
-        return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace").strip()
+        code = proc.returncode if proc.returncode is not None else -1  # communicate() waited for the exit
+        return code, out.decode(errors="replace"), err.decode(errors="replace").strip()
 
     def job_environment(self, launch: Launch, account: Account | None = None) -> dict[str, str]:
         env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
