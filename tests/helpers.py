@@ -58,3 +58,33 @@ def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:  
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def start_service(python, settings: os.PathLike, data: os.PathLike, port: int, hub, log: os.PathLike,  # noqa: ANN001
+                  prefix: str = "/services/yitong/", timeout: float = 90):
+    """The platform service as a real process (``python -m yitong_services.core.app``) registered
+    with ``hub``; returns the ``Popen`` once ``/health`` answers (its log's tail on failure)."""
+    import subprocess
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    env = os.environ | {"JUPYTERHUB_API_URL": hub.api_url, "JUPYTERHUB_API_TOKEN": hub.service_token,
+                        "JUPYTERHUB_SERVICE_PREFIX": prefix}
+    with Path(log).open("a") as out:
+        proc = subprocess.Popen(
+            [str(python), "-m", "yitong_services.core.app", "--settings", str(settings), "--data-dir", str(data),
+             "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
+    health = f"http://127.0.0.1:{port}{prefix}api/v1/health"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, Path(log).read_text()[-3000:]
+        try:
+            if httpx.get(health, timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(Path(log).read_text()[-3000:])

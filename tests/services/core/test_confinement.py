@@ -24,7 +24,7 @@ import httpx
 import pytest
 import yaml
 from blake3 import blake3
-from helpers import free_port
+from helpers import free_port, start_service
 from shared_python import shared_bin
 from yitong_services.datasets import materialize
 from yitong_services.core.accounts import account_name
@@ -178,23 +178,8 @@ class MultiUser:
         for name in ("service-token", "jupyterhub_cookie_secret"):
             (self.data / "secrets" / name).write_text(secrets.token_hex(16))
             (self.data / "secrets" / name).chmod(0o644)
-        env = os.environ | {"JUPYTERHUB_API_URL": hub.api_url, "JUPYTERHUB_API_TOKEN": hub.service_token,
-                            "JUPYTERHUB_SERVICE_PREFIX": PREFIX}
-        python = shared_bin() / "python"
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [str(python), "-m", "yitong_services.core.app", "--settings", str(self.tmp / "settings.yaml"),
-                 "--data-dir", str(self.data), "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(self.base + "health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(self.log.read_text()[-3000:])
+        self.proc = start_service(shared_bin() / "python", self.tmp / "settings.yaml", self.data, self.port, hub,
+                                  self.log)
 
     def stop(self) -> None:
         if getattr(self, "proc", None) and self.proc.poll() is None:

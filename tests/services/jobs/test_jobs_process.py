@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 from tests.services.conftest import PREFIX, SETTINGS
-from helpers import free_port
+from helpers import free_port, start_service
 from jobs_helpers import DDP, PY, TERMINAL
 
 
@@ -30,22 +30,7 @@ class Proc:
         self.base = f"http://127.0.0.1:{self.port}{PREFIX}api/v1/"
 
     def start(self) -> None:
-        env = os.environ | {"JUPYTERHUB_API_URL": self.hub.api_url, "JUPYTERHUB_API_TOKEN": self.hub.service_token,
-                            "JUPYTERHUB_SERVICE_PREFIX": PREFIX}
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "yitong_services.core.app", "--settings", str(self.settings), "--data-dir",
-                 str(self.data), "--port", str(self.port)], env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(self.base + "health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(self.log.read_text()[-3000:])
+        self.proc = start_service(sys.executable, self.settings, self.data, self.port, self.hub, self.log, timeout=60)
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
