@@ -17,6 +17,9 @@
 - ``platform_api.jobs``: the stand-in's job and run routes (``jobs_standin.py``: submit as JSON or
   YAML, list, detail, logs streamed chunked, cancel, retry, clone, metrics with a job token, runs,
   rerun; ``add(...)`` makes a job in any state).
+- ``jp_fetch``, ``jp_serverapp`` and the other pytest-jupyter server fixtures, without its
+  event-loop hooks (pytest-asyncio runs the tests, and the server lives on their loop), with
+  ``jp_server_config`` enabling the ``yitong_lab`` server extension.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import pytest_jupyter.jupyter_server as _pj
 
 sys.path.insert(0, str(Path(__file__).parent))
 import datasets_standin  # noqa: E402
@@ -213,3 +217,21 @@ def run_yt(*argv, token="alice-token", env=None):
     environ = {**os.environ, "JUPYTERHUB_API_TOKEN": token, **(env or {})}
     script = Path(sys.executable).with_name("yt")
     return subprocess.run([str(script), *argv], capture_output=True, text=True, env=environ, timeout=60)
+
+
+# pytest-jupyter's server fixtures, without its event-loop hooks (pytest-asyncio runs the
+# tests): the server lives on the loop the async tests run on.
+globals().update({name: value for name, value in vars(_pj).items()
+                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
+
+
+@pytest.fixture
+async def jp_asyncio_loop():
+    import asyncio
+
+    yield asyncio.get_running_loop()
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True}}}

@@ -5,23 +5,8 @@ import asyncio
 import json
 
 import pytest
-import pytest_jupyter.jupyter_server as _pj
 from blake3 import blake3
 from tornado.httpclient import HTTPClientError
-
-globals().update({name: value for name, value in vars(_pj).items()
-                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
-
-
-@pytest.fixture
-async def jp_asyncio_loop():
-    yield asyncio.get_running_loop()
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True}}}
-
 
 def decode(response):
     return json.loads(response.body) if response.body else None

@@ -5,29 +5,13 @@ Against a small recording HTTP server that answers as a flaky gateway would (a r
 real service and a connection dropped after its commit: tests/services/core/test_idempotency.py.
 """
 
-import asyncio
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import pytest_jupyter.jupyter_server as _pj
 from yitong_lab import client as clientmod
 from yitong_lab.client import Client, YitongError
-
-globals().update({name: value for name, value in vars(_pj).items()
-                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
-
-
-@pytest.fixture
-async def jp_asyncio_loop():
-    yield asyncio.get_running_loop()
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True}}}
-
 
 class Recorder(BaseHTTPRequestHandler):
     """Answers the first ``len(server.script)`` requests with the scripted (status, body, type),

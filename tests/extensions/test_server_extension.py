@@ -1,28 +1,10 @@
 """The server extension in a real Jupyter server (pytest-jupyter's ``jp_fetch``), forwarding to
 the stand-in platform API (conftest)."""
 
-import asyncio
 import json
 
 import pytest
-import pytest_jupyter.jupyter_server as _pj
 from tornado.httpclient import HTTPClientError
-
-# pytest-jupyter's server fixtures, without its event-loop hooks (pytest-asyncio runs the
-# tests): the server lives on the loop the async tests run on.
-globals().update({name: value for name, value in vars(_pj).items()
-                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
-
-
-@pytest.fixture
-async def jp_asyncio_loop():
-    yield asyncio.get_running_loop()
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True}}}
-
 
 def decode(response):
     return json.loads(response.body) if response.body else None
