@@ -11,7 +11,7 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean
+.PHONY: run test install labextension docs clean lint mypy lint-ts
 
 run: install
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
@@ -19,6 +19,17 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Linters (ruff.toml, mypy.ini, extensions/eslint.config.mjs and prettier): `make test` runs them first.
+lint: install mypy lint-ts
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+mypy: install
+	$(BIN)/mypy services/yitong_services spawner/yitong_spawner extensions/yitong_lab
+
+lint-ts: install
+	cd extensions && npx --no-install eslint src && npx --no-install prettier --check src
 
 install: $(STAMP)
 
