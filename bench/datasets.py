@@ -98,7 +98,8 @@ def main() -> None:
     os.sync()  # neither tool should pay for the generator's writeback
 
     settings = {
-        "backend": "local", "hub": {"admin_users": ["admin"]},
+        "backend": "local",
+        "hub": {"admin_users": ["admin"]},
         "vcs": {"bench": {"quota": {"cpu": 1}, "groups": ["bench"], "profiles": []}},
         "groups": {"bench": ["admin"]},
     }
@@ -109,8 +110,9 @@ def main() -> None:
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_"))}
         # the URL a notebook server on the local backend gets (loopback, not through the proxy)
-        env.update(YT_API_URL=stack.platform_direct, YT_TOKEN=stack.token("admin"),
-                   YITONG_CACHE_DIR=str(work / "yt-cache"))
+        env.update(
+            YT_API_URL=stack.platform_direct, YT_TOKEN=stack.token("admin"), YITONG_CACHE_DIR=str(work / "yt-cache")
+        )
         denv = dict(os.environ, DVC_NO_ANALYTICS="1")
         subprocess.run([str(dvc), "init", "--no-scm", "-q"], cwd=repo, check=True, env=denv)
 
@@ -122,17 +124,26 @@ def main() -> None:
 
         n = args.small_files
         ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "a"), dv("add", "-q", "small")
-        rows.append(("(a) %d x 4 KiB" % n, ours, theirs, f"{n / ours:,.0f} files/s", f"{n / theirs:,.0f} files/s"))
+        rows.append((f"(a) {n} x 4 KiB", ours, theirs, f"{n / ours:,.0f} files/s", f"{n / theirs:,.0f} files/s"))
         ours, theirs = yt("data", "commit", "big.bin", "bench/big", "-m", "b"), dv("add", "-q", "big.bin")
         gb = big_bytes / 1e9
-        rows.append((f"(b) one {args.big_gib:g} GiB file", ours, theirs, f"{gb / ours:.2f} GB/s", f"{gb / theirs:.2f} GB/s"))
+        rows.append(
+            (f"(b) one {args.big_gib:g} GiB file", ours, theirs, f"{gb / ours:.2f} GB/s", f"{gb / theirs:.2f} GB/s")
+        )
         ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "c"), dv("add", "-q", "small")
         rows.append(("(c) no-op re-commit of (a)", ours, theirs, "", ""))
         for percent in (1.0, 10.0):  # the second size shows how the time follows the change
             changed = touch_percent(repo / "small", percent)
             ours, theirs = yt("data", "commit", "small", "bench/small", "-m", "d"), dv("add", "-q", "small")
-            rows.append((f"(d) {changed} files ({percent:g}%) changed", ours, theirs,
-                         f"{changed / ours:,.0f} changed/s", f"{changed / theirs:,.0f} changed/s"))
+            rows.append(
+                (
+                    f"(d) {changed} files ({percent:g}%) changed",
+                    ours,
+                    theirs,
+                    f"{changed / ours:,.0f} changed/s",
+                    f"{changed / theirs:,.0f} changed/s",
+                )
+            )
     finally:
         stack.stop()
     print(f"\n{'case':32} {'yitong':>9} {'dvc':>9} {'dvc/yt':>7}   yitong rate / dvc rate")
@@ -140,8 +151,10 @@ def main() -> None:
         print(f"{name:32} {ours:8.2f}s {theirs:8.2f}s {theirs / ours:6.1f}x   {rate_o} / {rate_t}")
     (_, one, *_), (_, ten, *_) = rows[-2], rows[-1]
     noop = rows[2][1]
-    print(f"\n(d) beyond the no-op re-commit ({noop:.2f} s: the scan): {one - noop:.2f} s for 1%, "
-          f"{ten - noop:.2f} s for 10% ({(ten - noop) / max(one - noop, 1e-9):.1f}x for 10x the files)")
+    print(
+        f"\n(d) beyond the no-op re-commit ({noop:.2f} s: the scan): {one - noop:.2f} s for 1%, "
+        f"{ten - noop:.2f} s for 10% ({(ten - noop) / max(one - noop, 1e-9):.1f}x for 10x the files)"
+    )
     print("targets: (a) >= 5x, (b) >= 2x, (c) < 1 s, (d) proportional to the change")
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

@@ -69,18 +69,38 @@ def result(out: Path, t0: float, timeout: float = 300) -> tuple[float, float]:
 def bare(script: Path, out: Path, steps: int) -> tuple[float, float]:
     env = os.environ | {"BENCH_OUT": str(out), "BENCH_STEPS": str(steps), "OMP_NUM_THREADS": "1"}
     t0 = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                             "--nproc-per-node=2", str(script)], env=env, cwd=script.parent,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nnodes=1",
+            "--nproc-per-node=2",
+            str(script),
+        ],
+        env=env,
+        cwd=script.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     first, step = result(out, t0)
     proc.wait(120)
     return first, step
 
 
 def ours(api, script: Path, out: Path, steps: int) -> tuple[float, float]:
-    body = {"name": "ddp-bench", "vc": "bench", "environment": {"kernel": "python3"},
-            "command": [sys.executable, str(script)], "framework": "pytorch", "procs_per_node": 2,
-            "cpu": 2, "memory": "2Gi", "env": {"BENCH_OUT": str(out), "BENCH_STEPS": str(steps), "OMP_NUM_THREADS": "1"}}
+    body = {
+        "name": "ddp-bench",
+        "vc": "bench",
+        "environment": {"kernel": "python3"},
+        "command": [sys.executable, str(script)],
+        "framework": "pytorch",
+        "procs_per_node": 2,
+        "cpu": 2,
+        "memory": "2Gi",
+        "env": {"BENCH_OUT": str(out), "BENCH_STEPS": str(steps), "OMP_NUM_THREADS": "1"},
+    }
     t0 = time.time()
     r = api.post("/jobs", json=body)
     r.raise_for_status()
@@ -104,10 +124,14 @@ def main(argv: list[str] | None = None) -> dict:
         script = tmp / "code" / "train.py"
         script.parent.mkdir()
         script.write_text(TRAIN)
-        settings = {"backend": "local", "hub": {"admin_users": ["admin"]}, "jobs": {"poll_interval": 1.0},
-                    "profiles": {"cpu": {"display_name": "CPU", "cpu": 0.1, "memory": "512Mi"}},
-                    "vcs": {"bench": {"quota": {"cpu": 100, "memory": "100Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
-                    "groups": {"bench": ["admin"]}}
+        settings = {
+            "backend": "local",
+            "hub": {"admin_users": ["admin"]},
+            "jobs": {"poll_interval": 1.0},
+            "profiles": {"cpu": {"display_name": "CPU", "cpu": 0.1, "memory": "512Mi"}},
+            "vcs": {"bench": {"quota": {"cpu": 100, "memory": "100Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
+            "groups": {"bench": ["admin"]},
+        }
         (tmp / "yitong").mkdir()
         stack = Stack(tmp / "yitong", settings, {"admin": secrets.token_hex(8)}).start()
         try:
@@ -118,7 +142,9 @@ def main(argv: list[str] | None = None) -> dict:
                 order = ("yitong", "bare") if i % 2 == 0 else ("bare", "yitong")
                 for side in order:
                     out = tmp / f"{side}-{i}.json"
-                    rows[side].append(ours(api, script, out, args.steps) if side == "yitong" else bare(script, out, args.steps))
+                    rows[side].append(
+                        ours(api, script, out, args.steps) if side == "yitong" else bare(script, out, args.steps)
+                    )
             api.close()
         finally:
             stack.stop()
@@ -127,10 +153,14 @@ def main(argv: list[str] | None = None) -> dict:
     added = first["yitong"] - first["bare"]
     throughput = step["bare"] / step["yitong"]
     print(f"(c) 2-process DDP (gloo, CPU), {args.rounds} rounds, median:")
-    print(f"  submit -> first step   yitong {first['yitong']:.2f} s   bare torchrun {first['bare']:.2f} s   added {added:+.2f} s"
-          f"  [target <= 1 s: {'met' if added <= 1 else 'NOT met'}]")
-    print(f"  steady step time       yitong {step['yitong'] * 1e3:.2f} ms  bare torchrun {step['bare'] * 1e3:.2f} ms"
-          f"  throughput {throughput:.3f}x  [target >= 0.98x: {'met' if throughput >= 0.98 else 'NOT met'}]")
+    print(
+        f"  submit -> first step   yitong {first['yitong']:.2f} s   bare torchrun {first['bare']:.2f} s   added {added:+.2f} s"
+        f"  [target <= 1 s: {'met' if added <= 1 else 'NOT met'}]"
+    )
+    print(
+        f"  steady step time       yitong {step['yitong'] * 1e3:.2f} ms  bare torchrun {step['bare'] * 1e3:.2f} ms"
+        f"  throughput {throughput:.3f}x  [target >= 0.98x: {'met' if throughput >= 0.98 else 'NOT met'}]"
+    )
     return {"first": first, "step": step, "added": added, "throughput": throughput, "rows": rows}
 
 

@@ -15,16 +15,15 @@ import argparse
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from sqlalchemy import func, select
 
 from yitong_services.core.authz import Person
 from yitong_services.core.db import Database
 from yitong_services.jobs import queue, records, states
+from yitong_services.jobs.models import Job
 from yitong_services.jobs.spec import spec_from_dict
 from yitong_services.vcs.models import VC
-from yitong_services.jobs.models import Job
 
 VCS = ("vision", "nlp", "speech")
 
@@ -32,15 +31,31 @@ VCS = ("vision", "nlp", "speech")
 def setup(db: Database, jobs: int, per_job_cpu: float, quota_cpu: float) -> None:
     with db.session() as s, s.begin():
         for name in VCS:
-            s.add(VC(name=name, description="", quota={"cpu": quota_cpu, "memory": 2**50}, user_caps={},
-                     groups=[name], profiles=[]))
+            s.add(
+                VC(
+                    name=name,
+                    description="",
+                    quota={"cpu": quota_cpu, "memory": 2**50},
+                    user_caps={},
+                    groups=[name],
+                    profiles=[],
+                )
+            )
     people = {vc: Person(name=f"user-{vc}", groups=[vc]) for vc in VCS}
     inventory = {"cpu": 1e6, "memory": 2**60}
     with db.session() as s, s.begin():
         for i in range(jobs):
             vc = VCS[i % len(VCS)]
-            spec = spec_from_dict({"name": f"noop-{i}", "vc": vc, "environment": {"kernel": "python3"},
-                                   "command": ["true"], "cpu": per_job_cpu, "memory": "64Mi"})
+            spec = spec_from_dict(
+                {
+                    "name": f"noop-{i}",
+                    "vc": vc,
+                    "environment": {"kernel": "python3"},
+                    "command": ["true"],
+                    "cpu": per_job_cpu,
+                    "memory": "64Mi",
+                }
+            )
             records.create(s, people[vc], spec, {}, inventory, "local")
 
 
@@ -64,10 +79,19 @@ def run_shape(url: str, jobs: int, quota_cpu: float, label: str) -> dict:
     elapsed = time.perf_counter() - t0
     waiting = count(db, states.QUEUED)
     db.dispose()
-    out = {"shape": label, "jobs": jobs, "admitted": total, "waiting": waiting, "seconds": elapsed,
-           "first_pass_s": first_pass, "per_s": total / elapsed if total else 0.0}
-    print(f"  {label:<28} {total:>6} admitted, {waiting:>6} waiting in {elapsed:7.2f} s"
-          f"  -> {out['per_s']:8.0f} admissions/s (first pass {first_pass:.2f} s)")
+    out = {
+        "shape": label,
+        "jobs": jobs,
+        "admitted": total,
+        "waiting": waiting,
+        "seconds": elapsed,
+        "first_pass_s": first_pass,
+        "per_s": total / elapsed if total else 0.0,
+    }
+    print(
+        f"  {label:<28} {total:>6} admitted, {waiting:>6} waiting in {elapsed:7.2f} s"
+        f"  -> {out['per_s']:8.0f} admissions/s (first pass {first_pass:.2f} s)"
+    )
     return out
 
 

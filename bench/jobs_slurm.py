@@ -44,13 +44,22 @@ from jobs_helpers import slurm_partition  # noqa: E402
 from stack import Stack  # noqa: E402
 
 ENDED = {"succeeded", "failed", "cancelled", "preempted"}
-SLURM_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-               "BOOT_FAIL", "DEADLINE"}
+SLURM_ENDED = {
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+}
 CONCURRENCY = 16
 POLL = 0.25  # seconds between the client's looks (API list, squeue), the same for both sides
 PHASES = {  # phase -> what it means (both sides are timed from their first submit)
-    "posted": "client submits answered",       # yitong: POST /jobs answered; bare: sbatch returned
-    "accepted": "all accepted by sbatch",      # yitong: every job running or ended (its sbatch returned)
+    "posted": "client submits answered",  # yitong: POST /jobs answered; bare: sbatch returned
+    "accepted": "all accepted by sbatch",  # yitong: every job running or ended (its sbatch returned)
     "started": "all started in Slurm (squeue)",
     "done": "all ended",
 }
@@ -70,8 +79,9 @@ def check_capacity(n: int) -> None:
 
 
 def squeue_states(ids: list[str]) -> dict[str, str]:
-    r = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%i %T"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        ["squeue", "-h", "-t", "all", "-j", ",".join(ids), "-o", "%i %T"], capture_output=True, text=True
+    )
     return dict(line.split(None, 1) for line in r.stdout.splitlines() if " " in line)
 
 
@@ -86,9 +96,22 @@ def bare(n: int, partition: str, work: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     ids = []
     for _ in range(n):
-        r = subprocess.run(["sbatch", "--parsable", f"--partition={partition}", "--job-name=bare-noop",
-                            "--cpus-per-task=1", "--mem=1M", f"--output={out}/slurm-%j.out", "--wrap", "true"],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                f"--partition={partition}",
+                "--job-name=bare-noop",
+                "--cpus-per-task=1",
+                "--mem=1M",
+                f"--output={out}/slurm-%j.out",
+                "--wrap",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         ids.append(r.stdout.strip().split(";")[0])
     accepted = time.perf_counter() - t0
     started = None
@@ -105,11 +128,19 @@ def bare(n: int, partition: str, work: Path) -> dict[str, float]:
 async def yitong(n: int, stack: Stack, token: str) -> dict[str, float]:
     """n concurrent POST /jobs through the proxy, then GET /jobs (and squeue on the jobs' Slurm ids)
     until all are accepted by sbatch, all started and all ended."""
-    body = {"name": "noop", "vc": "bench", "environment": {"kernel": "python3"}, "command": ["true"],
-            "cpu": "1m", "memory": "1Mi"}
+    body = {
+        "name": "noop",
+        "vc": "bench",
+        "environment": {"kernel": "python3"},
+        "command": ["true"],
+        "cpu": "1m",
+        "memory": "1Mi",
+    }
     gate = asyncio.Semaphore(CONCURRENCY)
-    async with httpx.AsyncClient(base_url=stack.platform, headers={"Authorization": f"token {token}"},
-                                 timeout=120) as api:
+    async with httpx.AsyncClient(
+        base_url=stack.platform, headers={"Authorization": f"token {token}"}, timeout=120
+    ) as api:
+
         async def post() -> int:
             async with gate:
                 r = await api.post("/jobs", json=body)
@@ -163,7 +194,8 @@ def run_slurm_bench(n: int, poll_interval: float = 1.0, work: Path | None = None
     tmp = Path(work or tempfile.mkdtemp(prefix="yt-bench-slurm-"))
     tmp.mkdir(parents=True, exist_ok=True)
     settings = {
-        "backend": "slurm", "hub": {"admin_users": ["admin"]},
+        "backend": "slurm",
+        "hub": {"admin_users": ["admin"]},
         "backends": {"slurm": {"partition": partition}},
         "jobs": {"poll_interval": poll_interval},
         "vcs": {"bench": {"quota": {"cpu": 100_000, "memory": "100Ti"}, "groups": ["bench"], "profiles": []}},
@@ -176,7 +208,7 @@ def run_slurm_bench(n: int, poll_interval: float = 1.0, work: Path | None = None
     try:
         token = stack.token("admin")
         for r in range(rounds):
-            for side in (("bare", "yitong") if r % 2 == 0 else ("yitong", "bare")):
+            for side in ("bare", "yitong") if r % 2 == 0 else ("yitong", "bare"):
                 wait_idle(partition)
                 print(f"round {r + 1}: {side}, {n} jobs ...", flush=True)
                 if side == "bare":
@@ -198,10 +230,15 @@ def run_slurm_bench(n: int, poll_interval: float = 1.0, work: Path | None = None
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--poll-interval", type=float, default=1.0,
-                        help="jobs.poll_interval of the service (default 1.0, the settings default)")
-    parser.add_argument("--work", type=Path, default=None,
-                        help="scratch directory, kept (default: a temp dir, removed)")
+    parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        help="jobs.poll_interval of the service (default 1.0, the settings default)",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=None, help="scratch directory, kept (default: a temp dir, removed)"
+    )
     parser.add_argument("--rounds", type=int, default=1, help="rounds of both sides (medians are reported)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON too")
     args = parser.parse_args()

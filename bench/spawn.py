@@ -56,12 +56,26 @@ class BareHub:
         self.work, self.port, self.token = work, free_port(), secrets.token_hex(16)
         self.api = f"http://127.0.0.1:{self.port}/hub/api"
         args = ["--allow-root"] if os.geteuid() == 0 else []
-        (work / "config.py").write_text(BARE_CONFIG.format(
-            port=self.port, hub_port=free_port(), proxy_port=free_port(), root=ROOT, work=work,
-            token=self.token, args=args, bin=BIN))
+        (work / "config.py").write_text(
+            BARE_CONFIG.format(
+                port=self.port,
+                hub_port=free_port(),
+                proxy_port=free_port(),
+                root=ROOT,
+                work=work,
+                token=self.token,
+                args=args,
+                bin=BIN,
+            )
+        )
         self.log = open(work / "hub.log", "ab")
-        self.proc = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(work / "config.py")], cwd=work,
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(BIN / "jupyterhub"), "-f", str(work / "config.py")],
+            cwd=work,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         for _ in range(300):
             try:
                 if httpx.get(f"{self.api}/", timeout=1).status_code == 200:
@@ -102,8 +116,10 @@ def platform_overhead(stack: Stack, user: str, rounds: int = 50) -> float:
         for _ in range(rounds):
             t0 = time.perf_counter()
             api.get("/spawn-options", params={"user": user}).raise_for_status()
-            r = api.post("/allocations", json={"user": user, "vc": "bench", "profile": "cpu",
-                                               "kind": "server", "ref": f"{user}/bench"})
+            r = api.post(
+                "/allocations",
+                json={"user": user, "vc": "bench", "profile": "cpu", "kind": "server", "ref": f"{user}/bench"},
+            )
             r.raise_for_status()
             api.delete(f"/allocations/{r.json()['id']}").raise_for_status()
             times.append(time.perf_counter() - t0)
@@ -119,7 +135,8 @@ def main() -> None:
         (tmp / "bare").mkdir()
         users = [f"b{i}" for i in range(n + 1)]
         settings = {
-            "backend": "local", "hub": {"admin_users": ["admin"]},
+            "backend": "local",
+            "hub": {"admin_users": ["admin"]},
             "profiles": {"cpu": {"display_name": "CPU", "cpu": 0.1, "memory": "512Mi"}},
             "vcs": {"bench": {"quota": {"cpu": 100, "memory": "100Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
             "groups": {"bench": users},
@@ -148,10 +165,10 @@ def main() -> None:
             bare.stop()
             yitong.stop()
     mb, my = statistics.median(theirs), statistics.median(ours)
-    print(f"\nmedian of {n} spawns: bare JupyterHub + LocalProcessSpawner {mb * 1000:.0f} ms, "
-          f"Yitong {my * 1000:.0f} ms")
-    print(f"ratio yitong/bare = {my / mb:.3f}   added = {(my - mb) * 1000:+.0f} ms   "
-          f"(target <= 1.10 and <= +150 ms)")
+    print(
+        f"\nmedian of {n} spawns: bare JupyterHub + LocalProcessSpawner {mb * 1000:.0f} ms, Yitong {my * 1000:.0f} ms"
+    )
+    print(f"ratio yitong/bare = {my / mb:.3f}   added = {(my - mb) * 1000:+.0f} ms   (target <= 1.10 and <= +150 ms)")
     print(f"platform calls YitongSpawner adds per spawn+stop (median of 50): {overhead * 1000:.1f} ms")
 
 

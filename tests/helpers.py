@@ -17,9 +17,7 @@ import pytest
 
 
 def strict() -> bool:
-    return os.environ.get("CI", "").lower() in {"1", "true", "yes"} or os.environ.get(
-        "YITONG_REQUIRE_ALL"
-    ) == "1"
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"} or os.environ.get("YITONG_REQUIRE_ALL") == "1"
 
 
 def require(what: str, ok: bool, why: str = "") -> None:
@@ -38,7 +36,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:  # noqa: ANN001
+def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:
     """Run ``code`` in a fresh ``yitong-python3`` kernel; its stream output and tracebacks as text."""
     from jupyter_client.manager import start_new_kernel
 
@@ -46,7 +44,7 @@ def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:  
     try:
         out: list[str] = []
 
-        def collect(msg):  # noqa: ANN001
+        def collect(msg):
             if msg["header"]["msg_type"] == "stream":
                 out.append(msg["content"]["text"])
             elif msg["header"]["msg_type"] == "error":
@@ -60,8 +58,16 @@ def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:  
         km.shutdown_kernel(now=True)
 
 
-def start_service(python, settings: os.PathLike, data: os.PathLike, port: int, hub, log: os.PathLike,  # noqa: ANN001
-                  prefix: str = "/services/yitong/", timeout: float = 90):
+def start_service(
+    python,
+    settings: os.PathLike,
+    data: os.PathLike,
+    port: int,
+    hub,
+    log: os.PathLike,
+    prefix: str = "/services/yitong/",
+    timeout: float = 90,
+):
     """The platform service as a real process (``python -m yitong_services.core.app``) registered
     with ``hub``; returns the ``Popen`` once ``/health`` answers (its log's tail on failure)."""
     import subprocess
@@ -70,12 +76,28 @@ def start_service(python, settings: os.PathLike, data: os.PathLike, port: int, h
 
     import httpx
 
-    env = os.environ | {"JUPYTERHUB_API_URL": hub.api_url, "JUPYTERHUB_API_TOKEN": hub.service_token,
-                        "JUPYTERHUB_SERVICE_PREFIX": prefix}
+    env = os.environ | {
+        "JUPYTERHUB_API_URL": hub.api_url,
+        "JUPYTERHUB_API_TOKEN": hub.service_token,
+        "JUPYTERHUB_SERVICE_PREFIX": prefix,
+    }
     with Path(log).open("a") as out:
         proc = subprocess.Popen(
-            [str(python), "-m", "yitong_services.core.app", "--settings", str(settings), "--data-dir", str(data),
-             "--port", str(port)], env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                str(python),
+                "-m",
+                "yitong_services.core.app",
+                "--settings",
+                str(settings),
+                "--data-dir",
+                str(data),
+                "--port",
+                str(port),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     health = f"http://127.0.0.1:{port}{prefix}api/v1/health"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -75,9 +75,21 @@ def ensure_account(hub_name: str, home: str | os.PathLike[str], lock_dir: str | 
         account = lookup(name)
         if account is None:
             subprocess.run(
-                ["useradd", "--home-dir", str(home), "--no-create-home", "--shell", "/bin/bash",
-                 "--user-group", "--comment", f"Yitong user {hub_name}"[:200], name],
-                check=True, capture_output=True, text=True,
+                [
+                    "useradd",
+                    "--home-dir",
+                    str(home),
+                    "--no-create-home",
+                    "--shell",
+                    "/bin/bash",
+                    "--user-group",
+                    "--comment",
+                    f"Yitong user {hub_name}"[:200],
+                    name,
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
             )
             account = lookup(name)
             assert account is not None

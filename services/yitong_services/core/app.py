@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -15,25 +15,25 @@ from urllib.parse import urlparse
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from . import errors, openapi
+from ..datasets.storage import Storage
+from ..jobs.backend import make_backend
+from ..jobs.manager import JobManager
+from ..jobs.tokens import JobTokens
+from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
+from ..routes.common import Caller, require_admin
+from ..vcs.inventory import inventory as backend_inventory
+from ..vcs.seed import seed
+from ..vcs.stale_servers import reconcile_forever
+from . import errors, openapi
 from .context import Context
 from .db import Database
 from .hub import HubClient
-from ..vcs.inventory import inventory as backend_inventory
-from ..jobs.backend import make_backend
-from ..jobs.tokens import JobTokens
-from ..jobs.manager import JobManager
 from .limits import BodyLimit, body_limit
 from .metrics import Metrics
-from ..routes.common import Caller, require_admin
 from .oauth import cookie_secret, hub_oauth
 from .oauth import router as oauth_router
-from ..vcs.stale_servers import reconcile_forever
-from ..routes import ROUTERS
-from ..vcs.seed import seed
 from .settings import Settings, SettingsError, load_settings
-from ..datasets.storage import Storage
 
 log = logging.getLogger("yitong_services")
 
@@ -74,18 +74,21 @@ def create_app(
         service_name=name,
         oauth_client_id=os.environ.get("JUPYTERHUB_CLIENT_ID") or f"service-{name}",
         cookie_secret=cookie_secret(settings.data_dir),
-        access_scopes=frozenset(
-            json.loads(scopes) if scopes else [f"access:services!service={name}"]
-        ),
+        access_scopes=frozenset(json.loads(scopes) if scopes else [f"access:services!service={name}"]),
         storage=Storage(settings, db),
     )
     interval = settings.service.reconcile_interval if reconcile_interval is None else reconcile_interval
     jobs = JobManager(
-        db, ctx.storage, make_backend(settings.backend, settings.data_dir, settings), ctx.inventory,
-        settings.data_dir, settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
+        db,
+        ctx.storage,
+        make_backend(settings.backend, settings.data_dir, settings),
+        ctx.inventory,
+        settings.data_dir,
+        settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
         settings.jobs.poll_interval,
         tokens=JobTokens(hub, settings.data_dir, name, settings.jobs.token_lifetime, settings.jobs.token_grace)
-        if hub.token else None,
+        if hub.token
+        else None,
     )
 
     @contextlib.asynccontextmanager
@@ -109,7 +112,7 @@ def create_app(
     app = FastAPI(
         title="Yitong platform service",
         version="1",
-        description="VCs, quotas, profiles, allocations, datasets and jobs. Errors are `{\"detail\": \"...\"}`.",
+        description='VCs, quotas, profiles, allocations, datasets and jobs. Errors are `{"detail": "..."}`.',
         openapi_url=f"{prefix}openapi.json",
         docs_url=f"{prefix}docs",
         redoc_url=None,
@@ -140,8 +143,11 @@ def create_app(
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="yitong-service", description="Yitong's platform service",
-                                epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)")
+    p = argparse.ArgumentParser(
+        prog="yitong-service",
+        description="Yitong's platform service",
+        epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)",
+    )
     p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
     p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
     p.add_argument("--ip", help="listen address (default: service.ip in settings, 127.0.0.1)")

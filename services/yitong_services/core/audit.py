@@ -30,18 +30,41 @@ def audited(caller: Identity, owner: str | None = None) -> bool:
     return caller.admin and (owner is None or owner != caller.name)
 
 
-def record(session: Session, caller: Identity, request: Request, action: str, target: str, *,
-           owner: str | None = None, detail: dict[str, Any] | None = None) -> None:
+def record(
+    session: Session,
+    caller: Identity,
+    request: Request,
+    action: str,
+    target: str,
+    *,
+    owner: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
     """Add an entry when ``caller``'s action on ``target`` (owned by ``owner``) is audited."""
     if not audited(caller, owner):
         return
-    session.add(AuditEntry(
-        actor=caller.name, actor_kind=caller.kind, action=action, target=target[:512],
-        on_behalf_of=owner if owner and owner != caller.name else None,
-        source=source_of(request), detail=detail or {},
-    ))
+    session.add(
+        AuditEntry(
+            actor=caller.name,
+            actor_kind=caller.kind,
+            action=action,
+            target=target[:512],
+            on_behalf_of=owner if owner and owner != caller.name else None,
+            source=source_of(request),
+            detail=detail or {},
+        )
+    )
 
 
 def entry_dict(e: AuditEntry) -> dict[str, Any]:
-    return {"id": e.id, "at": e.at, "actor": e.actor, "actor_kind": e.actor_kind, "action": e.action,
-            "target": e.target, "on_behalf_of": e.on_behalf_of, "source": e.source, "detail": e.detail}
+    return {
+        "id": e.id,
+        "at": e.at,
+        "actor": e.actor,
+        "actor_kind": e.actor_kind,
+        "action": e.action,
+        "target": e.target,
+        "on_behalf_of": e.on_behalf_of,
+        "source": e.source,
+        "detail": e.detail,
+    }

@@ -44,8 +44,10 @@ def decide(setting: str, euid: int, interpreter_shared: bool = True) -> str:
     if setting == "auto":
         return "multi-user" if euid == 0 and interpreter_shared else "single-person"
     if setting == "multi-user" and euid != 0:
-        raise ModeError("backends.local.mode is multi-user, which needs the hub and the platform service to run "
-                        "as root (to run each person's code as their own system account)")
+        raise ModeError(
+            "backends.local.mode is multi-user, which needs the hub and the platform service to run "
+            "as root (to run each person's code as their own system account)"
+        )
     return setting
 
 
@@ -54,16 +56,22 @@ def message(mode: str, euid: int, user: str, interpreter: str | None = None) -> 
     (the Python, or a directory above the data directory) that other accounts cannot reach, the
     reason ``auto`` stayed single-person as root."""
     if mode == "multi-user":
-        return ("Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
-                "(yt-<name>), never as root nor as the platform's account.")
+        return (
+            "Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
+            "(yt-<name>), never as root nor as the platform's account."
+        )
     who = "root" if euid == 0 else user
-    text = (f"Yitong runs single-person: notebooks and jobs run as {who}, the account that holds the platform's "
-            "secrets, so everyone who can log in can act as the platform. Use it for one person only")
+    text = (
+        f"Yitong runs single-person: notebooks and jobs run as {who}, the account that holds the platform's "
+        "secrets, so everyone who can log in can act as the platform. Use it for one person only"
+    )
     if euid == 0 and interpreter:
-        return text + (f"; running as root, but {interpreter} is not reachable by other accounts, so notebooks and "
-                       "jobs cannot run as their own accounts: for multi-user, build the .venv with a Python every "
-                       "account can run (e.g. /usr/bin/python3) and keep the data directory where every account can "
-                       "reach it (not under /root or a 0700 directory).")
+        return text + (
+            f"; running as root, but {interpreter} is not reachable by other accounts, so notebooks and "
+            "jobs cannot run as their own accounts: for multi-user, build the .venv with a Python every "
+            "account can run (e.g. /usr/bin/python3) and keep the data directory where every account can "
+            "reach it (not under /root or a 0700 directory)."
+        )
     if euid == 0:
         return text + "; backends.local.mode is pinned to single-person while running as root: user code runs as root."
     return text + "; start the hub as root for multi-user."
@@ -120,6 +128,7 @@ def describe(settings: Any) -> dict[str, str]:
 
 # ---- files --------------------------------------------------------------------------------
 
+
 def _chmod(path: Path, mode: int) -> None:
     with contextlib.suppress(FileNotFoundError, PermissionError):
         st = os.lstat(path)
@@ -172,24 +181,32 @@ def startup(settings: Any) -> str:
     if settings.backend == "local":
         roots = [settings.cache_dir, settings.materialize_dir]
         if settings.storage_url.startswith("file://"):
-            roots.append(Path(settings.storage_url[len("file://"):]))
+            roots.append(Path(settings.storage_url[len("file://") :]))
         secure_data_dir(settings.data_dir, roots)
         text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))
         (log.info if mode == "multi-user" else log.warning)("%s", text)
-        if mode == "multi-user" and not all(os.stat(p).st_mode & stat.S_IXOTH for p in
-                                            Path(settings.data_dir).absolute().parents):
-            log.error("a directory above the data directory %s is not searchable by other accounts: notebooks "
-                      "and jobs cannot reach their homes and job directories", settings.data_dir)
+        if mode == "multi-user" and not all(
+            os.stat(p).st_mode & stat.S_IXOTH for p in Path(settings.data_dir).absolute().parents
+        ):
+            log.error(
+                "a directory above the data directory %s is not searchable by other accounts: notebooks "
+                "and jobs cannot reach their homes and job directories",
+                settings.data_dir,
+            )
         if mode == "multi-user" and not reachable_by_others(sys.executable):
-            log.error("the interpreter %s is not reachable by other accounts (a directory above it is not "
-                      "searchable by others): notebooks and jobs will fail to start. Install Python where every "
-                      "account can read it (e.g. /opt or /usr/local)", os.path.realpath(sys.executable))
+            log.error(
+                "the interpreter %s is not reachable by other accounts (a directory above it is not "
+                "searchable by others): notebooks and jobs will fail to start. Install Python where every "
+                "account can read it (e.g. /opt or /usr/local)",
+                os.path.realpath(sys.executable),
+            )
     else:
         secure_data_dir(settings.data_dir, [])
     return mode
 
 
 # ---- accounts -----------------------------------------------------------------------------
+
 
 def home_of(data_dir: Path, hub_name: str) -> Path:
     if "/" in hub_name or hub_name in ("", ".", ".."):

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
+from ..datasets.storage import Storage
+from ..vcs.quantities import Resources
 from .db import Database
 from .hub import HubClient
-from ..vcs.quantities import Resources
 from .settings import Settings
-from ..datasets.storage import Storage
 
 
 @dataclass

@@ -74,8 +74,7 @@ class HubClient:
                 return None
             if r.status_code != 200:
                 raise HubError(
-                    f"JupyterHub answered {r.status_code} to GET /users/{name}:"
-                    " the service token needs read:users"
+                    f"JupyterHub answered {r.status_code} to GET /users/{name}: the service token needs read:users"
                 )
             return r.json()
 
@@ -84,8 +83,11 @@ class HubClient:
     async def active_servers_of(self, name: str) -> set[str]:
         """``{"alice/", "alice/gpu"}``: the servers of one user that are running or pending."""
         model = await self.user(name) or {}
-        return {f"{name}/{server_name}" for server_name, server in (model.get("servers") or {}).items()
-                if server.get("ready") or server.get("pending")}
+        return {
+            f"{name}/{server_name}"
+            for server_name, server in (model.get("servers") or {}).items()
+            if server.get("ready") or server.get("pending")
+        }
 
     async def active_servers(self) -> set[str]:
         """``{"alice/", "alice/gpu", ...}``: every server that is running or pending."""
@@ -120,25 +122,35 @@ class HubClient:
         ``expires_in`` seconds -> ``(token, token id)``."""
         body = {"scopes": scopes, "expires_in": int(expires_in), "note": note}
         try:
-            r = await self.client.post(f"{self.api_url}/users/{quote(user, safe='')}/tokens", json=body,
-                                       headers={"Authorization": f"token {self.token}"})
+            r = await self.client.post(
+                f"{self.api_url}/users/{quote(user, safe='')}/tokens",
+                json=body,
+                headers={"Authorization": f"token {self.token}"},
+            )
         except httpx.HTTPError as e:
             raise HubError(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
         if r.status_code != 201:
-            raise HubError(f"JupyterHub answered {r.status_code} creating a token for {user}"
-                           f" (the service token needs the scope 'tokens'): {r.text[:300]}")
+            raise HubError(
+                f"JupyterHub answered {r.status_code} creating a token for {user}"
+                f" (the service token needs the scope 'tokens'): {r.text[:300]}"
+            )
         model = r.json()
         return model["token"], model["id"]
 
     async def revoke_token(self, user: str, token_id: str) -> None:
         """``DELETE /users/{user}/tokens/{id}``; a token (or user) already gone is fine."""
         try:
-            r = await self.client.delete(f"{self.api_url}/users/{quote(user, safe='')}/tokens/{quote(token_id, safe='')}",
-                                         headers={"Authorization": f"token {self.token}"})
+            r = await self.client.delete(
+                f"{self.api_url}/users/{quote(user, safe='')}/tokens/{quote(token_id, safe='')}",
+                headers={"Authorization": f"token {self.token}"},
+            )
         except httpx.HTTPError as e:
             raise HubError(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
         if r.status_code not in (204, 404):
             raise HubError(f"JupyterHub answered {r.status_code} revoking token {token_id} of {user}: {r.text[:300]}")
         # identities cached for this user's tokens are looked up again (a revoked token is refused at once)
-        self._cache = {k: v for k, v in self._cache.items()
-                       if not (k.startswith("token:") and isinstance(v[1], dict) and v[1].get("name") == user)}
+        self._cache = {
+            k: v
+            for k, v in self._cache.items()
+            if not (k.startswith("token:") and isinstance(v[1], dict) and v[1].get("name") == user)
+        }

@@ -57,13 +57,16 @@ _last_sweep = 0.0
 
 # -- pure ---------------------------------------------------------------------------------------
 
+
 def parse_key(value: str | None) -> str | None:
     """The key of a request (None without the header); 422 unless 1-255 printable ASCII characters."""
     if value is None:
         return None
     if not 1 <= len(value) <= MAX_LENGTH or any(not " " <= c <= "~" for c in value):
-        raise Refusal(422, f"{HEADER}: must be 1 to {MAX_LENGTH} printable ASCII characters "
-                           "(a random UUID per create is a good key)")
+        raise Refusal(
+            422,
+            f"{HEADER}: must be 1 to {MAX_LENGTH} printable ASCII characters (a random UUID per create is a good key)",
+        )
     return value
 
 
@@ -84,11 +87,14 @@ def verdict(stored_hash: str, stored_at: datetime, digest: str, now: datetime, t
 
 
 def conflict_sentence(key: str, operation: str) -> str:
-    return (f"{HEADER} '{key}' was already used for another request ({operation} with other "
-            "parameters); send a new key for a new request")
+    return (
+        f"{HEADER} '{key}' was already used for another request ({operation} with other "
+        "parameters); send a new key for a new request"
+    )
 
 
 # -- outcomes -----------------------------------------------------------------------------------
+
 
 class Replay(Exception):
     """The stored answer of this request: send it again, create nothing."""
@@ -107,6 +113,7 @@ class KeyTaken(Exception):
 
 # -- the database side --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Claim:
     """One create request's key; ``check`` and ``store`` run inside the create's transaction."""
@@ -118,8 +125,9 @@ class Claim:
     ttl: float
 
     def _row(self, session: Session) -> IdempotencyKey | None:
-        return session.scalar(select(IdempotencyKey).where(
-            IdempotencyKey.user == self.user, IdempotencyKey.key == self.key))
+        return session.scalar(
+            select(IdempotencyKey).where(IdempotencyKey.user == self.user, IdempotencyKey.key == self.key)
+        )
 
     def _judge(self, session: Session, row: IdempotencyKey | None, drop_expired: bool) -> None:
         if row is None:
@@ -150,8 +158,16 @@ class Claim:
         :class:`KeyTaken` when a concurrent transaction stored this key first."""
         encoded = jsonable_encoder(body)
         _sweep(session, self.ttl)
-        session.add(IdempotencyKey(user=self.user, key=self.key, operation=self.operation,
-                                   request_hash=self.digest, status=status, response=encoded))
+        session.add(
+            IdempotencyKey(
+                user=self.user,
+                key=self.key,
+                operation=self.operation,
+                request_hash=self.digest,
+                status=status,
+                response=encoded,
+            )
+        )
         try:
             session.flush()
         except IntegrityError as error:
@@ -171,6 +187,7 @@ def _sweep(session: Session, ttl: float) -> None:
 
 # -- the route side -----------------------------------------------------------------------------
 
+
 async def claim_for(request: Request, user: str, operation: str, ttl: float) -> Claim | None:
     """The request's :class:`Claim` (None without the header; 422 for a malformed key)."""
     key = parse_key(request.headers.get(HEADER))
@@ -180,8 +197,9 @@ async def claim_for(request: Request, user: str, operation: str, ttl: float) -> 
     return Claim(user=user, key=key, operation=operation, digest=digest, ttl=ttl)
 
 
-async def once(request: Request, ctx: Context, user: str, operation: str,
-               create: Callable[[Claim | None], Awaitable[T]]) -> T | JSONResponse:
+async def once(
+    request: Request, ctx: Context, user: str, operation: str, create: Callable[[Claim | None], Awaitable[T]]
+) -> T | JSONResponse:
     """Run ``create(claim)`` unless this request's answer is stored already (then replay it).
 
     ``user`` is the authenticated caller; ``create`` calls ``claim.check`` and ``claim.store``

@@ -38,7 +38,8 @@ class LimitsSettings(BaseModel):
         2**20, ge=1024, description="JSON/YAML bodies (job specs, VCs, profiles, datasets, patches, metrics)"
     )
     max_manifest_bytes: int = Field(
-        256 * 2**20, ge=1024,
+        256 * 2**20,
+        ge=1024,
         description="dataset manifests and hash lists: version commits, objects/missing, fetch",
     )
 
@@ -129,14 +130,14 @@ class _Loader(yaml.SafeLoader):
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not accepted; write the value out", mark)
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted; write the value out", mark)
         self._depth = getattr(self, "_depth", 0) + 1
         try:
             if self._depth > self.max_depth and self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
                 mark = self.peek_event().start_mark
                 raise yaml.composer.ComposerError(
-                    None, None, f"lists and maps nest deeper than {self.max_depth} levels", mark)
+                    None, None, f"lists and maps nest deeper than {self.max_depth} levels", mark
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1

@@ -12,11 +12,11 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from .db import Database
-from ..vcs.models import VC
 from ..datasets.models import Dataset, DatasetVersion, StoredObject
+from ..vcs.models import VC
 from ..vcs.quantities import Resources
 from ..vcs.views import allocations_by_vc, vc_dict
+from .db import Database
 
 
 class StateCollector(Collector):
@@ -61,12 +61,16 @@ class StoreCollector(Collector):
         with self.db.session() as s:
             for vc, count in s.execute(select(Dataset.vc, func.count(Dataset.id)).group_by(Dataset.vc)):
                 datasets.add_metric([vc], count)
-            query = select(Dataset.vc, func.count(DatasetVersion.id)).join(Dataset, Dataset.id == DatasetVersion.dataset_id)
+            query = select(Dataset.vc, func.count(DatasetVersion.id)).join(
+                Dataset, Dataset.id == DatasetVersion.dataset_id
+            )
             for vc, count in s.execute(query.group_by(Dataset.vc)):
                 versions.add_metric([vc], count)
             packed = StoredObject.pack.is_(None)
             for loose, count, total in s.execute(
-                select(packed, func.count(StoredObject.hash), func.coalesce(func.sum(StoredObject.size), 0)).group_by(packed)
+                select(packed, func.count(StoredObject.hash), func.coalesce(func.sum(StoredObject.size), 0)).group_by(
+                    packed
+                )
             ):
                 objects.add_metric(["loose" if loose else "packed"], count)
                 size.add_metric(["loose" if loose else "packed"], int(total))

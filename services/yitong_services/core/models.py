@@ -3,7 +3,7 @@ platform-wide tables: the audit log and idempotency keys."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -18,7 +18,7 @@ from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class UTCDateTime(TypeDecorator):
@@ -29,7 +29,7 @@ class UTCDateTime(TypeDecorator):
 
     def process_result_value(self, value, dialect):  # type: ignore[no-untyped-def]
         if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=timezone.utc)
+            return value.replace(tzinfo=UTC)
         return value
 
 

@@ -32,8 +32,13 @@ for _m, _name in (("get", "GetVC"), ("patch", "PatchVC"), ("delete", "DeleteVC")
 for _m, _name in (("get", "GetProfile"), ("patch", "PatchProfile"), ("delete", "DeleteProfile")):
     _link(("post", "/profiles", "201"), _name, _m, "/profiles/{name}", name="$response.body#/name")
 for _status in ("200", "201"):
-    _link(("post", "/allocations", _status), "ReleaseAllocation", "delete", "/allocations/{allocation_id}",
-          allocation_id="$response.body#/id")
+    _link(
+        ("post", "/allocations", _status),
+        "ReleaseAllocation",
+        "delete",
+        "/allocations/{allocation_id}",
+        allocation_id="$response.body#/id",
+    )
 _DATASET = {"vc": "$response.body#/vc", "name": "$response.body#/name"}
 for _m, _path, _name in (
     ("get", "/datasets/{vc}/{name}", "GetDataset"),
@@ -52,7 +57,11 @@ for _status in ("200", "201"):
         ("delete", "/datasets/{vc}/{name}/versions/{ref}", "DeleteVersion"),
     ):
         _link(("post", "/datasets/{vc}/{name}/versions", _status), _name, _m, _path, **_VERSION)
-for _source in (("post", "/jobs", "201"), ("post", "/jobs/{job_id}/clone", "201"), ("post", "/runs/{run_id}/rerun", "201")):
+for _source in (
+    ("post", "/jobs", "201"),
+    ("post", "/jobs/{job_id}/clone", "201"),
+    ("post", "/runs/{run_id}/rerun", "201"),
+):
     for _m, _path, _name in (
         ("get", "/jobs/{job_id}", "GetJob"),
         ("post", "/jobs/{job_id}/cancel", "CancelJob"),
@@ -91,8 +100,13 @@ def build(app: FastAPI, api: str) -> dict[str, Any]:
     for path, ops in paths.items():
         for method, op in ops.items():
             responses = op.setdefault("responses", {})
-            responses.setdefault("4XX", {"description": "refused, with a sentence why",
-                                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+            responses.setdefault(
+                "4XX",
+                {
+                    "description": "refused, with a sentence why",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+                },
+            )
             short = path.removeprefix(api)
             if (method, short) == ("post", "/jobs"):
                 op["requestBody"] = _job_submit_body(components)
@@ -101,7 +115,8 @@ def build(app: FastAPI, api: str) -> dict[str, Any]:
                     continue
                 responses[status]["links"] = {
                     name: {"operationId": ids[(target_method, target)], "parameters": params}
-                    for name, (target_method, target, params) in links.items() if (target_method, target) in ids
+                    for name, (target_method, target, params) in links.items()
+                    if (target_method, target) in ids
                 }
     return doc
 

@@ -70,7 +70,7 @@ class Appender:
             except OSError:  # EINVAL and friends: this file will not do it after all
                 os.close(self._direct)  # type: ignore[arg-type]
                 self._direct = None
-        self._write_all(self.fd, view[self.position - start:])
+        self._write_all(self.fd, view[self.position - start :])
         start_writeback(self.fd, start, len(view))
 
     def _write_all(self, fd: int, view: memoryview) -> None:

@@ -44,8 +44,10 @@ def main(argv: list[str]) -> int:
 
 
 def text(report: dict) -> str:
-    counts = (f"{len(report['corrupt'])} corrupt, {len(report['missing'])} missing, "
-              f"{len(report['cache_corrupt'])} changed in the materialise cache")
+    counts = (
+        f"{len(report['corrupt'])} corrupt, {len(report['missing'])} missing, "
+        f"{len(report['cache_corrupt'])} changed in the materialise cache"
+    )
     lines = [f"checked {report['checked']} objects and manifests: {counts}"]
     lines += [f"corrupt  {h}" for h in report["corrupt"]]
     lines += [f"missing  {h}" for h in report["missing"]]

@@ -16,19 +16,18 @@ from collections.abc import Callable
 from typing import Any
 
 from blake3 import blake3
-
 from sqlalchemy.orm import Session
 
-from . import records as datasets
 from ..core.authz import Person
-from .schemas import CommitIn
-from .views import one_version
 from ..core.errors import Refusal
+from . import records as datasets
 from .manifest import apply_changes, canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
 from .objaccess import Reader, grant_dataset, readable_sizes, reader
 from .objindex import storage_lock
+from .schemas import CommitIn
 from .storage import Storage
+from .views import one_version
 
 SHOWN = 10
 
@@ -39,13 +38,18 @@ def _check_parent(session: Session, d: Dataset, parent: int | None, h: str) -> D
     have = last.number if last else None
     if parent != have:
         said = f"the latest is version {have}" if have else "it has no versions yet"
-        raise Refusal(409, f"dataset {datasets.full_name(d)}: parent {parent} is not the latest version ({said}); pull and commit again")
+        raise Refusal(
+            409,
+            f"dataset {datasets.full_name(d)}: parent {parent} is not the latest version ({said}); pull and commit again",
+        )
     if last is not None and last.manifest == h:
         return last
     return None
 
 
-def _check_objects(session: Session, d: Dataset, who: Reader, files: list[dict[str, Any]], known: dict[str, int]) -> list[str]:
+def _check_objects(
+    session: Session, d: Dataset, who: Reader, files: list[dict[str, Any]], known: dict[str, int]
+) -> list[str]:
     """Every object ``files`` name is indexed with the size they say, and ``who`` may read it
     (objaccess.py: one that exists but ``who`` cannot read counts as not stored, with the same
     answer, so a hash is never a read key). ``known`` (hash -> size) are the parent version's
@@ -85,13 +89,22 @@ def _apply(storage: Storage, person: Person, vc: str, name: str, body: CommitIn)
         last = datasets.latest(s, d)
         if last is None or last.number != body.parent or last.manifest != body.base:
             have = f"version {last.number} (manifest {last.manifest})" if last else "no version"
-            raise Refusal(409, f"dataset {datasets.full_name(d)}: the changes are relative to parent {body.parent} "
-                               f"(manifest {body.base}) but the latest is {have}; pull and commit again")
+            raise Refusal(
+                409,
+                f"dataset {datasets.full_name(d)}: the changes are relative to parent {body.parent} "
+                f"(manifest {body.base}) but the latest is {have}; pull and commit again",
+            )
     return apply_changes(storage.manifest(body.base), body.put, body.delete)
 
 
-def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn,
-           record: Callable[[Session, dict], Any] | None = None) -> tuple[dict, bool]:
+def commit(
+    storage: Storage,
+    person: Person,
+    vc: str,
+    name: str,
+    body: CommitIn,
+    record: Callable[[Session, dict], Any] | None = None,
+) -> tuple[dict, bool]:
     """(version dict, created?). ``record(session, version)`` runs in the transaction that
     inserts a new version (the route stores its ``Idempotency-Key`` answer there)."""
     try:
@@ -104,7 +117,10 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn,
     data = encode(manifest)
     h = blake3(data).hexdigest()
     if body.manifest is not None and body.manifest != h:
-        raise Refusal(422, f"dataset {vc}/{name}: the changes give manifest {h}, not {body.manifest} as the client computed; commit the whole manifest")
+        raise Refusal(
+            422,
+            f"dataset {vc}/{name}: the changes give manifest {h}, not {body.manifest} as the client computed; commit the whole manifest",
+        )
     files, size = totals(manifest)
     db = storage.db
     with db.session() as s:
@@ -127,8 +143,14 @@ def commit(storage: Storage, person: Person, vc: str, name: str, body: CommitIn,
         grant_dataset(s, d.id, new)
         storage.put_manifest(data, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(
-            dataset_id=d.id, number=d.next_number, manifest=h, parent=body.parent,
-            author=person.name, message=body.message, files=files, bytes=size,
+            dataset_id=d.id,
+            number=d.next_number,
+            manifest=h,
+            parent=body.parent,
+            author=person.name,
+            message=body.message,
+            files=files,
+            bytes=size,
         )
         d.next_number += 1
         s.add(v)

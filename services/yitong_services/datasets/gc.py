@@ -12,7 +12,7 @@ worker thread. A crash in phase 2 only leaves orphans for the next run.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -22,8 +22,8 @@ from .materialize import remove_tree
 from .models import DatasetVersion, Pack, StoredObject
 from .objaccess import drop_grants
 from .objindex import BATCH, storage_lock
-from .storage import CorruptManifest, Storage
 from .objstore import TMP_MARK
+from .storage import CorruptManifest, Storage
 
 
 def reachable(storage: Storage, manifests: set[str]) -> set[str]:
@@ -96,6 +96,6 @@ def _sweep(storage: Storage, manifests: set[str], cutoff: float) -> dict[str, in
 def collect(storage: Storage, grace: float | None = None) -> dict[str, int]:
     grace = storage.grace if grace is None else grace
     now = time.time()
-    dropped = _mark_and_drop(storage, datetime.fromtimestamp(now, timezone.utc) - timedelta(seconds=grace))
+    dropped = _mark_and_drop(storage, datetime.fromtimestamp(now, UTC) - timedelta(seconds=grace))
     counts = _sweep(storage, dropped["manifests"], now - grace)
     return {"objects": dropped["objects"], "bytes": dropped["bytes"]} | counts

@@ -16,8 +16,8 @@ from typing import Any
 from ..core.db import Database
 from .objaccess import grant_upload
 from .objindex import index, storage_lock
-from .packs import PackError, PackReader
 from .objstore import Store, pack_key, start_writeback
+from .packs import PackError, PackReader
 
 WRITEBACK = 8 << 20  # start writing a local pack to disk every this many bytes
 
@@ -78,8 +78,10 @@ class PackIngest:
         self._writer.__exit__(None, None, None)  # rename into place
         # The client asked which objects are missing just before: nearly always all of them
         # are new, so the pack goes into place first and is looked up once, under the lock.
-        rows: list[dict[str, Any]] = [{"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
-                for r in records]
+        rows: list[dict[str, Any]] = [
+            {"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
+            for r in records
+        ]
         with storage_lock(self.db) as s:
             stored = index(s, rows, pack=(self.pack_id, self.received))
             fresh = {r["hash"] for r in stored}  # these name their uploader already

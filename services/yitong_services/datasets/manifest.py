@@ -8,9 +8,9 @@ ensure_ascii=False).encode()``: the client computes the same value.
 from __future__ import annotations
 
 import re
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from blake3 import blake3
@@ -152,7 +152,9 @@ def encode(manifest: dict[str, Any]) -> bytes:
     ensure_ascii=False).encode()`` for a canonical manifest (tests compare), built without the
     generic encoder's per-dict key sorting."""
     quote = encode_basestring  # what json.dumps(..., ensure_ascii=False) uses for a str, in C
-    body = ",".join(f'{{"hash":"{f["hash"]}","path":{quote(f["path"])},"size":{int(f["size"])}}}' for f in manifest["files"])
+    body = ",".join(
+        f'{{"hash":"{f["hash"]}","path":{quote(f["path"])},"size":{int(f["size"])}}}' for f in manifest["files"]
+    )
     return f'{{"files":[{body}]}}'.encode()
 
 

@@ -87,8 +87,10 @@ def readable_sizes(session: Session, who: Reader, hashes: Iterable[str]) -> dict
                 params: list = [batch, who.name, who.name, who.name] + ([list(who.vcs)] if who.vcs else [])
                 cursor.execute(template, params)
             else:
-                cursor.execute(template.format(**{"in": ",".join("?" * len(batch))}),
-                               [*batch, who.name, who.name, who.name, *who.vcs])
+                cursor.execute(
+                    template.format(**{"in": ",".join("?" * len(batch))}),
+                    [*batch, who.name, who.name, who.name, *who.vcs],
+                )
             out.update(cursor.fetchall())
     finally:
         cursor.close()
@@ -150,7 +152,9 @@ def backfill(storage) -> int:  # type: ignore[no-untyped-def]
         try:
             named[dataset_id].update(hashes(storage.manifest(manifest)))
         except (FileNotFoundError, CorruptManifest) as e:
-            log.warning("object grants: manifest %s of dataset %s cannot be read (%s); run verify", manifest, dataset_id, e)
+            log.warning(
+                "object grants: manifest %s of dataset %s cannot be read (%s); run verify", manifest, dataset_id, e
+            )
     filled = [d for d, hs in named.items() if hs]
     if filled:
         with storage_lock(storage.db) as s:

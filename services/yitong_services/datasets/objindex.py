@@ -17,8 +17,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from ..core.db import Database
-from .models import Pack, StoredObject
 from ..core.models import utcnow
+from .models import Pack, StoredObject
 
 BATCH = 5000
 _LOCK_KEY = 0x59_69_74_6F  # "Yito"

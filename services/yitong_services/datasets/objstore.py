@@ -102,7 +102,7 @@ class Store:
         tmp = f"{final}{TMP_MARK}{uuid.uuid4().hex}"
         if self.local:
             os.makedirs(os.path.dirname(final), exist_ok=True)
-            f: IO[bytes] = open(tmp, "wb")  # noqa: SIM115
+            f: IO[bytes] = open(tmp, "wb")
         else:
             f = self.fs.open(tmp, "wb")
         try:

@@ -53,12 +53,12 @@ class PackReader:
             if self._current is None and not self._header and end - pos >= HEADER:
                 # A whole record inside this chunk (small files: nearly all of them) is checked
                 # in one step, without the incremental state below.
-                size = int.from_bytes(view[pos + 32:pos + HEADER], "big")
+                size = int.from_bytes(view[pos + 32 : pos + HEADER], "big")
                 start = pos + HEADER
                 if start + size <= end:
-                    h = view[pos:pos + 32].hex()
+                    h = view[pos : pos + 32].hex()
                     self._check_size(h, size)
-                    self._verify(h, blake3(view[start:start + size]).hexdigest())
+                    self._verify(h, blake3(view[start : start + size]).hexdigest())
                     self.records.append(Record(h, size, base + start))
                     pos = start + size
                     continue

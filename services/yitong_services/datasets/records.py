@@ -8,10 +8,10 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from ..vcs import catalog
 from ..core.authz import Person, dataset_owner_refusal, member_refusal, sees_dataset
 from ..core.errors import Refusal
 from ..core.limits import MAX_ID
+from ..vcs import catalog
 from .models import Dataset, DatasetRef, DatasetTag, DatasetVersion
 
 

@@ -9,8 +9,8 @@ from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_va
 from typing_extensions import TypedDict
 
 from ..core.limits import MAX_ID, MAX_MESSAGE, MAX_TEXT
-from .manifest import HASH_RE, hash_refusal
 from ..vcs.schemas import Name, Strict
+from .manifest import HASH_RE, hash_refusal
 
 MAX_HASHES = 200_000
 

@@ -16,9 +16,9 @@ from typing import Any
 from blake3 import blake3
 
 from ..core.db import Database
+from ..core.settings import Settings
 from .manifest import encode
 from .objindex import Location
-from ..core.settings import Settings
 from .objstore import Store, manifest_key, object_key, pack_key
 from .uploads import Spool
 

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator
 
 from .objindex import Location
+from .objstore import CHUNK
 from .packs import record_header
 from .storage import Storage
-from .objstore import CHUNK
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 

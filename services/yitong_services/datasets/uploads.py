@@ -23,9 +23,9 @@ from pathlib import Path
 
 from blake3 import blake3
 
-from .appender import Appender
 from ..core.db import Database
 from ..core.errors import Refusal
+from .appender import Appender
 from .objaccess import grant_upload
 from .objindex import index, storage_lock, stored_sizes
 from .objstore import Store, object_key
@@ -132,7 +132,10 @@ class Spool:
         got = hasher.hexdigest()
         if got != h:
             part.unlink(missing_ok=True)
-            raise Refusal(422, f"upload of object {h}: the {length} bytes received have the BLAKE3 {got}; the partial upload was dropped")
+            raise Refusal(
+                422,
+                f"upload of object {h}: the {length} bytes received have the BLAKE3 {got}; the partial upload was dropped",
+            )
         with storage_lock(self.db) as s:
             if stored_sizes(s, [h]):  # stored already (someone else's): these bytes are the same
                 part.unlink(missing_ok=True)

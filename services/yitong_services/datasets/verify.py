@@ -18,8 +18,8 @@ from sqlalchemy import select
 from .manifest import hashes
 from .models import DatasetVersion, StoredObject
 from .objindex import Location
-from .storage import CorruptManifest, Storage
 from .objstore import CHUNK, TMP_MARK, object_key, pack_key
+from .storage import CorruptManifest, Storage
 
 
 def _check_pack(storage: Storage, pack: str, locs: list[Location], corrupt: list[str], missing: list[str]) -> None:
@@ -68,7 +68,10 @@ def verify(storage: Storage) -> dict:
     corrupt: list[str] = []
     missing: list[str] = []
     with storage.db.session() as s:
-        rows = [Location(*r) for r in s.execute(select(StoredObject.hash, StoredObject.size, StoredObject.pack, StoredObject.offset))]
+        rows = [
+            Location(*r)
+            for r in s.execute(select(StoredObject.hash, StoredObject.size, StoredObject.pack, StoredObject.offset))
+        ]
         manifests = set(s.scalars(select(DatasetVersion.manifest).distinct()))
     by_pack: dict[str, list[Location]] = defaultdict(list)
     for loc in rows:

@@ -5,14 +5,18 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from .records import full_name, stats, tags_by_version
 from .models import Dataset, DatasetTag, DatasetVersion
+from .records import full_name, stats, tags_by_version
 
 
 def dataset_dict(session: Session, d: Dataset) -> dict:
     count, last, size = stats(session, d)
-    numbers = dict(session.execute(select(DatasetVersion.id, DatasetVersion.number).where(DatasetVersion.dataset_id == d.id)).all())
-    tags = {t.name: numbers[t.version_id] for t in session.scalars(select(DatasetTag).where(DatasetTag.dataset_id == d.id))}
+    numbers = dict(
+        session.execute(select(DatasetVersion.id, DatasetVersion.number).where(DatasetVersion.dataset_id == d.id)).all()
+    )
+    tags = {
+        t.name: numbers[t.version_id] for t in session.scalars(select(DatasetTag).where(DatasetTag.dataset_id == d.id))
+    }
     return {
         "vc": d.vc,
         "name": d.name,

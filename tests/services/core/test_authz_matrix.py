@@ -49,8 +49,7 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     # the admin reaches the catalogue: 409 because VC t-admin still offers the profile
     ("DELETE", "api/v1/profiles/{name}"): (None, row(403, 403, 409)),
     ("GET", "api/v1/spawn-options"): (None, ALL),
-    ("POST", "api/v1/allocations"): ({"vc": "vision", "profile": "cpu-small", "ref": "{user}/new"},
-                                     row(201, 404, 201)),
+    ("POST", "api/v1/allocations"): ({"vc": "vision", "profile": "cpu-small", "ref": "{user}/new"}, row(201, 404, 201)),
     ("GET", "api/v1/allocations"): (None, ALL),
     ("DELETE", "api/v1/allocations/{allocation_id}"): (None, row(204, 404, 204)),
     ("GET", "api/v1/usage"): (None, ADMIN_ONLY),
@@ -73,18 +72,30 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
 # Dataset, object and storage routes: tabled per role and per dataset visibility in
 # test_dataset_authz.py (DATASET_ROUTES, GLOBAL_ROUTES); the browser pages in test_pages.py.
 COVERED_ELSEWHERE = {
-    ("GET", "api/v1/datasets"), ("POST", "api/v1/datasets"), ("GET", "api/v1/datasets/{vc}/{name}"),
-    ("PATCH", "api/v1/datasets/{vc}/{name}"), ("DELETE", "api/v1/datasets/{vc}/{name}"),
-    ("PUT", "api/v1/datasets/{vc}/{name}/tags/{tag}"), ("DELETE", "api/v1/datasets/{vc}/{name}/tags/{tag}"),
-    ("POST", "api/v1/datasets/{vc}/{name}/versions"), ("GET", "api/v1/datasets/{vc}/{name}/versions"),
-    ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}"), ("DELETE", "api/v1/datasets/{vc}/{name}/versions/{ref}"),
-    ("GET", "api/v1/datasets/{vc}/{name}/diff"), ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}/manifest"),
+    ("GET", "api/v1/datasets"),
+    ("POST", "api/v1/datasets"),
+    ("GET", "api/v1/datasets/{vc}/{name}"),
+    ("PATCH", "api/v1/datasets/{vc}/{name}"),
+    ("DELETE", "api/v1/datasets/{vc}/{name}"),
+    ("PUT", "api/v1/datasets/{vc}/{name}/tags/{tag}"),
+    ("DELETE", "api/v1/datasets/{vc}/{name}/tags/{tag}"),
+    ("POST", "api/v1/datasets/{vc}/{name}/versions"),
+    ("GET", "api/v1/datasets/{vc}/{name}/versions"),
+    ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}"),
+    ("DELETE", "api/v1/datasets/{vc}/{name}/versions/{ref}"),
+    ("GET", "api/v1/datasets/{vc}/{name}/diff"),
+    ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}/manifest"),
     ("GET", "api/v1/datasets/{vc}/{name}/versions/{ref}/objects/{hash}"),
     ("POST", "api/v1/datasets/{vc}/{name}/versions/{ref}/fetch"),
     ("POST", "api/v1/datasets/{vc}/{name}/versions/{ref}/materialize"),
-    ("POST", "api/v1/objects/missing"), ("POST", "api/v1/objects/pack"), ("HEAD", "api/v1/objects/{hash}/upload"),
-    ("PATCH", "api/v1/objects/{hash}/upload"), ("POST", "api/v1/storage/gc"), ("POST", "api/v1/storage/verify"),
-    ("GET", "admin"), ("GET", "oauth_callback"),
+    ("POST", "api/v1/objects/missing"),
+    ("POST", "api/v1/objects/pack"),
+    ("HEAD", "api/v1/objects/{hash}/upload"),
+    ("PATCH", "api/v1/objects/{hash}/upload"),
+    ("POST", "api/v1/storage/gc"),
+    ("POST", "api/v1/storage/verify"),
+    ("GET", "admin"),
+    ("GET", "oauth_callback"),
 }
 
 
@@ -98,10 +109,10 @@ def route_table(app) -> set[tuple[str, str]]:
     for path, operations in app.openapi()["paths"].items():
         for method in operations:
             if method in ("get", "post", "put", "patch", "delete", "head"):
-                out.add((method.upper(), path[len(PREFIX):]))
+                out.add((method.upper(), path[len(PREFIX) :]))
     for route in app.routes:  # routes declared on the app itself
         if isinstance(route, APIRoute) and route.path.startswith(PREFIX):
-            out.update((m, route.path[len(PREFIX):]) for m in route.methods)
+            out.update((m, route.path[len(PREFIX) :]) for m in route.methods)
     return out
 
 
@@ -117,16 +128,25 @@ async def _objects(svc, role: str) -> dict[str, object]:
     """Fresh objects for one role (made by admin and alice, whoever the role is)."""
     r = await svc.call("admin", "POST", "profiles", json={"name": f"p-{role}", "cpu": 1, "memory": "1Gi"})
     assert r.status_code == 201, r.text
-    r = await svc.call("admin", "POST", "vcs", json={"name": f"t-{role}", "quota": QUOTA, "groups": ["vision"],
-                                                     "profiles": [f"p-{role}"]})
+    r = await svc.call(
+        "admin",
+        "POST",
+        "vcs",
+        json={"name": f"t-{role}", "quota": QUOTA, "groups": ["vision"], "profiles": [f"p-{role}"]},
+    )
     assert r.status_code == 201, r.text
     alloc = await svc.allocate("alice", "vision", "cpu-small", f"alice/{role}")
     assert alloc.status_code == 201, alloc.text
     job = (await svc.call("alice", "POST", "jobs", json=py_job(f"j-{role}", "vision", "raise SystemExit(3)"))).json()
     job = await wait_state(svc, "alice", job["id"])
     assert job["state"] == "failed", job
-    return {"vc": f"t-{role}", "name": f"p-{role}", "allocation_id": alloc.json()["id"], "job_id": job["id"],
-            "run_id": job["runs"][0]}
+    return {
+        "vc": f"t-{role}",
+        "name": f"p-{role}",
+        "allocation_id": alloc.json()["id"],
+        "job_id": job["id"],
+        "run_id": job["runs"][0],
+    }
 
 
 def _fill(value, **names):

@@ -14,7 +14,9 @@ BIN = Path(sys.executable).parent / "yitong-service"
 
 def test_cli_serves_under_the_service_prefix(tmp_path, hub):
     settings = tmp_path / "settings.yaml"
-    settings.write_text("profiles: {cpu-small: {cpu: 1, memory: 1Gi}}\nvcs: {default: {groups: [everyone], profiles: [cpu-small]}}\n")
+    settings.write_text(
+        "profiles: {cpu-small: {cpu: 1, memory: 1Gi}}\nvcs: {default: {groups: [everyone], profiles: [cpu-small]}}\n"
+    )
     port = free_port()
     env = os.environ | {
         "JUPYTERHUB_API_URL": hub.api_url,
@@ -23,7 +25,10 @@ def test_cli_serves_under_the_service_prefix(tmp_path, hub):
     }
     proc = subprocess.Popen(
         [str(BIN), "--settings", str(settings), "--data-dir", str(tmp_path / "data"), "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     base = f"http://127.0.0.1:{port}/services/yitong/"
     try:

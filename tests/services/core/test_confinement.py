@@ -26,16 +26,16 @@ import yaml
 from blake3 import blake3
 from helpers import free_port, start_service
 from shared_python import shared_bin
-from yitong_services.datasets import materialize
-from yitong_services.core.accounts import account_name
-from yitong_services.core.confinement import MODES, ModeError, decide, message
 
 from tests.services.conftest import PREFIX, SETTINGS
+from yitong_services.core.accounts import account_name
+from yitong_services.core.confinement import MODES, ModeError, decide, message
+from yitong_services.datasets import materialize
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 # Run by the job (its own account), with the shared interpreter; prints one JSON report.
-ATTACK = r'''
+ATTACK = r"""
 import errno, json, os, sys
 args = json.loads(sys.argv[1])
 report = {"uid": os.getuid(), "gid": os.getgid(), "euid": os.geteuid(), "groups": os.getgroups()}
@@ -67,28 +67,35 @@ def link_and_write():
 attempt("hardlink input and write", link_and_write)
 attempt("read own input", read(src))
 print("REPORT " + json.dumps(report), flush=True)
-'''
+"""
 
 
 # ---- pure: the mode and the account names ---------------------------------------------------
 
-@pytest.mark.parametrize("setting, euid, shared, expected", [
-    ("auto", 0, True, "multi-user"),
-    ("auto", 0, False, "single-person"),  # a Python under /root: people's accounts could not run it
-    ("auto", 1000, True, "single-person"),
-    ("single-person", 0, True, "single-person"),
-    ("single-person", 1000, True, "single-person"),
-    ("multi-user", 0, True, "multi-user"),
-    ("multi-user", 0, False, "multi-user"),  # pinned: the start-up check logs why it will fail
-])
+
+@pytest.mark.parametrize(
+    "setting, euid, shared, expected",
+    [
+        ("auto", 0, True, "multi-user"),
+        ("auto", 0, False, "single-person"),  # a Python under /root: people's accounts could not run it
+        ("auto", 1000, True, "single-person"),
+        ("single-person", 0, True, "single-person"),
+        ("single-person", 1000, True, "single-person"),
+        ("multi-user", 0, True, "multi-user"),
+        ("multi-user", 0, False, "multi-user"),  # pinned: the start-up check logs why it will fail
+    ],
+)
 def test_mode_decision(setting, euid, shared, expected):
     assert decide(setting, euid, shared) == expected
 
 
-@pytest.mark.parametrize("setting, euid, words", [
-    ("multi-user", 1000, "needs the hub and the platform service to run as root"),
-    ("both", 0, "must be one of auto, multi-user, single-person"),
-])
+@pytest.mark.parametrize(
+    "setting, euid, words",
+    [
+        ("multi-user", 1000, "needs the hub and the platform service to run as root"),
+        ("both", 0, "must be one of auto, multi-user, single-person"),
+    ],
+)
 def test_mode_refusals(setting, euid, words):
     with pytest.raises(ModeError, match=words):
         decide(setting, euid)
@@ -98,7 +105,10 @@ def test_mode_refusals(setting, euid, words):
 def test_mode_messages():
     assert "multi-user" in message("multi-user", 0, "root") and "own system account" in message("multi-user", 0, "root")
     laptop = message("single-person", 1000, "ana")
-    assert laptop.startswith("Yitong runs single-person: notebooks and jobs run as ana") and "start the hub as root" in laptop
+    assert (
+        laptop.startswith("Yitong runs single-person: notebooks and jobs run as ana")
+        and "start the hub as root" in laptop
+    )
     pinned = message("single-person", 0, "root")
     assert "run as root" in pinned and "pinned" in pinned
     unshared = message("single-person", 0, "root", "the interpreter /root/.pyenv/versions/3.11.7/bin/python3.11")
@@ -124,9 +134,14 @@ def test_auto_stays_single_person_where_accounts_cannot_reach_the_data(tmp_path)
         assert mode_of(opened, euid=0) == "multi-user"
 
 
-@pytest.mark.parametrize("hub_name, account", [
-    ("root", "yt-root"), ("daemon", "yt-daemon"), ("alice", "yt-alice"),
-])
+@pytest.mark.parametrize(
+    "hub_name, account",
+    [
+        ("root", "yt-root"),
+        ("daemon", "yt-daemon"),
+        ("alice", "yt-alice"),
+    ],
+)
 def test_account_names_never_system_accounts(hub_name, account):
     assert account_name(hub_name) == account
 
@@ -167,9 +182,13 @@ class MultiUser:
         hub.api("POST", "/groups/everyone/users", json={"users": self.users})
         for u in self.users:
             self.tokens[u] = hub.api("POST", f"/users/{u}/tokens", json={"note": "confinement"}).json()["token"]
-        settings = {**SETTINGS, "database": {"url": f"sqlite:///{self.data / 'yitong.sqlite'}"},
-                    "backends": {"local": {"inventory": {}, "mode": "multi-user"}},
-                    "jobs": {"poll_interval": 0.2}, "service": {"reconcile_interval": 0}}
+        settings = {
+            **SETTINGS,
+            "database": {"url": f"sqlite:///{self.data / 'yitong.sqlite'}"},
+            "backends": {"local": {"inventory": {}, "mode": "multi-user"}},
+            "jobs": {"poll_interval": 0.2},
+            "service": {"reconcile_interval": 0},
+        }
         (self.tmp / "settings.yaml").write_text(yaml.safe_dump(settings))
         # the embedded layout's secrets (written by jupyterhub_config.py), left readable to check start fixes them
         (self.data / "secrets").mkdir(parents=True, mode=0o755)
@@ -178,8 +197,9 @@ class MultiUser:
         for name in ("service-token", "jupyterhub_cookie_secret"):
             (self.data / "secrets" / name).write_text(secrets.token_hex(16))
             (self.data / "secrets" / name).chmod(0o644)
-        self.proc = start_service(shared_bin() / "python", self.tmp / "settings.yaml", self.data, self.port, hub,
-                                  self.log)
+        self.proc = start_service(
+            shared_bin() / "python", self.tmp / "settings.yaml", self.data, self.port, hub, self.log
+        )
 
     def stop(self) -> None:
         if getattr(self, "proc", None) and self.proc.poll() is None:
@@ -193,12 +213,17 @@ class MultiUser:
         materialize.remove_tree(self.data.parent)
 
     def call(self, who: str, method: str, path: str, **kw) -> httpx.Response:
-        return httpx.request(method, self.base + path, headers={"Authorization": f"token {self.tokens[who]}"},
-                             timeout=60, **kw)
+        return httpx.request(
+            method, self.base + path, headers={"Authorization": f"token {self.tokens[who]}"}, timeout=60, **kw
+        )
 
     def submit(self, who: str, body: dict) -> dict:
-        r = self.call(who, "POST", "jobs", json={"vc": "default", "environment": {"kernel": "python3"},
-                                                  "cpu": 0.1, "memory": "64Mi", **body})
+        r = self.call(
+            who,
+            "POST",
+            "jobs",
+            json={"vc": "default", "environment": {"kernel": "python3"}, "cpu": 0.1, "memory": "64Mi", **body},
+        )
         assert r.status_code == 201, r.text
         deadline = time.monotonic() + 120
         while True:
@@ -233,8 +258,12 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
     # and a finished job of theirs with an output
     account = mu.call(victim, "GET", "spawn-options").json()["account"]
     victim_pw = pwd.getpwnam(account_name(victim))
-    assert account == {"name": account_name(victim), "uid": victim_pw.pw_uid, "gid": victim_pw.pw_gid,
-                       "home": str(mu.data.absolute() / "home" / victim)}
+    assert account == {
+        "name": account_name(victim),
+        "uid": victim_pw.pw_uid,
+        "gid": victim_pw.pw_gid,
+        "home": str(mu.data.absolute() / "home" / victim),
+    }
     home = Path(account["home"])
     assert (os.stat(home).st_uid, _mode(home)) == (victim_pw.pw_uid, 0o700)
     victim_file = home / "private.txt"
@@ -254,21 +283,44 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
     assert mu.call(attacker, "POST", "datasets", json={"vc": "default", "name": ds}).status_code == 201
     pack = bytes.fromhex(h) + len(original).to_bytes(8, "big") + original
     assert mu.call(attacker, "POST", "objects/pack", content=pack).status_code == 200
-    r = mu.call(attacker, "POST", f"datasets/default/{ds}/versions",
-                json={"message": "", "parent": None, "files": [{"path": "data.txt", "size": len(original), "hash": h}]})
+    r = mu.call(
+        attacker,
+        "POST",
+        f"datasets/default/{ds}/versions",
+        json={"message": "", "parent": None, "files": [{"path": "data.txt", "size": len(original), "hash": h}]},
+    )
     assert r.status_code in (200, 201), r.text
 
     secrets_dir = mu.data / "secrets"
     targets = {
-        "read": [str(secrets_dir / "service-token"), str(secrets_dir / "jupyterhub_cookie_secret"),
-                 str(secrets_dir / "yitong_cookie_secret"), str(mu.data / "yitong.sqlite"),
-                 f"/proc/{mu.proc.pid}/environ", str(vdir / "outputs" / "secret.txt"), str(victim_file),
-                 str(mu.data / "cache" / "objects" / h[:2] / h)],
-        "list": [str(mu.data), str(secrets_dir), str(vdir), str(home), str(mu.data / "cache"),
-                 str(mu.data / "materialized"), str(mu.data / "store")],
+        "read": [
+            str(secrets_dir / "service-token"),
+            str(secrets_dir / "jupyterhub_cookie_secret"),
+            str(secrets_dir / "yitong_cookie_secret"),
+            str(mu.data / "yitong.sqlite"),
+            f"/proc/{mu.proc.pid}/environ",
+            str(vdir / "outputs" / "secret.txt"),
+            str(victim_file),
+            str(mu.data / "cache" / "objects" / h[:2] / h),
+        ],
+        "list": [
+            str(mu.data),
+            str(secrets_dir),
+            str(vdir),
+            str(home),
+            str(mu.data / "cache"),
+            str(mu.data / "materialized"),
+            str(mu.data / "store"),
+        ],
     }
-    job = mu.submit(attacker, {"name": "attack", "command": ["python", "-c", ATTACK, json.dumps(targets)],
-                               "inputs": [{"dataset": f"default/{ds}", "mount": "data"}]})
+    job = mu.submit(
+        attacker,
+        {
+            "name": "attack",
+            "command": ["python", "-c", ATTACK, json.dumps(targets)],
+            "inputs": [{"dataset": f"default/{ds}", "mount": "data"}],
+        },
+    )
     log = mu.call(attacker, "GET", f"jobs/{job['id']}/logs?rank=0").text
     assert job["state"] == "succeeded", (job, log, mu.log.read_text()[-2000:])
     report = json.loads(log.split("REPORT ", 1)[1])
@@ -279,8 +331,11 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
     assert report.pop("read own input") == "ALLOWED"
     allowed = {k: v for k, v in report.items() if v == "ALLOWED"}
     assert not allowed, report
-    attempts = [k for k in report if k.startswith(("read ", "list ", "write", "append", "chmod", "unlink",
-                                                  "rename", "create", "hardlink"))]
+    attempts = [
+        k
+        for k in report
+        if k.startswith(("read ", "list ", "write", "append", "chmod", "unlink", "rename", "create", "hardlink"))
+    ]
     assert len(attempts) == len(targets["read"]) + len(targets["list"]) + 9
 
     # the bytes every other job and VC reads are unchanged, and verify is clean
@@ -313,9 +368,11 @@ def test_a_job_cannot_point_the_service_at_files_it_does_not_own(multi_user: Mul
     mu = multi_user
     attacker = mu.users[0]
     secret = mu.data / "secrets" / "service-token"
-    code = ("import os, sys; d = os.path.dirname(os.environ['YITONG_OUTPUT_DIR']); "
-            "p = os.path.join(d, 'attempt-1', 'logs', 'rank-0.log'); os.unlink(p); "
-            f"os.symlink({str(secret)!r}, p)")
+    code = (
+        "import os, sys; d = os.path.dirname(os.environ['YITONG_OUTPUT_DIR']); "
+        "p = os.path.join(d, 'attempt-1', 'logs', 'rank-0.log'); os.unlink(p); "
+        f"os.symlink({str(secret)!r}, p)"
+    )
     job = mu.submit(attacker, {"name": "symlink", "command": ["python", "-c", code]})
     assert job["state"] == "succeeded", (job, mu.log.read_text()[-2000:])
     log = mu.call(attacker, "GET", f"jobs/{job['id']}/logs?rank=0").text

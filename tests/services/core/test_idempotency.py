@@ -14,6 +14,7 @@ from datetime import UTC
 import pytest
 from jobs_helpers import py_job
 from sqlalchemy import func, select
+
 from yitong_services.core.errors import Refusal
 from yitong_services.core.idempotency import parse_key, request_hash, verdict
 from yitong_services.core.models import IdempotencyKey
@@ -47,10 +48,21 @@ def count(svc, model=Job, **where) -> int:
 
 # -- pure parts ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value, ok", [
-    (None, True), ("a", True), ("x" * 255, True), ("0f8e-uuid with spaces ~!", True),
-    ("", False), ("x" * 256, False), ("tab\there", False), ("caf\u00e9", False), ("nl\n", False),
-])
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        (None, True),
+        ("a", True),
+        ("x" * 255, True),
+        ("0f8e-uuid with spaces ~!", True),
+        ("", False),
+        ("x" * 256, False),
+        ("tab\there", False),
+        ("caf\u00e9", False),
+        ("nl\n", False),
+    ],
+)
 def test_parse_key(value, ok):
     if ok:
         assert parse_key(value) == value
@@ -63,8 +75,12 @@ def test_parse_key(value, ok):
 def test_request_hash_covers_method_path_query_and_body():
     base = request_hash("POST", "/jobs", "vc=a&from=x", b"{}")
     assert base == request_hash("post", "/jobs", "from=x&vc=a", b"{}")  # parameter order does not matter
-    others = [request_hash("PUT", "/jobs", "vc=a&from=x", b"{}"), request_hash("POST", "/jobs/1/clone", "vc=a&from=x", b"{}"),
-              request_hash("POST", "/jobs", "vc=b&from=x", b"{}"), request_hash("POST", "/jobs", "vc=a&from=x", b"{ }")]
+    others = [
+        request_hash("PUT", "/jobs", "vc=a&from=x", b"{}"),
+        request_hash("POST", "/jobs/1/clone", "vc=a&from=x", b"{}"),
+        request_hash("POST", "/jobs", "vc=b&from=x", b"{}"),
+        request_hash("POST", "/jobs", "vc=a&from=x", b"{ }"),
+    ]
     assert base not in others and len(set(others)) == 4
 
 
@@ -79,6 +95,7 @@ def test_verdict():
 
 
 # -- jobs ----------------------------------------------------------------------------------------
+
 
 async def test_same_key_twice_makes_one_job_and_replays_the_answer(svc):
     k, body = key(), py_job("once", "vision", "print(1)")
@@ -99,13 +116,17 @@ async def test_same_key_with_another_request_is_refused(svc):
     assert (await submit(svc, "alice", py_job("a", "vision", "print(1)"), k)).status_code == 201
     other = await submit(svc, "alice", py_job("b", "vision", "print(1)"), k)
     assert other.status_code == 422
-    assert other.json()["detail"] == (f"Idempotency-Key '{k}' was already used for another request "
-                                      "(POST /jobs with other parameters); send a new key for a new request")
+    assert other.json()["detail"] == (
+        f"Idempotency-Key '{k}' was already used for another request "
+        "(POST /jobs with other parameters); send a new key for a new request"
+    )
     # the same body on another create route with the key is another request too
     clone = await submit(svc, "alice", {"patch": {}}, k, path="jobs/1/clone")
     assert clone.status_code == 422 and "already used" in clone.json()["detail"]
     # so is a different query string (?vc=)
-    assert (await submit(svc, "alice", py_job("a", "vision", "print(1)"), k, params={"vc": "default"})).status_code == 422
+    assert (
+        await submit(svc, "alice", py_job("a", "vision", "print(1)"), k, params={"vc": "default"})
+    ).status_code == 422
     assert count(svc) == 1
 
 
@@ -118,8 +139,13 @@ async def test_malformed_key_is_refused_before_anything_is_made(svc, bad):
 
 
 async def test_non_ascii_key_is_refused(svc):
-    r = await svc.call("alice", "POST", "jobs", json=py_job("a", "vision", "print(1)"),
-                       headers={"Idempotency-Key": "caf\u00e9".encode("latin-1")})
+    r = await svc.call(
+        "alice",
+        "POST",
+        "jobs",
+        json=py_job("a", "vision", "print(1)"),
+        headers={"Idempotency-Key": "caf\u00e9".encode("latin-1")},
+    )
     assert r.status_code == 422 and "printable ASCII" in r.json()["detail"]
     assert count(svc) == 0
 
@@ -192,7 +218,9 @@ async def test_rerun_with_a_key(service_factory):
     from jobs_helpers import wait_state
 
     async with service_factory(jobs={"poll_interval": 0.1}) as svc:  # the job runs: it needs a run
-        job = await wait_state(svc, "alice", (await submit(svc, "alice", py_job("r", "vision", "print(1)"))).json()["id"])
+        job = await wait_state(
+            svc, "alice", (await submit(svc, "alice", py_job("r", "vision", "print(1)"))).json()["id"]
+        )
         assert job["state"] == "succeeded", job
         k = key()
         first = await svc.call("alice", "POST", f"runs/{job['runs'][0]}/rerun", headers={"Idempotency-Key": k})
@@ -203,6 +231,7 @@ async def test_rerun_with_a_key(service_factory):
 
 
 # -- dataset versions ----------------------------------------------------------------------------
+
 
 async def test_commit_retried_with_a_key_makes_one_version(svc):
     data = svc.data
@@ -221,8 +250,9 @@ async def test_commit_retried_with_a_key_makes_one_version(svc):
     assert plain.status_code == 409
     versions = (await svc.call("alice", "GET", "datasets/vision/idem/versions")).json()
     assert [v["number"] for v in versions] == [1]
-    other = await svc.call("alice", "POST", "datasets/vision/idem/versions", json={**body, "message": "x"},
-                           headers={"Idempotency-Key": k})
+    other = await svc.call(
+        "alice", "POST", "datasets/vision/idem/versions", json={**body, "message": "x"}, headers={"Idempotency-Key": k}
+    )
     assert other.status_code == 422 and "already used" in other.json()["detail"]
 
 
@@ -233,8 +263,12 @@ async def test_concurrent_commits_with_one_key_make_one_version(svc, second_serv
     await data.upload("alice", files.values())
     body = {"message": "m", "parent": None, "files": data.entries(files)}
     k = key()
-    answers = await asyncio.gather(*(s.call("alice", "POST", "datasets/vision/race/versions", json=body,
-                                            headers={"Idempotency-Key": k}) for s in [svc, second_service] * 3))
+    answers = await asyncio.gather(
+        *(
+            s.call("alice", "POST", "datasets/vision/race/versions", json=body, headers={"Idempotency-Key": k})
+            for s in [svc, second_service] * 3
+        )
+    )
     assert {r.status_code for r in answers} == {201}, [r.text for r in answers]
     assert len({r.json()["number"] for r in answers}) == 1
     versions = (await svc.call("alice", "GET", "datasets/vision/race/versions")).json()
@@ -242,6 +276,7 @@ async def test_concurrent_commits_with_one_key_make_one_version(svc, second_serv
 
 
 # -- allocations: idempotent by (kind, ref) ---------------------------------------------------------
+
 
 async def test_a_servers_reservation_is_one_allocation_by_its_ref(svc):
     """``POST /allocations`` needs no key: the same (kind, ref) answers the existing allocation
@@ -256,6 +291,7 @@ async def test_a_servers_reservation_is_one_allocation_by_its_ref(svc):
 
 
 # -- the SDK: a connection dropped after the service committed, then retried ---------------------
+
 
 class DroppingProxy:
     """A real TCP proxy in front of the service that forwards every byte, except that the answer
@@ -351,8 +387,9 @@ async def test_sdk_commit_retried_after_a_dropped_answer_makes_one_version(svc, 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.txt").write_text("alpha")
     with Client(url=url, token=svc.hub.tokens["alice"]) as client:
-        version = await asyncio.to_thread(Datasets(client).commit, tmp_path / "d", "vision/sdk-idem", "first",
-                                          progress=None, stat_cache=False)
+        version = await asyncio.to_thread(
+            Datasets(client).commit, tmp_path / "d", "vision/sdk-idem", "first", progress=None, stat_cache=False
+        )
     assert proxy.dropped == 1 and len([p for p in proxy.posts if b"/versions " in p]) == 2
     assert (version["number"], version["unchanged"]) == (1, False)
     versions = (await svc.call("alice", "GET", "datasets/vision/sdk-idem/versions")).json()

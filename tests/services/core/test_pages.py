@@ -9,8 +9,18 @@ async def test_openapi_and_docs(service):
     r = await service.call(None, "GET", f"{PREFIX}openapi.json")
     assert r.status_code == 200
     paths = r.json()["paths"]
-    for path in ("vcs", "vcs/{vc}", "profiles", "profiles/{name}", "spawn-options", "allocations",
-                 "allocations/{allocation_id}", "usage", "me", "health"):
+    for path in (
+        "vcs",
+        "vcs/{vc}",
+        "profiles",
+        "profiles/{name}",
+        "spawn-options",
+        "allocations",
+        "allocations/{allocation_id}",
+        "usage",
+        "me",
+        "health",
+    ):
         assert f"{PREFIX}api/v1/{path}" in paths
     r = await service.call(None, "GET", f"{PREFIX}docs")
     assert r.status_code == 200 and "swagger" in r.text.lower()

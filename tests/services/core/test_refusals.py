@@ -78,12 +78,24 @@ CASES = [
     ("service", "GET", "spawn-options", None, 422, "a service must say which user"),
     ("service", "POST", "allocations", GPU | {"vc": "nope"}, 404, "there is no VC nope"),
     ("service", "POST", "allocations", GPU | {"profile": "nope"}, 404, "there is no profile nope"),
-    ("service", "POST", "allocations", {**GPU, "vc": "nlp", "user": "bob", "profile": "ascend-1", "ref": "bob/"}, 422,
-     "VC nlp does not offer profile ascend-1"),
+    (
+        "service",
+        "POST",
+        "allocations",
+        {**GPU, "vc": "nlp", "user": "bob", "profile": "ascend-1", "ref": "bob/"},
+        422,
+        "VC nlp does not offer profile ascend-1",
+    ),
     ("service", "POST", "allocations", GPU | {"colour": "red"}, 422, "colour: unknown field"),
     ("service", "POST", "allocations", GPU | {"ref": "bob/"}, 422, "ref of a server must be 'alice/<server name>'"),
-    ("service", "POST", "allocations", GPU | {"profile": "cpu-small"}, 409,
-     "server alice/ already holds allocation {id} (alice, VC vision, profile gpu-1); release it first"),
+    (
+        "service",
+        "POST",
+        "allocations",
+        GPU | {"profile": "cpu-small"},
+        409,
+        "server alice/ already holds allocation {id} (alice, VC vision, profile gpu-1); release it first",
+    ),
     ("service", "POST", "allocations", GPU | {"kind": "pod"}, 422, "kind: Input should be 'server' or 'job'"),
     # allowed: the user themself, admins, this service
     ("alice", "GET", "vcs/vision", None, 200, ANY),
@@ -103,8 +115,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("who,method,path,body,status,detail", CASES,
-                         ids=[f"{c[0]} {c[1]} {c[2]} {c[4]}" for c in CASES])
+@pytest.mark.parametrize(
+    "who,method,path,body,status,detail", CASES, ids=[f"{c[0]} {c[1]} {c[2]} {c[4]}" for c in CASES]
+)
 async def test_authorisation(service, who, method, path, body, status, detail):
     held = await service.allocate("alice", "vision", "gpu-1", "alice/")  # an allocation of alice's
     assert held.status_code == 201, held.text
@@ -122,39 +135,100 @@ JSON = {"Content-Type": "application/json"}
 YAML = {"Content-Type": "application/yaml"}
 BOMB = "a: &a [x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b]\n"
 INPUTS = [
-    ("POST", "jobs", (SPEC % ', "env": {"A": "%s"}' % ("x" * 30_000_000)).encode(), JSON, 413,
-     "the request body of 28.6 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)"),
-    ("POST", "jobs", (SPEC % ', "env": {"A": "%s"}' % ("x" * 70_000)).encode(), JSON, 422,
-     "spec.env: A: the value is longer than 65536 characters"),
-    ("POST", "jobs", ("[" * 100_000 + "]" * 100_000).encode(), JSON, 422,
-     "spec nests lists and maps deeper than 32 levels"),
-    ("POST", "jobs", (SPEC % (', "code": ' + "[" * 40 + "]" * 40)).encode(), JSON, 422,
-     "spec nests lists and maps deeper than 32 levels"),
-    ("POST", "jobs", ("a: " + "[" * 100_000 + "]" * 100_000).encode(), YAML, 422,
-     "spec: not valid YAML at line 1, column 35: lists and maps nest deeper than 32 levels"),
-    ("POST", "jobs", BOMB.encode(), YAML, 422,
-     "spec: not valid YAML at line 2, column 8: aliases (*name) are not accepted; write the value out"),
+    (
+        "POST",
+        "jobs",
+        (SPEC % ', "env": {"A": "%s"}' % ("x" * 30_000_000)).encode(),
+        JSON,
+        413,
+        "the request body of 28.6 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)",
+    ),
+    (
+        "POST",
+        "jobs",
+        (SPEC % ', "env": {"A": "%s"}' % ("x" * 70_000)).encode(),
+        JSON,
+        422,
+        "spec.env: A: the value is longer than 65536 characters",
+    ),
+    (
+        "POST",
+        "jobs",
+        ("[" * 100_000 + "]" * 100_000).encode(),
+        JSON,
+        422,
+        "spec nests lists and maps deeper than 32 levels",
+    ),
+    (
+        "POST",
+        "jobs",
+        (SPEC % (', "code": ' + "[" * 40 + "]" * 40)).encode(),
+        JSON,
+        422,
+        "spec nests lists and maps deeper than 32 levels",
+    ),
+    (
+        "POST",
+        "jobs",
+        ("a: " + "[" * 100_000 + "]" * 100_000).encode(),
+        YAML,
+        422,
+        "spec: not valid YAML at line 1, column 35: lists and maps nest deeper than 32 levels",
+    ),
+    (
+        "POST",
+        "jobs",
+        BOMB.encode(),
+        YAML,
+        422,
+        "spec: not valid YAML at line 2, column 8: aliases (*name) are not accepted; write the value out",
+    ),
     ("POST", "jobs", (SPEC % ', "user": 5').encode(), JSON, 422, "user: must be a user name"),
     ("POST", "jobs", b"\xff\xfe name: x", YAML, 422, "spec: the body is not UTF-8 text (byte 0)"),
-    ("POST", "jobs", (SPEC % "").encode().replace(b'["true"]', b'"' + b"y" * 70_000 + b'"'), JSON, 422,
-     "spec.command: is longer than 65536 characters"),
+    (
+        "POST",
+        "jobs",
+        (SPEC % "").encode().replace(b'["true"]', b'"' + b"y" * 70_000 + b'"'),
+        JSON,
+        422,
+        "spec.command: is longer than 65536 characters",
+    ),
     ("POST", f"jobs/{2**64}/clone", b"{}", JSON, 422, "path.job_id: Input should be less than or equal to"),
     ("GET", f"jobs/{2**63}", None, {}, 422, "path.job_id: Input should be less than or equal to"),
     ("GET", f"runs/{2**70}", None, {}, 422, "path.run_id: Input should be less than or equal to"),
     ("GET", "jobs/0/logs?offset=99999999999999999999999", None, {}, 422, "path.job_id: Input should be greater than"),
     ("POST", "storage/gc?grace=1e300", None, {}, 422, "query.grace: Input should be less than or equal to"),
-    ("POST", "vcs", ('{"name": "big", "description": "%s"}' % ("d" * 20_000_000)).encode(), JSON, 413,
-     "the request body of 19.1 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)"),
-    ("POST", "vcs", ('{"name": "big", "description": "%s"}' % ("d" * 5000)).encode(), JSON, 422,
-     "description: String should have at most 4096 characters"),
-    ("POST", "datasets", ('{"vc": "vision", "name": "d", "description": "%s"}' % ("d" * 5000)).encode(), JSON, 422,
-     "description: String should have at most 4096 characters"),
+    (
+        "POST",
+        "vcs",
+        ('{"name": "big", "description": "%s"}' % ("d" * 20_000_000)).encode(),
+        JSON,
+        413,
+        "the request body of 19.1 MiB exceeds the 1 MiB limit (service.limits.max_body_bytes)",
+    ),
+    (
+        "POST",
+        "vcs",
+        ('{"name": "big", "description": "%s"}' % ("d" * 5000)).encode(),
+        JSON,
+        422,
+        "description: String should have at most 4096 characters",
+    ),
+    (
+        "POST",
+        "datasets",
+        ('{"vc": "vision", "name": "d", "description": "%s"}' % ("d" * 5000)).encode(),
+        JSON,
+        422,
+        "description: String should have at most 4096 characters",
+    ),
     ("GET", f"datasets/vision/none/versions/{2**64}", None, {}, 404, "there is no dataset vision/none"),
 ]
 
 
-@pytest.mark.parametrize("method,path,body,headers,status,detail", INPUTS,
-                         ids=[f"{m} {p[:30]} {s} {d[:40]}" for m, p, _, _, s, d in INPUTS])
+@pytest.mark.parametrize(
+    "method,path,body,headers,status,detail", INPUTS, ids=[f"{m} {p[:30]} {s} {d[:40]}" for m, p, _, _, s, d in INPUTS]
+)
 async def test_inputs_refused(service, method, path, body, headers, status, detail):
     who = "admin"
     r = await service.call(who, method, path, content=body, headers=headers)

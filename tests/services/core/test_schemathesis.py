@@ -36,8 +36,11 @@ SETTINGS = {
     "jobs": {"enabled": False},
     "profiles": {"cpu-small": {"cpu": 1, "memory": "1Gi"}},
     "vcs": {
-        "vision": {"quota": {"cpu": 8, "memory": "16Gi", "nvidia.com/gpu": 2}, "groups": ["vision"],
-                   "profiles": ["cpu-small"]},
+        "vision": {
+            "quota": {"cpu": 8, "memory": "16Gi", "nvidia.com/gpu": 2},
+            "groups": ["vision"],
+            "profiles": ["cpu-small"],
+        },
         "default": {"quota": {"cpu": 4, "memory": "8Gi"}, "groups": ["everyone"], "profiles": ["cpu-small"]},
     },
 }
@@ -47,8 +50,13 @@ SETTINGS = {
 def api(hub, tmp_path_factory: pytest.TempPathFactory):
     data = Path(tmp_path_factory.mktemp("schemathesis"))
     raw = {**SETTINGS, "data_dir": str(data), "database": {"url": f"sqlite:///{data / 'yitong.sqlite'}"}}
-    app = create_app(Settings.model_validate(raw), hub_api_url=hub.api_url, hub_api_token=hub.service_token,
-                     prefix=PREFIX, reconcile_interval=-1)
+    app = create_app(
+        Settings.model_validate(raw),
+        hub_api_url=hub.api_url,
+        hub_api_token=hub.service_token,
+        prefix=PREFIX,
+        reconcile_interval=-1,
+    )
     schema = schemathesis.openapi.from_asgi(f"{PREFIX}openapi.json", app)
     schema.config.generation.update(max_examples=MAX_EXAMPLES, no_shrink=True)
     try:
@@ -71,18 +79,25 @@ def test_every_operation(api, hub):
     assert len(operations) > 40
     for operation in operations:
         strategy = operation.as_strategy(generation_mode=GenerationMode.POSITIVE) | operation.as_strategy(
-            generation_mode=GenerationMode.NEGATIVE)
+            generation_mode=GenerationMode.NEGATIVE
+        )
 
         @given(case=strategy)
-        @settings(max_examples=MAX_EXAMPLES, deadline=None, phases=[Phase.explicit, Phase.generate],
-                  suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+        @settings(
+            max_examples=MAX_EXAMPLES,
+            deadline=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+            database=None,
+            derandomize=True,
+        )
         def run(case) -> None:
             for user in USERS:
                 case.call_and_validate(headers=_headers(hub, user), checks=CHECKS)
 
         try:
             run()
-        except (Exception, BaseExceptionGroup) as e:  # noqa: BLE001 -- collect every failure, then fail once
+        except (Exception, BaseExceptionGroup) as e:
             failures.append(f"{operation.method.upper()} {operation.path}: {e}")
     assert not failures, "\n\n".join(failures)
 
@@ -102,5 +117,12 @@ def test_stateful(api, hub, user):
         def validate_response(self, response, case, **kwargs):
             case.validate_response(response, checks=CHECKS)
 
-    Machine.run(settings=settings(max_examples=10, stateful_step_count=STATEFUL_STEPS, deadline=None,
-                                  phases=[Phase.generate], suppress_health_check=list(HealthCheck)))
+    Machine.run(
+        settings=settings(
+            max_examples=10,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
+    )

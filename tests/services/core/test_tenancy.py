@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from jobs_helpers import py_job, wait_state
+
 from yitong_services.vcs.models import Allocation
 
 FAST = {"jobs": {"poll_interval": 0.1}}
@@ -56,8 +57,13 @@ async def test_another_vc_answers_like_an_unknown_one(svc):
 
 
 async def test_an_admin_acting_for_someone_is_audited(svc):
-    r = await svc.call("admin", "POST", "jobs", json=py_job("for-alice", "vision", "print(1)") | {"user": "alice"},
-                       headers={"X-Forwarded-For": "203.0.113.7"})
+    r = await svc.call(
+        "admin",
+        "POST",
+        "jobs",
+        json=py_job("for-alice", "vision", "print(1)") | {"user": "alice"},
+        headers={"X-Forwarded-For": "203.0.113.7"},
+    )
     assert r.status_code == 201 and r.json()["user"] == "alice", r.text
     r = await svc.call("admin", "PATCH", "vcs/vision", json={"description": "changed"})
     assert r.status_code == 200, r.text

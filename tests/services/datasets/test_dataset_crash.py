@@ -36,8 +36,17 @@ def _start(settings: Path, data_dir: Path, port: int, hub) -> subprocess.Popen:
         "JUPYTERHUB_API_TOKEN": hub.service_token,
         "JUPYTERHUB_SERVICE_PREFIX": PREFIX,
     }
-    cmd = [str(Path(sys.executable).parent / "yitong-service"), "--settings", str(settings), "--data-dir", str(data_dir),
-           "--port", str(port), "--log-level", "warning"]
+    cmd = [
+        str(Path(sys.executable).parent / "yitong-service"),
+        "--settings",
+        str(settings),
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(data_dir / "service.log", "ab"))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -65,8 +74,11 @@ def _client_loop(base: str, token: str, stop: threading.Event, rng: random.Rando
             h = b3(large)
             offset = int(api.head(f"objects/{h}/upload").headers.get("Upload-Offset", 0))
             while offset < len(large):
-                r = api.patch(f"objects/{h}/upload", content=large[offset : offset + 500_000],
-                              headers={"Upload-Offset": str(offset), "Upload-Length": str(len(large))})
+                r = api.patch(
+                    f"objects/{h}/upload",
+                    content=large[offset : offset + 500_000],
+                    headers={"Upload-Offset": str(offset), "Upload-Length": str(len(large))},
+                )
                 offset = r.json()["offset"]
             latest = api.get("datasets/vision/crash").json()["latest"]
             files = [{"path": p, "size": len(b), "hash": b3(b)} for p, b in small.items()]
@@ -84,17 +96,24 @@ async def test_kill_9_during_commits(hub, db_url, tmp_path, service_factory):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     settings = tmp_path / "settings.yaml"
-    settings.write_text(yaml.safe_dump({
-        "backend": "local",
-        "service": {"reconcile_interval": 0},
-        "database": {"url": db_url},
-        "vcs": {"vision": {"groups": ["vision"]}},
-    }))
+    settings.write_text(
+        yaml.safe_dump(
+            {
+                "backend": "local",
+                "service": {"reconcile_interval": 0},
+                "database": {"url": db_url},
+                "vcs": {"vision": {"groups": ["vision"]}},
+            }
+        )
+    )
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = _start(settings, data_dir, port, hub)
-    r = httpx.post(f"{base}{PREFIX}api/v1/datasets", json={"vc": "vision", "name": "crash"},
-                   headers={"Authorization": f"token {hub.tokens['alice']}"})
+    r = httpx.post(
+        f"{base}{PREFIX}api/v1/datasets",
+        json={"vc": "vision", "name": "crash"},
+        headers={"Authorization": f"token {hub.tokens['alice']}"},
+    )
     assert r.status_code == 201, r.text
     rng = random.Random(int(os.environ.get("YITONG_CRASH_SEED", "3")))
     outcome = {"commits": 0, "interrupted": 0}
@@ -133,7 +152,9 @@ async def test_kill_9_during_commits(hub, db_url, tmp_path, service_factory):
         for v in versions:
             manifest = storage.manifest(v["manifest"], cached=False)
             wanted = sorted(hashes(manifest))
-            r = await svc.call("alice", "POST", f"datasets/vision/crash/versions/{v['number']}/fetch", json={"hashes": wanted})
+            r = await svc.call(
+                "alice", "POST", f"datasets/vision/crash/versions/{v['number']}/fetch", json={"hashes": wanted}
+            )
             assert r.status_code == 200
             got, i, data = [], 0, r.content
             while i < len(data):

@@ -48,9 +48,10 @@ async def test_bad_paths_refused(service, path, detail):
 
 async def test_path_that_is_not_utf8_refused(service):
     await service.data.create("alice", "vision/evil")
-    body = '{"parent": null, "files": [{"path": "a\\ud800", "size": 1, "hash": "%s"}]}' % b3(b"x")
-    r = await service.call("alice", "POST", "datasets/vision/evil/versions", content=body,
-                           headers={"Content-Type": "application/json"})
+    body = '{{"parent": null, "files": [{{"path": "a\\ud800", "size": 1, "hash": "{}"}}]}}'.format(b3(b"x"))
+    r = await service.call(
+        "alice", "POST", "datasets/vision/evil/versions", content=body, headers={"Content-Type": "application/json"}
+    )
     assert r.status_code == 422 and r.json()["detail"] == "dataset vision/evil: path 'a\\ud800' is not valid UTF-8"
 
 
@@ -77,9 +78,7 @@ async def test_oversize_refused_before_writing(service_factory):
         pack = svc.data.pack_of([big])
         r = await svc.call("alice", "POST", "objects/pack", content=pack)
         assert r.status_code == 413
-        assert r.json()["detail"] == (
-            "the pack upload of 1.99 KiB exceeds the 1 KiB limit (storage.max_upload_bytes)"
-        )
+        assert r.json()["detail"] == ("the pack upload of 1.99 KiB exceeds the 1 KiB limit (storage.max_upload_bytes)")
 
         async def chunked():  # no Content-Length: refused while streaming
             for i in range(0, len(pack), 256):
@@ -89,24 +88,38 @@ async def test_oversize_refused_before_writing(service_factory):
         assert r.status_code == 413, r.text
         assert "exceeds the 1 KiB limit" in r.json()["detail"]
         h = b3(big)
-        r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=big,
-                           headers={"Upload-Offset": "0", "Upload-Length": "2000"})
+        r = await svc.call(
+            "alice",
+            "PATCH",
+            f"objects/{h}/upload",
+            content=big,
+            headers={"Upload-Offset": "0", "Upload-Length": "2000"},
+        )
         assert r.status_code == 413
-        assert r.json()["detail"] == f"upload of object {h} of 1.95 KiB exceeds the 1 KiB limit (storage.max_upload_bytes)"
+        assert (
+            r.json()["detail"] == f"upload of object {h} of 1.95 KiB exceeds the 1 KiB limit (storage.max_upload_bytes)"
+        )
         assert [k for k, _, _ in svc.ctx.storage.store.listing("")] == []
         assert list(svc.ctx.storage.spool.directory.iterdir()) == []
 
 
 async def test_default_limit_message(service):
     h = b3(b"huge")
-    r = await service.call("alice", "PATCH", f"objects/{h}/upload", content=b"",
-                           headers={"Upload-Offset": "0", "Upload-Length": str(120 * 2**30)})
+    r = await service.call(
+        "alice",
+        "PATCH",
+        f"objects/{h}/upload",
+        content=b"",
+        headers={"Upload-Offset": "0", "Upload-Length": str(120 * 2**30)},
+    )
     assert r.status_code == 413
     assert r.json()["detail"] == f"upload of object {h} of 120 GiB exceeds the 100 GiB limit (storage.max_upload_bytes)"
 
 
 def test_storage_settings():
-    s = Settings.model_validate({"data_dir": "/srv/yt", "storage": {"pack_threshold": "4Mi", "max_upload_bytes": "1Ti"}})
+    s = Settings.model_validate(
+        {"data_dir": "/srv/yt", "storage": {"pack_threshold": "4Mi", "max_upload_bytes": "1Ti"}}
+    )
     assert (s.storage.pack_threshold, s.storage.max_upload_bytes) == (4 * 2**20, 2**40)
     assert s.storage_url == "file:///srv/yt/store"
     assert (str(s.cache_dir), str(s.materialize_dir)) == ("/srv/yt/cache", "/srv/yt/materialized")

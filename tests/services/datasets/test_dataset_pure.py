@@ -32,8 +32,8 @@ def test_canonical_sorts_by_utf8_bytes_and_hash_is_the_contract():
     m = canonical(files)
     assert [f["path"] for f in m["files"]] == ["Z/a", "z.txt", "é.txt"]
     text = (
-        '{"files":[{"hash":"%s","path":"Z/a","size":3},{"hash":"%s","path":"z.txt","size":2},'
-        '{"hash":"%s","path":"é.txt","size":1}]}' % (H["c"], H["b"], H["a"])
+        '{{"files":[{{"hash":"{}","path":"Z/a","size":3}},{{"hash":"{}","path":"z.txt","size":2}},'
+        '{{"hash":"{}","path":"é.txt","size":1}}]}}'.format(H["c"], H["b"], H["a"])
     )
     assert manifest_hash(m) == blake3(text.encode()).hexdigest()
     assert json.loads(text) == m
@@ -41,9 +41,24 @@ def test_canonical_sorts_by_utf8_bytes_and_hash_is_the_contract():
 
 @pytest.mark.parametrize(
     "path,ok",
-    [("a/b.txt", True), ("...", True), ("a..b", True), (".hidden", True), ("数据/x", True),
-     ("../x", False), ("a/..", False), ("/x", False), ("a\\b", False), ("a\x00", False), ("a\x7f", False),
-     ("./x", False), ("a//b", False), ("a/", False), ("", False), ("\ud800", False)],
+    [
+        ("a/b.txt", True),
+        ("...", True),
+        ("a..b", True),
+        (".hidden", True),
+        ("数据/x", True),
+        ("../x", False),
+        ("a/..", False),
+        ("/x", False),
+        ("a\\b", False),
+        ("a\x00", False),
+        ("a\x7f", False),
+        ("./x", False),
+        ("a//b", False),
+        ("a/", False),
+        ("", False),
+        ("\ud800", False),
+    ],
 )
 def test_path_rules(path, ok):
     assert (path_refusal(path) is None) == ok, path_refusal(path)
@@ -62,15 +77,21 @@ def test_encode_is_the_contracts_json_dumps():
     assert encode(m) == json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-@pytest.mark.parametrize("files, says", [
-    ([{"path": "a", "size": 1, "hash": "x"}], "is not a BLAKE3 hash"),
-    ([{"path": "a", "size": True, "hash": "0" * 64}], "is not a byte count"),
-    ([{"path": "a", "size": -1, "hash": "0" * 64}], "is not a byte count"),
-    ([{"path": "a", "size": 1, "hash": "0" * 64}] * 2, "appears twice"),
-    ([{"path": "a/b/c", "size": 1, "hash": "0" * 64}, {"path": "a/b", "size": 1, "hash": "0" * 64}], "'a/b' is both"),
-    ([{"path": "a" * 4097, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
-    ([{"path": "é" * 2049, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
-])
+@pytest.mark.parametrize(
+    "files, says",
+    [
+        ([{"path": "a", "size": 1, "hash": "x"}], "is not a BLAKE3 hash"),
+        ([{"path": "a", "size": True, "hash": "0" * 64}], "is not a byte count"),
+        ([{"path": "a", "size": -1, "hash": "0" * 64}], "is not a byte count"),
+        ([{"path": "a", "size": 1, "hash": "0" * 64}] * 2, "appears twice"),
+        (
+            [{"path": "a/b/c", "size": 1, "hash": "0" * 64}, {"path": "a/b", "size": 1, "hash": "0" * 64}],
+            "'a/b' is both",
+        ),
+        ([{"path": "a" * 4097, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
+        ([{"path": "é" * 2049, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
+    ],
+)
 def test_canonical_refusals(files, says):
     with pytest.raises(ValueError, match=says):
         canonical(files)
@@ -191,8 +212,15 @@ def test_pack_reader_refusals():
 
 @pytest.mark.parametrize(
     "header,expected",
-    [(None, None), ("bytes=0-9", (0, 10)), ("bytes=90-", (90, 100)), ("bytes=-10", (90, 100)),
-     ("bytes=95-200", (95, 100)), ("bytes=0-1,5-6", None), ("items=0-1", None)],
+    [
+        (None, None),
+        ("bytes=0-9", (0, 10)),
+        ("bytes=90-", (90, 100)),
+        ("bytes=-10", (90, 100)),
+        ("bytes=95-200", (95, 100)),
+        ("bytes=0-1,5-6", None),
+        ("items=0-1", None),
+    ],
 )
 def test_parse_range(header, expected):
     assert parse_range(header, 100) == expected
@@ -207,8 +235,8 @@ def test_parse_range_unsatisfiable(header):
 @pytest.mark.parametrize(
     "person,visibility,sees",
     [
-        (Person("alice", groups=("vision",)), "private", True),   # owner
-        (Person("erin", groups=("vision",)), "private", False),   # member, not owner
+        (Person("alice", groups=("vision",)), "private", True),  # owner
+        (Person("erin", groups=("vision",)), "private", False),  # member, not owner
         (Person("erin", groups=("vision",)), "vc", True),
         (Person("carol", groups=("everyone",)), "vc", False),
         (Person("root", admin=True), "private", True),

@@ -90,8 +90,9 @@ async def test_round_trip(data_service, store_kind):
         assert r.status_code == 404  # bob is not in VC vision
         r = await svc.call("frank", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(blob)}")
         assert r.status_code == 200 and r.content == blob, path
-        r = await svc.call("frank", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(blob)}",
-                           headers={"Range": "bytes=10-19"})
+        r = await svc.call(
+            "frank", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(blob)}", headers={"Range": "bytes=10-19"}
+        )
         assert r.status_code == 206 and r.content == blob[10:20]
         assert r.headers["Content-Range"] == f"bytes 10-19/{len(blob)}"
     r = await svc.call("alice", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(V1['README.md'])}")
@@ -122,14 +123,24 @@ async def test_round_trip(data_service, store_kind):
     r = await svc.call("admin", "POST", "storage/gc")
     assert r.status_code == 200, r.text
     assert r.json()["objects"] == 2 and r.json()["bytes"] == 105  # README.md and the old train/a.bin
-    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 6, "corrupt": [], "missing": [], "cache_corrupt": []}
+    assert (await svc.call("admin", "POST", "storage/verify")).json() == {
+        "checked": 6,
+        "corrupt": [],
+        "missing": [],
+        "cache_corrupt": [],
+    }
     assert (await svc.call("frank", "GET", f"datasets/vision/mnist/versions/2/objects/{b3(BIG)}")).content == BIG
 
     assert (await svc.call("alice", "DELETE", "datasets/vision/mnist")).status_code == 204
     r = await svc.call("admin", "POST", "storage/gc")
     assert r.json()["objects"] == 5 and r.json()["manifests"] == 1
     assert os.path.exists(tree) is False
-    assert (await svc.call("admin", "POST", "storage/verify")).json() == {"checked": 0, "corrupt": [], "missing": [], "cache_corrupt": []}
+    assert (await svc.call("admin", "POST", "storage/verify")).json() == {
+        "checked": 0,
+        "corrupt": [],
+        "missing": [],
+        "cache_corrupt": [],
+    }
     keys = [k for k, _, _ in svc.ctx.storage.store.listing("")]
     assert keys == [], keys
 
@@ -175,25 +186,34 @@ async def test_dedup_across_datasets_and_bad_packs(data_service):
     assert sorted(r.json()["missing"]) == sorted(hashes)  # bob (nlp) must send the bytes himself
     assert (await data.push("bob", "nlp/two", V1)).status_code == 201
     # the store keeps one copy; the answer counts what bob sent, whether it was stored before or not
-    assert (await svc.call("bob", "POST", "objects/pack", content=data.pack_of(V1.values()))).json()["stored"] == len(V1)
+    assert (await svc.call("bob", "POST", "objects/pack", content=data.pack_of(V1.values()))).json()["stored"] == len(
+        V1
+    )
     assert len(list(svc.ctx.storage.store.listing("packs/"))) == 1
 
     good, bad = b"good" * 10, b"bad" * 10
     corrupt = data.pack_of([good]) + bytes.fromhex(b3(b"other")) + len(bad).to_bytes(8, "big") + bad
     r = await svc.call("bob", "POST", "objects/pack", content=corrupt)
     assert r.status_code == 422 and b3(b"other") in r.json()["detail"]
-    assert (await svc.call("bob", "POST", "objects/missing", json={"hashes": [b3(good)]})).json()["missing"] == [b3(good)]
+    assert (await svc.call("bob", "POST", "objects/missing", json={"hashes": [b3(good)]})).json()["missing"] == [
+        b3(good)
+    ]
     r = await svc.call("bob", "POST", "objects/pack", content=data.pack_of([good])[:-3])
     assert r.status_code == 422 and "the pack ends inside object" in r.json()["detail"]
     assert not [k for k, _, _ in svc.ctx.storage.store.listing("packs/") if ".tmp-" in k]
 
     # a commit naming objects that were never uploaded
-    r = await svc.call("bob", "POST", "datasets/nlp/two/versions",
-                       json={"parent": 1, "files": data.entries({"x": b"never uploaded"})})
+    r = await svc.call(
+        "bob", "POST", "datasets/nlp/two/versions", json={"parent": 1, "files": data.entries({"x": b"never uploaded"})}
+    )
     assert r.status_code == 422 and "1 objects are not in the store (upload them first)" in r.json()["detail"]
     # the size in the manifest must match the object
-    r = await svc.call("bob", "POST", "datasets/nlp/two/versions",
-                       json={"parent": 1, "files": [{"path": "x", "size": 3, "hash": b3(V1["README.md"])}]})
+    r = await svc.call(
+        "bob",
+        "POST",
+        "datasets/nlp/two/versions",
+        json={"parent": 1, "files": [{"path": "x", "size": 3, "hash": b3(V1["README.md"])}]},
+    )
     assert r.status_code == 422 and "says 3 bytes but object" in r.json()["detail"]
 
 
@@ -205,17 +225,31 @@ async def test_resumable_upload_resumes_and_checks(data_service):
     r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[:20_000], headers=headers)
     assert r.json() == {"offset": 20_000, "complete": False}
     assert (await svc.call("alice", "HEAD", f"objects/{h}/upload")).headers["Upload-Offset"] == "20000"
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[10_000:], headers=headers | {"Upload-Offset": "10000"})
+    r = await svc.call(
+        "alice", "PATCH", f"objects/{h}/upload", content=blob[10_000:], headers=headers | {"Upload-Offset": "10000"}
+    )
     assert r.status_code == 409 and "resume at Upload-Offset: 20000" in r.json()["detail"]
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[20_000:] + b"extra",
-                       headers=headers | {"Upload-Offset": "20000"})
+    r = await svc.call(
+        "alice",
+        "PATCH",
+        f"objects/{h}/upload",
+        content=blob[20_000:] + b"extra",
+        headers=headers | {"Upload-Offset": "20000"},
+    )
     assert r.status_code == 422 and "runs past Upload-Length" in r.json()["detail"]
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[20_000:], headers=headers | {"Upload-Offset": "20000"})
+    r = await svc.call(
+        "alice", "PATCH", f"objects/{h}/upload", content=blob[20_000:], headers=headers | {"Upload-Offset": "20000"}
+    )
     assert r.json() == {"offset": 50_000, "complete": True}
 
     wrong = b3(b"something else")
-    r = await svc.call("alice", "PATCH", f"objects/{wrong}/upload", content=blob[:100],
-                       headers={"Upload-Offset": "0", "Upload-Length": "100"})
+    r = await svc.call(
+        "alice",
+        "PATCH",
+        f"objects/{wrong}/upload",
+        content=blob[:100],
+        headers={"Upload-Offset": "0", "Upload-Length": "100"},
+    )
     assert r.status_code == 422 and "the partial upload was dropped" in r.json()["detail"]
     assert (await svc.call("alice", "HEAD", f"objects/{wrong}/upload")).headers["Upload-Offset"] == "0"
 
@@ -225,8 +259,9 @@ async def test_verify_reports_corruption_and_loss(data_service):
     svc, data = data_service, data_service.data
     assert (await data.push("alice", "vision/v", V1)).status_code == 201
     await _upload_large(svc, "alice", BIG)
-    r = await svc.call("alice", "POST", "datasets/vision/v/versions",
-                       json={"parent": 1, "files": data.entries(V1 | {"big": BIG})})
+    r = await svc.call(
+        "alice", "POST", "datasets/vision/v/versions", json={"parent": 1, "files": data.entries(V1 | {"big": BIG})}
+    )
     assert r.status_code == 201
     store = svc.ctx.storage.store
     pack = next(k for k, _, _ in store.listing("packs/"))
@@ -252,7 +287,14 @@ async def test_commit_by_changes_to_the_parent(data_service):
     await data.upload("alice", v2_files.values())
     expected = manifest_hash(canonical(data.entries(v2_files)))
     put = data.entries({"train/a.bin": b"changed", "new/c.bin": b"c"})
-    body = {"message": "v2", "parent": 1, "base": v1["manifest"], "put": put, "delete": ["README.md"], "manifest": expected}
+    body = {
+        "message": "v2",
+        "parent": 1,
+        "base": v1["manifest"],
+        "put": put,
+        "delete": ["README.md"],
+        "manifest": expected,
+    }
 
     for change, status, says in [
         ({"base": "0" * 64}, 409, "the changes are relative to parent 1"),
@@ -268,8 +310,9 @@ async def test_commit_by_changes_to_the_parent(data_service):
     ]:
         r = await svc.call("alice", "POST", "datasets/vision/delta/versions", json=body | change)
         assert r.status_code == status and says in r.text, (change, r.text)
-    r = await svc.call("alice", "POST", "datasets/vision/delta/versions",
-                       json={k: v for k, v in body.items() if k != "base"})
+    r = await svc.call(
+        "alice", "POST", "datasets/vision/delta/versions", json={k: v for k, v in body.items() if k != "base"}
+    )
     assert r.status_code == 422 and "send either files" in r.text
     assert (await svc.call("alice", "GET", "datasets/vision/delta")).json()["versions"] == 1  # nothing committed
 

@@ -33,8 +33,9 @@ async def _commit(svc, who: str, dataset: str, files: dict[str, bytes], visibili
     """Create ``dataset`` and commit ``files`` WITHOUT uploading anything (naming hashes only)."""
     await svc.data.create(who, dataset, visibility)
     latest = (await svc.call(who, "GET", f"datasets/{dataset}")).json()["latest"]
-    return await svc.call(who, "POST", f"datasets/{dataset}/versions",
-                          json={"parent": latest, "message": "", "files": entries(files)})
+    return await svc.call(
+        who, "POST", f"datasets/{dataset}/versions", json={"parent": latest, "message": "", "files": entries(files)}
+    )
 
 
 def _object_rows(svc) -> int:
@@ -87,8 +88,13 @@ async def test_naming_a_hash_reads_nothing(service, visibility, who, theirs, rea
 
     # sending other bytes under that name is refused; sending the bytes is the way in, and the
     # store still keeps one copy
-    r = await svc.call(who, "PATCH", f"objects/{h}/upload", content=OTHER[: len(SECRET)],
-                       headers={"Upload-Offset": "0", "Upload-Length": str(len(SECRET))})
+    r = await svc.call(
+        who,
+        "PATCH",
+        f"objects/{h}/upload",
+        content=OTHER[: len(SECRET)],
+        headers={"Upload-Offset": "0", "Upload-Length": str(len(SECRET))},
+    )
     assert r.status_code == 422 and "the partial upload was dropped" in r.json()["detail"]
     assert (await _commit(svc, who, theirs, {"stolen.txt": SECRET})).status_code == 422
     r = await svc.call(who, "POST", "objects/pack", content=svc.data.pack_of([SECRET]))
@@ -114,8 +120,13 @@ async def test_no_oracle_for_bytes_held_elsewhere(service):
         got.append((r.status_code, sorted((k, v) for k, v in r.headers.items() if k.lower().startswith("upload-"))))
         r = await _commit(svc, "bob", f"nlp/{name}", {"x": blob})
         got.append((r.status_code, r.text.replace(h, "H").replace(name, "N")))
-        r = await svc.call("bob", "PATCH", f"objects/{h}/upload", content=b"x" * len(blob),
-                           headers={"Upload-Offset": "0", "Upload-Length": str(len(blob))})
+        r = await svc.call(
+            "bob",
+            "PATCH",
+            f"objects/{h}/upload",
+            content=b"x" * len(blob),
+            headers={"Upload-Offset": "0", "Upload-Length": str(len(blob))},
+        )
         got.append((r.status_code, r.text.replace(h, "H")))
         r = await svc.call("bob", "POST", "objects/pack", content=svc.data.pack_of([blob]))
         got.append((r.status_code, r.text))
@@ -129,16 +140,24 @@ async def test_partial_uploads_are_per_person(service):
     blob = os.urandom(50_000)
     h = b3(blob)
     length = {"Upload-Length": str(len(blob))}
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[:20_000], headers=length | {"Upload-Offset": "0"})
+    r = await svc.call(
+        "alice", "PATCH", f"objects/{h}/upload", content=blob[:20_000], headers=length | {"Upload-Offset": "0"}
+    )
     assert r.json() == {"offset": 20_000, "complete": False}
     assert (await svc.call("bob", "HEAD", f"objects/{h}/upload")).headers["Upload-Offset"] == "0"
-    r = await svc.call("bob", "PATCH", f"objects/{h}/upload", content=blob[:10_000], headers=length | {"Upload-Offset": "0"})
+    r = await svc.call(
+        "bob", "PATCH", f"objects/{h}/upload", content=blob[:10_000], headers=length | {"Upload-Offset": "0"}
+    )
     assert r.json() == {"offset": 10_000, "complete": False}
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=blob[20_000:], headers=length | {"Upload-Offset": "20000"})
+    r = await svc.call(
+        "alice", "PATCH", f"objects/{h}/upload", content=blob[20_000:], headers=length | {"Upload-Offset": "20000"}
+    )
     assert r.json() == {"offset": 50_000, "complete": True}
     r = await svc.call("bob", "HEAD", f"objects/{h}/upload")  # stored now, but not bob's to read
     assert "Upload-Complete" not in r.headers and r.headers["Upload-Offset"] == "10000"
-    r = await svc.call("bob", "PATCH", f"objects/{h}/upload", content=blob[10_000:], headers=length | {"Upload-Offset": "10000"})
+    r = await svc.call(
+        "bob", "PATCH", f"objects/{h}/upload", content=blob[10_000:], headers=length | {"Upload-Offset": "10000"}
+    )
     assert r.json() == {"offset": 50_000, "complete": True}
     assert (await svc.call("bob", "HEAD", f"objects/{h}/upload")).headers["Upload-Complete"] == "1"
     assert [k for k, _, _ in svc.ctx.storage.store.listing("objects/")] == [f"objects/{h[:2]}/{h}"]
@@ -199,8 +218,15 @@ def _service_cli_verify(db_url: str, data_dir: Path) -> tuple[int, dict]:
     """``yitong-service verify --json`` on the same database and data directory (a subprocess)."""
     settings = data_dir.parent / "verify-settings.json"  # JSON is YAML
     settings.write_text(json.dumps({"database": {"url": db_url}}))
-    argv = [str(Path(sys.executable).parent / "yitong-service"), "verify", "--json",
-            "--settings", str(settings), "--data-dir", str(data_dir)]
+    argv = [
+        str(Path(sys.executable).parent / "yitong-service"),
+        "verify",
+        "--json",
+        "--settings",
+        str(settings),
+        "--data-dir",
+        str(data_dir),
+    ]
     done = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr
     return done.returncode, json.loads(done.stdout)
@@ -212,11 +238,20 @@ async def test_verify_reports_bytes_changed_in_place(service, where, db_url, tmp
     small, large = b"small object " * 10, os.urandom(300_000)
     assert (await svc.data.push("alice", "vision/v", {"small": small})).status_code == 201
     h = b3(large)
-    r = await svc.call("alice", "PATCH", f"objects/{h}/upload", content=large,
-                       headers={"Upload-Offset": "0", "Upload-Length": str(len(large))})
+    r = await svc.call(
+        "alice",
+        "PATCH",
+        f"objects/{h}/upload",
+        content=large,
+        headers={"Upload-Offset": "0", "Upload-Length": str(len(large))},
+    )
     assert r.json()["complete"]
-    r = await svc.call("alice", "POST", "datasets/vision/v/versions",
-                       json={"parent": 1, "files": entries({"small": small, "large": large})})
+    r = await svc.call(
+        "alice",
+        "POST",
+        "datasets/vision/v/versions",
+        json={"parent": 1, "files": entries({"small": small, "large": large})},
+    )
     assert r.status_code == 201, r.text
     r = await svc.call("alice", "POST", "datasets/vision/v/versions/2/materialize")
     assert r.status_code == 200, r.text
