@@ -114,7 +114,7 @@ export class JobForm {
       label.append(radio, el('span', '', text));
       modes.append(label);
     }
-    this._command.placeholder = 'python train.py --epochs 3   (run by bash -lc)';
+    this._command.placeholder = 'python train.py --epochs 3   (run by bash -c)';
     this._command.rows = 3;
     this._command.setAttribute('aria-label', 'Command');
     this._yaml.rows = 12;

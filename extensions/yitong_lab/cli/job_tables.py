@@ -67,7 +67,7 @@ def command_text(command: Any) -> str:
         import shlex
 
         return shlex.join(str(c) for c in command)
-    return f"bash -lc {json.dumps(command)}" if command else "-"
+    return f"bash -c {json.dumps(command)}" if command else "-"
 
 
 def shape(spec: dict[str, Any]) -> str:

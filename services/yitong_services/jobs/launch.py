@@ -23,8 +23,12 @@ RDZV_PORT = 29500
 
 
 def user_argv(spec: JobSpec) -> list[str]:
-    """The program each worker runs: the argv as given, or ``bash -lc <text>`` for a string."""
-    return ["bash", "-lc", spec.command] if isinstance(spec.command, str) else list(spec.command)
+    """The program each worker runs: the argv as given, or ``bash -c <text>`` for a string.
+
+    Not a login shell (``-l``): a login profile resets ``PATH`` (Debian's ``/etc/profile`` does
+    for root) and prints its noise into the job's log, so ``python train.py`` would not find the
+    interpreter the platform put first on ``PATH``."""
+    return ["bash", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
 
 
 def input_env_name(mount: str) -> str:

@@ -1,7 +1,7 @@
 """The Yitong job spec (docs/jobs-spec.md): a pydantic model, the YAML parser, quota totals.
 
 ``command`` is either a list (an argv, executed without a shell) or a string (the user's own
-shell text, run as ``bash -lc <text>``). Platform values (job id, names, paths) are never pasted
+shell text, run as ``bash -c <text>``). Platform values (job id, names, paths) are never pasted
 into that text: they reach the program as ``YITONG_*`` environment variables.
 """
 
@@ -32,7 +32,7 @@ class JobSpec(StrictModel):
     vc: Name
     environment: Environment
     command: Argv | Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] = Field(
-        description="an argv list (no shell) or a shell command string (bash -lc)")
+        description="an argv list (no shell) or a shell command string (bash -c)")
     framework: Framework = Framework.plain
     nodes: int = Field(1, ge=1, le=MAX_NODES)
     accelerator: Accelerator | None = None

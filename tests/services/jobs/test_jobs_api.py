@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,17 @@ async def test_inputs_are_pinned_and_read_only(svc):
     assert rerun.json()["spec"]["inputs"][0]["dataset"] == "vision/mnist@1"
     assert (await wait_state(svc, "alice", rerun.json()["id"]))["state"] == "succeeded"
     assert (await svc.call("alice", "DELETE", "datasets/vision/mnist/versions/1")).status_code == 204
+
+
+async def test_a_string_command_finds_python_like_the_docs_say(svc):
+    """docs/jobs.md's `command: python train.py` form: a string runs under `bash -c` (not a login
+    shell, whose profile would reset PATH and print into the log) with the platform's interpreter
+    first on PATH, so `python` is found and the log holds only what the program printed."""
+    body = {"name": "doc-example", "vc": "vision", "environment": {"kernel": "python3"},
+            "command": "python -c \"import sys; print('hello from', sys.prefix)\"", "memory": "64Mi"}
+    r = await submit(svc, "alice", body)
+    assert r.status_code == 201, r.text
+    job = await wait_state(svc, "alice", r.json()["id"])
+    log = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank=0")).text
+    assert (job["state"], job["exit_code"]) == ("succeeded", 0), log
+    assert log.strip().splitlines() == [f"hello from {sys.prefix}"]

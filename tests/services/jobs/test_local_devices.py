@@ -44,7 +44,7 @@ PLATFORM_ENV = {
      {"YITONG_NPROC_PER_NODE": "2", "YITONG_DIST_BACKEND": "nccl",
       "CUDA_VISIBLE_DEVICES": "2,3", "ASCEND_RT_VISIBLE_DEVICES": "", "ASCEND_VISIBLE_DEVICES": ""}),
     ({"framework": "mindspore", **NPU1, "command": "python train.py; echo done"}, [5],
-     ["bash", "-lc", "python train.py; echo done"],
+     ["bash", "-c", "python train.py; echo done"],
      {"YITONG_NPROC_PER_NODE": "1", "YITONG_DIST_BACKEND": "hccl",
       "CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": "5", "ASCEND_VISIBLE_DEVICES": "5"}),
     ({"framework": "mpi", "procs_per_node": 4, "env": {"OMP_NUM_THREADS": 1}}, [],

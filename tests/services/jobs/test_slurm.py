@@ -80,8 +80,8 @@ bash -c 'exec "$@" >>"$0/rank-$RANK.log" 2>&1' /data/jobs/42/attempt-1/logs pyth
     ({"accelerator": {"type": "huawei.com/Ascend910", "count": 8}}, ["#SBATCH --gres=npu:8"]),
     ({"priority": "low"}, ["#SBATCH --nice=100"]),
     ({"max_run_time": "2d"}, ["#SBATCH --time=2-00:00:00"]),
-    ({"command": "python a.py && python b.py"}, ["\nbash -lc 'python a.py && python b.py' >/w/logs/rank-0.log 2>&1 </dev/null\n"]),
-    ({"command": "python a.py", "nodes": 2}, ["yitong-node bash -lc 'python a.py'\n"]),
+    ({"command": "python a.py && python b.py"}, ["\nbash -c 'python a.py && python b.py' >/w/logs/rank-0.log 2>&1 </dev/null\n"]),
+    ({"command": "python a.py", "nodes": 2}, ["yitong-node bash -c 'python a.py'\n"]),
     # one node: the batch step runs the program itself, logging as rank 0
     ({}, ["\nexport YITONG_NODE_RANK=0\npython train.py >/w/logs/rank-0.log 2>&1 </dev/null\n",
           "#SBATCH --output=/w/slurm-%j.out"]),
@@ -162,7 +162,7 @@ def test_hostile_shell_command_is_one_word(value, nodes):
     script = batch_script(spec_from_dict({**BASE, "nodes": nodes, "command": f"echo {value}"}), 9, workdir="/w")
     _bash_n(script)
     words = _user_words(script).removesuffix(" >/w/logs/rank-0.log 2>&1 </dev/null")
-    assert shlex.split(words) == ["bash", "-lc", f"echo {value}"]
+    assert shlex.split(words) == ["bash", "-c", f"echo {value}"]
 
 
 @pytest.mark.parametrize("kwargs,message", [
