@@ -162,7 +162,12 @@ def hub_config(
     }
     for cls, traits in oauth.authenticator_config(auth, public_url=public_url).items():
         cfg.setdefault(cls, {}).update(traits)
-    cfg["ConfigurableHTTPProxy"] = {"api_url": f"http://127.0.0.1:{int(hub.get('proxy_api_port', 8001))}"}
+    cfg["ConfigurableHTTPProxy"] = {
+        "api_url": f"http://127.0.0.1:{int(hub.get('proxy_api_port', 8001))}",
+        # JupyterHub's default is ./jupyterhub-proxy.pid: two instances from one checkout would
+        # stop each other's proxy; everything the platform writes lives under its data directory
+        "pid_file": os.path.join(data_dir, "jupyterhub-proxy.pid"),
+    }
     if proxy_command:
         cfg["ConfigurableHTTPProxy"]["command"] = proxy_command
     if backend in ("local", "slurm"):

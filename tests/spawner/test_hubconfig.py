@@ -29,7 +29,8 @@ def test_defaults_for_the_embedded_platform():
     }
     assert cfg["Spawner"]["cmd"] == ["/venv/bin/jupyterhub-singleuser"]
     assert cfg["Spawner"]["environment"]["PATH"].startswith("/venv/bin:")
-    assert cfg["ConfigurableHTTPProxy"] == {"api_url": "http://127.0.0.1:8001", "command": ["/chp"]}
+    assert cfg["ConfigurableHTTPProxy"] == {"api_url": "http://127.0.0.1:8001", "command": ["/chp"],
+                                            "pid_file": "/d/jupyterhub-proxy.pid"}  # never the working directory
     assert cfg["Authenticator"]["admin_users"] == {"admin"}
     user_role = next(r for r in hub["load_roles"] if r["name"] == "user")
     assert "access:services!service=yitong" in user_role["scopes"]
