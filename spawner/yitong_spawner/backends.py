@@ -9,29 +9,28 @@ Imported lazily so a hub without kubespawner/batchspawner still loads.
 from __future__ import annotations
 
 import copy
-import importlib
 import os
+from importlib.metadata import entry_points
 from typing import Any
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
 from traitlets import Dict
 
-BACKEND_CLASSES = {
-    "local": "yitong_spawner.backends.YitongLocalProcessSpawner",
-    "kubernetes": "kubespawner.KubeSpawner",
-    "slurm": "yitong_spawner.slurm.YitongSlurmSpawner",
-}
+GROUP = "yitong.spawner_backends"  # entry points: name -> spawner class, as the job backends' yitong.backends
+EXTRAS = {"kubernetes": "jupyterhub-kubespawner (yitong-spawner[kubernetes])", "slurm": "batchspawner (yitong-spawner[slurm])"}
 
 
 def resolve_backend(name: str) -> type[Spawner]:
-    """'local' | 'kubernetes' | 'slurm' -> spawner class (ImportError names the missing extra)."""
-    module_name, _, attr = BACKEND_CLASSES[name].rpartition(".")
+    """A backend's spawner class by entry-point name ('local' | 'kubernetes' | 'slurm', or a
+    plugin's), as JupyterHub resolves spawners: ImportError names the missing extra, an unknown
+    name lists the known ones."""
+    found = {e.name: e for e in entry_points(group=GROUP)}
+    if name not in found:
+        raise ValueError(f"no spawner backend {name!r}: known are {', '.join(sorted(found))}")
     try:
-        module = importlib.import_module(module_name)
+        return found[name].load()
     except ImportError as e:
-        extra = {"kubernetes": "jupyterhub-kubespawner", "slurm": "batchspawner"}.get(name, name)
-        raise ImportError(f"backend {name!r} needs {extra} installed: {e}") from e
-    return getattr(module, attr)
+        raise ImportError(f"backend {name!r} needs {EXTRAS.get(name, found[name].value)} installed: {e}") from e
 
 
 def apply_overrides(spawner: Spawner, overrides: dict[str, Any]) -> None:

@@ -8,7 +8,8 @@ deployment configured (see `backends.apply_overrides`). No I/O here; tests compa
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 MIB = 1024 * 1024
 

@@ -6,7 +6,8 @@ escaped text or attribute values. HTML hooks for browser tests are listed in tem
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jinja2
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from .builders import kube_security
-
 from . import oauth
+from .builders import kube_security
 from .passwords import password_file
+from .scopes import server_scopes
 
 SERVICE_NAME = "yitong"
 BACKENDS = ("local", "kubernetes", "slurm")
@@ -136,11 +136,7 @@ def hub_config(
                 {
                     "name": "server",
                     "description": "A user's server may call the Yitong service as its owner",
-                    "scopes": [
-                        "users:activity!user", "access:servers!server",
-                        f"access:services!service={SERVICE_NAME}",
-                        "read:users:name!user", "read:users:groups!user",
-                    ],
+                    "scopes": server_scopes(SERVICE_NAME),
                 },
             ],
         },

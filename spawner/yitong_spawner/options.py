@@ -52,7 +52,7 @@ def requested_options(user_options: Any, handler: Any) -> Any:
         return user_options
     try:
         body = read_body()
-    except Exception:  # noqa: BLE001 (the hub already validated this body; keep what it decided)
+    except Exception:
         return user_options
     return {} if isinstance(body, dict) and body.get("user_options") is None else user_options
 

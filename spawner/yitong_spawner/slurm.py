@@ -15,7 +15,6 @@ from traitlets import Unicode, default
 
 from .backends import allow_root_args
 
-
 _ACCOUNT_LINE = "{% if account %}#SBATCH --account={{account}}\n{% endif %}"
 # batchspawner's SlurmSpawner script ignores req_account and req_qos; add them after the partition
 _SCRIPT = SlurmSpawner.batch_script.default_value.replace(

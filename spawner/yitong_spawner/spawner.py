@@ -22,10 +22,11 @@ from .errors import spawn_error
 from .form import picker_model, render_picker
 from .options import OptionsError, parse_form, requested_options, validate_options
 from .platform_client import PlatformClient, PlatformError
+from .scopes import server_scopes
 from .traits import YitongSpawnerTraits
 
 
-async def _render_form(spawner: "YitongSpawner") -> str:
+async def _render_form(spawner: YitongSpawner) -> str:
     return await spawner.render_options_form()
 
 
@@ -48,12 +49,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
 
     @default("server_token_scopes")
     def _default_server_token_scopes(self) -> list[str]:
-        # jupyterhub's 'server' role, the platform service (the user must hold it too: see README),
-        # and the owner's name and groups (the platform identifies callers through the hub)
-        return [
-            "users:activity!user", "access:servers!server", f"access:services!service={self.platform_service_name}",
-            "read:users:name!user", "read:users:groups!user",
-        ]
+        return server_scopes(self.platform_service_name)
 
     @default("start_timeout")
     def _default_start_timeout(self) -> int:

@@ -76,6 +76,6 @@ class FakeKubelet:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()

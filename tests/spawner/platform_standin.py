@@ -14,9 +14,8 @@ import json
 from typing import Any
 
 import jupyterhub
-from tornado import httpserver, web
-
 from helpers import free_port
+from tornado import httpserver, web
 
 BASE = "/services/yitong/api/v1"
 GiB = 1024**3

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from spawner.platform_standin import GiB, profile
+
 from yitong_spawner.builders import BuildError, kube_overrides, local_overrides, profile_resources, slurm_overrides
 
 ENV = {"YITONG_API_URL": "http://api", "YITONG_VC": "vision", "YITONG_PROFILE": "p"}

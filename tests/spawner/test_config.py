@@ -21,7 +21,15 @@ def test_entry_points():
 @pytest.mark.parametrize("name, cls", [
     ("local", "YitongLocalProcessSpawner"), ("kubernetes", "KubeSpawner"), ("slurm", "YitongSlurmSpawner")])
 def test_resolve_backend(name, cls):
+    """Backends are entry points (group yitong.spawner_backends), resolved by name."""
     assert resolve_backend(name).__name__ == cls
+    backends = {e.name for e in entry_points(group="yitong.spawner_backends")}
+    assert {"local", "kubernetes", "slurm"} <= backends
+
+
+def test_unknown_backend_names_the_known_ones():
+    with pytest.raises(ValueError, match="no spawner backend 'nomad': known are kubernetes, local, slurm"):
+        resolve_backend("nomad")
 
 
 def test_defaults_from_environment(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html.parser
 
 from spawner.platform_standin import GiB, profile, vc
+
 from yitong_spawner.form import picker_model, render_picker
 
 OFFER = {"user": "alice", "vcs": [

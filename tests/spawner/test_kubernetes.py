@@ -11,12 +11,12 @@ import sys
 
 import kubernetes_validate
 import pytest
-from kubernetes_asyncio.client import ApiClient
-from traitlets.config import Config
-
 from helpers import free_port
+from kubernetes_asyncio.client import ApiClient
 from spawner.platform_standin import GiB, profile, vc
 from spawner.test_local_backend import wait_http
+from traitlets.config import Config
+
 from yitong_spawner.builders import BuildError, kube_security
 from yitong_spawner.hubconfig import hub_config
 

@@ -9,9 +9,8 @@ import sys
 import httpx
 import pytest
 from jupyterhub.spawner import SpawnException
-from traitlets.config import Config
-
 from spawner.platform_standin import GiB, profile, vc
+from traitlets.config import Config
 
 SINGLEUSER = [sys.executable, "-m", "jupyterhub.singleuser"]
 

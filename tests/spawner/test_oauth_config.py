@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from traitlets.config import Config
+
 from yitong_spawner import oauth
 from yitong_spawner.hubconfig import apply, hub_config, load_settings
 

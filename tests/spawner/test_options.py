@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from spawner.platform_standin import profile, vc
+
 from yitong_spawner.options import OptionsError, parse_form, validate_options
 
 OFFER = {"user": "alice", "vcs": [

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from yitong_spawner import passwords
 from yitong_spawner.hubconfig import hub_config
 

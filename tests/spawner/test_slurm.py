@@ -16,7 +16,6 @@ import textwrap
 
 import httpx
 import pytest
-
 from helpers import free_port, require
 from spawner.platform_standin import profile, vc
 
