@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, TypedDict
 
+from yitong_lab.errors import YitongError
 from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: stays cheap)
 
 Resources = dict[str, float]
@@ -62,18 +63,6 @@ def api_url() -> str:
 
 def api_token() -> str:
     return os.environ.get("JUPYTERHUB_API_TOKEN") or os.environ.get("YT_TOKEN") or ""
-
-
-class YitongError(Exception):
-    """A refused or failed API call: ``status`` (0 when nothing answered) and ``detail``."""
-
-    def __init__(self, status: int, detail: str):
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 def error_detail(body: Any, status: int) -> str:

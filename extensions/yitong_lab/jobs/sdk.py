@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from yitong_lab.errors import YitongError
+
 #: the states a job no longer leaves by itself (``retry`` may queue it again)
 TERMINAL = ("succeeded", "failed", "cancelled", "preempted")
 
@@ -187,7 +189,6 @@ class JobCalls:
 
         import httpx
 
-        from yitong_lab.client import YitongError
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         timeout = httpx.Timeout(self.timeout, read=None)  # a quiet job sends nothing for a while
@@ -233,7 +234,6 @@ class JobCalls:
         """The raw ``httpx.Response`` (not checked); a connection failure is a ``YitongError``."""
         import httpx
 
-        from yitong_lab.client import YitongError
 
         http = self.http()
         try:

@@ -18,12 +18,13 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from ..core.errors import Refusal
+from .manifest import CorruptManifest
 from .materialize import remove_tree
 from .models import DatasetVersion, Pack, StoredObject
 from .objaccess import drop_grants
 from .objindex import BATCH, storage_lock
 from .objstore import TMP_MARK
-from .storage import CorruptManifest, Storage
+from .storage import Storage
 
 
 def reachable(storage: Storage, manifests: set[str]) -> set[str]:

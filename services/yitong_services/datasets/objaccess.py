@@ -138,9 +138,8 @@ def drop_grants(session: Session, hashes: list[str]) -> None:
 def backfill(storage) -> int:  # type: ignore[no-untyped-def]
     """Grant every dataset the objects its versions name when it has versions but no grants
     (versions committed before grants existed: migration 0005). Returns the datasets filled."""
-    from .manifest import hashes
+    from .manifest import CorruptManifest, hashes
     from .objindex import storage_lock
-    from .storage import CorruptManifest
 
     with storage.db.session() as s:
         granted = select(ObjectDataset.dataset_id).distinct()

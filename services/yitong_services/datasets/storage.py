@@ -17,16 +17,12 @@ from blake3 import blake3
 
 from ..core.db import Database
 from ..core.settings import Settings
-from .manifest import encode
+from .manifest import CorruptManifest, encode
 from .objindex import Location
 from .objstore import Store, manifest_key, object_key, pack_key
 from .uploads import Spool
 
 MANIFEST_CACHE = 16
-
-
-class CorruptManifest(Exception):
-    pass
 
 
 class Storage:

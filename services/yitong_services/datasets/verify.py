@@ -15,11 +15,11 @@ from collections import defaultdict
 from blake3 import blake3
 from sqlalchemy import select
 
-from .manifest import hashes
+from .manifest import CorruptManifest, hashes
 from .models import DatasetVersion, StoredObject
 from .objindex import Location
 from .objstore import CHUNK, TMP_MARK, object_key, pack_key
-from .storage import CorruptManifest, Storage
+from .storage import Storage
 
 
 def _check_pack(storage: Storage, pack: str, locs: list[Location], corrupt: list[str], missing: list[str]) -> None:

@@ -20,15 +20,16 @@ from anyio import to_thread
 from sqlalchemy import delete, select
 
 from ..core.db import Database
-from ..datasets.materialize import materialize
-from ..vcs.models import VC, Allocation
-from ..datasets.models import DatasetRef
-from .models import Job, Run
 from ..core.models import utcnow
-from ..vcs.quantities import Resources
+from ..datasets.materialize import materialize
+from ..datasets.models import DatasetRef
 from ..datasets.storage import Storage
+from ..vcs.models import VC, Allocation
+from ..vcs.quantities import Resources
 from . import ledger, queue, states
 from .backend import Backend, Launch, Polled
+from .models import Job, Run
+from .reconcile import reconcile_jobs
 from .spec import spec_from_dict
 from .tokens import JobTokens
 
@@ -58,8 +59,6 @@ class JobManager:
         self._wake.set()
 
     async def start(self) -> None:
-        from .reconcile import reconcile_jobs
-
         self._loop_ref = asyncio.get_running_loop()
         await reconcile_jobs(self)
         await self.sweep_tokens()  # attempts that ended while the service was down
@@ -180,9 +179,11 @@ class JobManager:
                         vc_quota=dict(vc_quota) if vc_quota is not None else None, user=facts["job"]["user"])
         return launch, facts
 
-    def _prepare_facts_only(self, job_id: int) -> dict[str, Any]:
+    def adopted(self, job_id: int, ref: str) -> None:
+        """A running attempt found again after a restart (reconcile.py): record it as started."""
         with self.db.session() as s:
-            return _facts(s.get(Job, job_id))
+            facts = _facts(s.get(Job, job_id))
+        self._started(job_id, ref, facts)
 
     def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> bool:
         described = self.backend.describe(ref)

@@ -9,21 +9,33 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from anyio import to_thread
 from sqlalchemy import select
 
-from .models import Job
+from ..core.db import Database
 from . import states
-
-if TYPE_CHECKING:
-    from .manager import JobManager
+from .backend import Backend, Polled
+from .models import Job
 
 log = logging.getLogger(__name__)
 
 
-async def reconcile_jobs(manager: JobManager) -> dict[str, int]:
+class Reconciled(Protocol):
+    """What reconciliation needs of the job manager (no import of the manager: it imports us)."""
+
+    db: Database
+    backend: Backend
+
+    def adopted(self, job_id: int, ref: str) -> None:
+        """Record a running attempt found again after a restart (state, hosts, ledger record)."""
+
+    def finish(self, job_id: int, polled: Polled) -> Any:
+        """Record an attempt's end."""
+
+
+async def reconcile_jobs(manager: Reconciled) -> dict[str, int]:
     def active() -> list[tuple[int, str, str | None, int]]:
         with manager.db.session() as s:
             query = select(Job.id, Job.state, Job.backend_ref, Job.attempts).where(
@@ -37,8 +49,7 @@ async def reconcile_jobs(manager: JobManager) -> dict[str, int]:
             if ref is None:
                 counts["relaunch"] += 1
                 continue
-            facts = await to_thread.run_sync(manager._prepare_facts_only, job_id)
-            await to_thread.run_sync(manager._started, job_id, ref, facts)
+            await to_thread.run_sync(manager.adopted, job_id, ref)
             counts["adopted"] += 1
         polled = await manager.backend.poll(ref)
         if polled.state == "running":

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..spec_errors import JobSpecError
 from ..spec import JobSpec, spec_from_dict
-from . import ImportRefused
+from ..spec_errors import JobSpecError
+from .common import ImportRefused
 
 HEAD_ROLES = ("master", "chief", "head", "launcher")
 TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-.~]+)*)\s*%>")

@@ -13,9 +13,9 @@ import math
 from typing import Any
 
 from ...vcs.quantities import parse_amount
-from ..spec_errors import JobSpecError
 from ..spec import JobSpec, spec_from_dict
-from . import ImportRefused
+from ..spec_errors import JobSpecError
+from .common import ImportRefused
 
 LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 VALUE_OPTS = {"nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "rdzv-backend",
