@@ -43,6 +43,8 @@ class Job(Base):
     hosts: Mapped[list[str]] = mapped_column(default=list)
     ports: Mapped[dict[str, Any]] = mapped_column(default=dict)
     devices: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # what admission needs, computed once at submit: {"resources": {...}, "accelerator": {type, count} | None}
+    request: Mapped[dict[str, Any]] = mapped_column(default=dict)
     token_hash: Mapped[str] = mapped_column(String(64), default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
 

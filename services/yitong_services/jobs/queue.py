@@ -22,14 +22,14 @@ from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
-from ..vcs import quota
 from ..core.db import Database
-from ..vcs.models import VC, Allocation
-from .models import Job
 from ..core.models import utcnow
+from ..vcs import quota
+from ..vcs.models import VC, Allocation
 from ..vcs.quantities import Resources
 from . import states
-from .spec import per_job_resources, spec_from_dict
+from .models import Job
+from .spec import request_of, spec_from_dict
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # jobs per admission transaction: other writers wait at most one chunk
@@ -41,6 +41,14 @@ class Waiting:
     vc: str
     priority: int
     created: Any
+
+
+def admission_request(job: Job) -> tuple[Resources, dict[str, Any] | None]:
+    """``(resources, accelerator)`` of a queued job: the stored request (jobs submitted before it
+    was stored: computed from the spec, once)."""
+    if not job.request:
+        job.request = request_of(spec_from_dict(job.spec))
+    return job.request["resources"], job.request["accelerator"]
 
 
 def fair_order(jobs: Sequence[Waiting]) -> list[Waiting]:
@@ -119,8 +127,7 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
                 head, why = blocked[w.vc]
                 reasons[w.id] = f"waiting: behind job {head}: {why}"
                 continue
-            spec = spec_from_dict(job.spec)
-            request = per_job_resources(spec)
+            request, accelerator = admission_request(job)
             limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
             why = quota.check_usage(request, limits, usage.vc.get(vc.name, {}), usage.user.get((vc.name, job.user), {}),
                                     job.user, inventory, usage.cluster)
@@ -132,9 +139,9 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
             rows.append({"user": job.user, "vc": vc.name, "profile": "job", "kind": "job", "ref": str(job.id),
                          "resources": request, "created": now})
             job.devices = {}
-            if spec.accelerator:
-                visible = usage.devices(spec.accelerator.type, spec.accelerator.count, inventory)
-                job.devices = {"type": spec.accelerator.type, "count": spec.accelerator.count, "visible": visible}
+            if accelerator:
+                visible = usage.devices(accelerator["type"], accelerator["count"], inventory)
+                job.devices = {"type": accelerator["type"], "count": accelerator["count"], "visible": visible}
             job.state = states.check_move(job.state, states.ADMITTED)
             job.admitted = now
             job.attempts += 1

@@ -12,19 +12,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..vcs import catalog
-from ..datasets import records as datasets
 from ..core.authz import Person, is_member
 from ..core.errors import Refusal, describe_validation
 from ..core.limits import MAX_DEPTH, MAX_SHORT, DocumentError, load_json, load_yaml
+from ..datasets import records as datasets
 from ..datasets.models import DatasetRef, DatasetVersion
-from .models import Job, Run
+from ..vcs import catalog
 from ..vcs.quantities import Resources, human_amount
 from . import states
 from .devices import check_backend_devices
-from .spec_errors import JobSpecError
 from .importers import ImportRefused, import_file
-from .spec import JobSpec, per_job_resources, spec_from_dict
+from .models import Job, Run
+from .spec import JobSpec, per_job_resources, request_of, spec_from_dict
+from .spec_errors import JobSpecError
 
 YAML_TYPES = ("yaml", "x-yaml")
 
@@ -126,7 +126,8 @@ def create(session: Session, person: Person, spec: JobSpec, code: dict, inventor
                        "manifest": v.manifest, "version_id": v.id})
     job = Job(name=spec.name, vc=vc.name, user=person.name, spec=spec.model_dump(mode="json"), code=code,
               inputs=inputs, state=states.QUEUED, reason="waiting for admission", priority=spec.priority_value,
-              attempts=0, backend=backend, hosts=[], ports={}, devices={}, token_hash="", cancel_requested=False)
+              attempts=0, backend=backend, hosts=[], ports={}, devices={}, token_hash="", cancel_requested=False,
+              request=request_of(spec))
     session.add(job)
     session.flush()
     pin_inputs(session, job)

@@ -216,7 +216,7 @@ class LocalBackend(Backend):
 PRIVATE_PREFIXES = ("JUPYTERHUB_", "YITONG_", "JPY_", "CONFIGPROXY_", "AWS_SECRET", "PGPASSWORD")
 
 
-def job_base_env(environ) -> dict[str, str]:  # noqa: ANN001
+def job_base_env(environ) -> dict[str, str]:
     """The service's environment without its secrets (hub API token, database URL, OAuth
     client secrets): the base a local job's environment is built on."""
     return {k: v for k, v in environ.items() if not k.startswith(PRIVATE_PREFIXES)}

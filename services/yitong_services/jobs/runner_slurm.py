@@ -287,7 +287,7 @@ class SlurmBackend(Backend):
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
             out, err = await asyncio.wait_for(proc.communicate(), self.config.command_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise SlurmError(f"{argv[0]} did not answer within {self.config.command_timeout:g}s") from None

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..vcs.quantities import Resources
 from ..core.settings import Settings, SettingsError, load_settings
+from ..vcs.quantities import Resources
 from .runner_slurm import SlurmSettings
 from .slurm import sacctmgr_commands
 

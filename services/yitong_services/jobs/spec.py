@@ -16,11 +16,19 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from ..core.limits import MAX_ARGS, MAX_COMMAND, MAX_ITEMS, MAX_TEXT, load_yaml
 from ..vcs.quantities import Resources, tidy
 from ..vcs.schemas import Accelerator, Cpu, Memory
-from .spec_errors import JobSpecError, describe
 from .fields import (
-    ENV_NAME_RE, MAX_NODES, PRIORITIES, RESERVED_ENV_PREFIX, Environment, Framework, Input, Name, StrictModel,
+    ENV_NAME_RE,
+    MAX_NODES,
+    PRIORITIES,
+    RESERVED_ENV_PREFIX,
+    Environment,
+    Framework,
+    Input,
+    Name,
+    StrictModel,
     parse_duration,
 )
+from .spec_errors import JobSpecError, describe
 
 Argv = Annotated[list[Annotated[str, Field(max_length=MAX_COMMAND)]], Field(min_length=1, max_length=MAX_ARGS)]
 
@@ -176,3 +184,10 @@ def per_node_resources(spec: JobSpec) -> Resources:
 def per_job_resources(spec: JobSpec) -> Resources:
     """What the whole job holds, for quota checks: per-node amounts times ``nodes``."""
     return {k: tidy(k, v * spec.nodes) for k, v in per_node_resources(spec).items()}
+
+
+def request_of(spec: JobSpec) -> dict[str, Any]:
+    """What admission needs of a spec, stored on the job at submit (``jobs.request``) so that a
+    pass over a long queue neither re-validates specs nor recomputes their resources."""
+    accelerator = {"type": spec.accelerator.type, "count": spec.accelerator.count} if spec.accelerator else None
+    return {"resources": per_job_resources(spec), "accelerator": accelerator}
