@@ -34,7 +34,7 @@ class UTCDateTime(TypeDecorator):
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON}
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON, list[dict[str, Any]]: JSON}
 
 
 class AuditEntry(Base):

@@ -79,8 +79,8 @@ async def _blocks(request: Request, buffers: list[memoryview]):  # type: ignore[
     size = len(buffers[0])
     turn, pos = 0, 0
     view = buffers[0]
-    async for chunk in request.stream():
-        chunk = memoryview(chunk)
+    async for received in request.stream():
+        chunk = memoryview(received)
         while chunk:
             take = min(size - pos, len(chunk))
             view[pos:pos + take] = chunk[:take]

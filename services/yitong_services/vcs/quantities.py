@@ -17,7 +17,7 @@ RESOURCE_RE = re.compile(
     r"^(cpu|memory|[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)$"
 )
 _QUANTITY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
-_SUFFIX = {
+_SUFFIX: dict[str, Decimal | int] = {
     "": 1,
     "m": Decimal("0.001"),
     "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
