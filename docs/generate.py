@@ -28,8 +28,12 @@ def openapi_spec() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         settings_file = Path(tmp, "settings.yaml")
         settings_file.write_text("backend: local\n")
-        app = create_app(load_settings(settings_file, tmp), hub_api_url="http://127.0.0.1:1/hub/api",
-                         hub_api_token="unused", reconcile_interval=0)
+        app = create_app(
+            load_settings(settings_file, tmp),
+            hub_api_url="http://127.0.0.1:1/hub/api",
+            hub_api_token="unused",
+            reconcile_interval=0,
+        )
         return app.openapi()
 
 
@@ -48,7 +52,7 @@ def rest_markdown(spec: dict[str, Any]) -> str:
         "Generated from the platform service's OpenAPI spec by `docs/generate.py`; the spec",
         "itself is [openapi.json](openapi.json) and is served at `/services/yitong/openapi.json`",
         "(Swagger UI at `/services/yitong/docs`). Authenticate with",
-        "`Authorization: token <JupyterHub token>`. Refusals are JSON `{\"detail\": \"...\"}`.",
+        '`Authorization: token <JupyterHub token>`. Refusals are JSON `{"detail": "..."}`.',
         "",
     ]
     for path, item in spec["paths"].items():
@@ -65,8 +69,10 @@ def rest_markdown(spec: dict[str, Any]) -> str:
             if params:
                 lines += ["| parameter | in | required | type |", "|---|---|---|---|"]
                 for p in params:
-                    lines.append(f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else 'no'} "
-                                 f"| {_schema_name(p.get('schema', {}))} |")
+                    lines.append(
+                        f"| `{p['name']}` | {p['in']} | {'yes' if p.get('required') else 'no'} "
+                        f"| {_schema_name(p.get('schema', {}))} |"
+                    )
                 lines.append("")
             body = op.get("requestBody", {}).get("content", {}).get("application/json")
             if body:
@@ -117,7 +123,7 @@ def config_markdown(classes: list[type]) -> str:
         "# Configuration reference",
         "",
         "Generated from the traitlets help text by `docs/generate.py`. Set these in",
-        "`jupyterhub_config.py` (`c.YitongSpawner.backend = \"slurm\"`) or on the `jupyterhub`",
+        '`jupyterhub_config.py` (`c.YitongSpawner.backend = "slurm"`) or on the `jupyterhub`',
         "command line. Most installations only edit the settings file ([../settings.md](../settings.md)),",
         "which `jupyterhub_config.py` turns into these options.",
         "",
@@ -129,8 +135,7 @@ def config_markdown(classes: list[type]) -> str:
                 default = trait.default_value_repr()
             except (AssertionError, TypeError):  # dynamic defaults (@default methods)
                 default = "(computed)"
-            lines += [f"### `{cls.__name__}.{name}`", "",
-                      f"{type(trait).__name__}, default `{default}`", ""]
+            lines += [f"### `{cls.__name__}.{name}`", "", f"{type(trait).__name__}, default `{default}`", ""]
             help_text = trait.help.strip()
             if help_text:
                 lines += [_dedent(help_text), ""]
@@ -153,12 +158,29 @@ def generate(out: Path) -> dict[Path, str]:
     }
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def client_types(spec: dict[str, Any]) -> dict[Path, str]:
+    """The client-side types generated from the OpenAPI document (paths under the checkout)."""
+    import importlib.util
+
+    loader = importlib.util.spec_from_file_location("docs_api_types", Path(__file__).with_name("api_types.py"))
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return {ROOT / "extensions" / "yitong_lab" / "api_types.py": module.typed_dicts(spec)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Generate docs/reference from the code")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for path, text in generate(args.out).items():
+        path.write_text(text)
+        print(f"wrote {path}")
+    for path, text in client_types(json.loads((args.out / "openapi.json").read_text())).items():
         path.write_text(text)
         print(f"wrote {path}")
 

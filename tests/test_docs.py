@@ -42,3 +42,13 @@ def test_config_reference_covers_the_spawner_traits():
     for trait in ("backend", "platform_api_url", "user_api_url", "kube_namespace_prefix", "slurm_partition"):
         assert f"`YitongSpawner.{trait}`" in text
     assert "`YitongAuthenticator.password_file`" in text
+
+
+def test_client_types_are_current():
+    """The SDK's TypedDicts are generated from the committed OpenAPI document."""
+    import json
+
+    spec = json.loads((ROOT / "docs" / "reference" / "openapi.json").read_text())
+    for path, text in _generator().client_types(spec).items():
+        assert path.exists(), f"{path} is missing: run `make docs`"
+        assert path.read_text() == text, f"{path} is stale: run `make docs`"

@@ -1,0 +1,403 @@
+"""REST models of the platform service as TypedDicts (generated: do not edit).
+
+Written by ``docs/generate.py`` from ``docs/reference/openapi.json``; ``tests/test_docs.py``
+fails when this file is stale.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+
+class Accelerator(TypedDict):
+    count: int
+    type: str
+
+
+class AllocationIn(TypedDict):
+    kind: NotRequired[Literal["server", "job"]]
+    profile: str
+    ref: str
+    user: NotRequired[str | None]
+    vc: str
+
+
+class AllocationOut(TypedDict):
+    created: str
+    id: int
+    kind: str
+    profile: str
+    ref: str
+    resources: dict[str, float | int]
+    user: str
+    vc: str
+
+
+class Body_clone_services_yitong_api_v1_jobs__job_id__clone_post(TypedDict):
+    patch: NotRequired[dict[str, Any]]
+
+
+class ChangedPath(TypedDict):
+    old_size: int
+    path: str
+    size: int
+
+
+class Code(TypedDict):
+    "What the client knows of the submitted directory (``code`` in the submit body)."
+
+    commit: NotRequired[str | None]
+    dirty_hash: NotRequired[str | None]
+    path: NotRequired[str | None]
+
+
+class CommitIn(TypedDict):
+    "The whole manifest (``files``), or the changes to the parent's (``base`` = the parent's"
+
+    base: NotRequired[str | None]
+    delete: NotRequired[list[str]]
+    files: NotRequired[list[FileEntry] | None]
+    manifest: NotRequired[str | None]
+    message: NotRequired[str]
+    parent: NotRequired[int | None]
+    put: NotRequired[list[FileEntry]]
+
+
+class Committed(TypedDict):
+    author: str
+    bytes: int
+    created: str
+    dataset: str
+    files: int
+    lineage: Lineage
+    manifest: str
+    message: str
+    number: int
+    parent: int | None
+    tags: list[str]
+    unchanged: NotRequired[bool]
+
+
+class DatasetIn(TypedDict):
+    description: NotRequired[str]
+    name: str
+    vc: str
+    visibility: NotRequired[Literal["private", "vc"]]
+
+
+class DatasetOut(TypedDict):
+    bytes: int
+    created: str
+    description: str
+    full_name: str
+    latest: int | None
+    name: str
+    owner: str
+    tags: dict[str, int]
+    vc: str
+    versions: int
+    visibility: str
+
+
+class DatasetPatch(TypedDict):
+    description: NotRequired[str | None]
+    visibility: NotRequired[Literal["private", "vc"] | None]
+
+
+class Diff(TypedDict):
+    added: list[SizedPath]
+    changed: list[ChangedPath]
+    removed: list[SizedPath]
+
+
+class Environment(TypedDict):
+    image: NotRequired[str | None]
+    kernel: NotRequired[str | None]
+
+
+class Error(TypedDict):
+    detail: str
+
+
+class FileEntry(TypedDict):
+    "One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth"
+
+    hash: str
+    path: str
+    size: int
+
+
+class GCResult(TypedDict):
+    bytes: int
+    manifests: NotRequired[int]
+    objects: int
+    packs: int
+    temp_files: NotRequired[int]
+
+
+class HTTPValidationError(TypedDict):
+    detail: str
+
+
+class Hashes(TypedDict):
+    hashes: list[str]
+
+
+class Input(TypedDict):
+    dataset: str
+    mount: NotRequired[str | None]
+
+
+class JobSubmission(TypedDict):
+    "The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for"
+
+    accelerator: NotRequired[Accelerator | None]
+    code: NotRequired[Code | None]
+    command: list[str] | str
+    cpu: NotRequired[float]
+    env: NotRequired[dict[str, str]]
+    environment: Environment
+    framework: NotRequired[Framework]
+    inputs: NotRequired[list[Input]]
+    max_run_time: NotRequired[int | None]
+    memory: NotRequired[int]
+    name: str
+    nodes: NotRequired[int]
+    outputs: NotRequired[str]
+    priority: NotRequired[int | str]
+    procs_per_node: NotRequired[int | None]
+    retries: NotRequired[int]
+    user: NotRequired[str | None]
+    vc: str
+
+
+class Lineage(TypedDict):
+    job: NotRequired[int | None]
+    parent: int | None
+
+
+class Manifest(TypedDict):
+    files: list[FileEntry]
+
+
+class Materialized(TypedDict):
+    path: str
+
+
+class Me(TypedDict):
+    admin: bool
+    groups: list[str]
+    kind: Literal["user", "service"]
+    name: str
+    vcs: list[str]
+
+
+class Missing(TypedDict):
+    missing: list[str]
+
+
+class ProfileIn(TypedDict):
+    accelerator: NotRequired[Accelerator | None]
+    arch: NotRequired[Literal["amd64", "arm64"] | None]
+    cpu: NotRequired[float]
+    description: NotRequired[str]
+    display_name: NotRequired[str]
+    image: NotRequired[str]
+    kernel: NotRequired[str]
+    memory: NotRequired[int]
+    name: str
+
+
+class ProfileOption(TypedDict):
+    accelerator: NotRequired[Accelerator | None]
+    arch: NotRequired[Literal["amd64", "arm64"] | None]
+    available: bool
+    cpu: NotRequired[float]
+    description: NotRequired[str]
+    display_name: NotRequired[str]
+    image: NotRequired[str]
+    kernel: NotRequired[str]
+    memory: NotRequired[int]
+    name: str
+    reason: NotRequired[str | None]
+
+
+class ProfileOut(TypedDict):
+    accelerator: NotRequired[Accelerator | None]
+    arch: NotRequired[Literal["amd64", "arm64"] | None]
+    cpu: NotRequired[float]
+    description: NotRequired[str]
+    display_name: NotRequired[str]
+    image: NotRequired[str]
+    kernel: NotRequired[str]
+    memory: NotRequired[int]
+    name: str
+
+
+class ProfilePatch(TypedDict):
+    accelerator: NotRequired[Accelerator | None]
+    arch: NotRequired[Literal["amd64", "arm64"] | None]
+    cpu: NotRequired[float | None]
+    description: NotRequired[str | None]
+    display_name: NotRequired[str | None]
+    image: NotRequired[str | None]
+    kernel: NotRequired[str | None]
+    memory: NotRequired[int | None]
+
+
+class SizedPath(TypedDict):
+    path: str
+    size: int
+
+
+class SpawnOptions(TypedDict):
+    account: NotRequired[SystemAccount | None]
+    user: str
+    vcs: list[VCOption]
+
+
+class Stored(TypedDict):
+    bytes: int
+    stored: int
+
+
+class SystemAccount(TypedDict):
+    "The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md)."
+
+    gid: int
+    home: str
+    name: str
+    uid: int
+
+
+class TagIn(TypedDict):
+    version: int
+
+
+class UploadState(TypedDict):
+    complete: bool
+    offset: int
+
+
+class Usage(TypedDict):
+    backend: str
+    inventory: dict[str, float | int]
+    used: dict[str, float | int]
+    vcs: list[VCUsage]
+
+
+class VCIn(TypedDict):
+    description: NotRequired[str]
+    groups: NotRequired[list[str]]
+    name: str
+    profiles: NotRequired[list[str]]
+    quota: NotRequired[dict[str, float | int]]
+    user_caps: NotRequired[dict[str, float | int]]
+
+
+class VCOption(TypedDict):
+    description: str
+    free: dict[str, float | int]
+    name: str
+    profiles: list[ProfileOption]
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+
+
+class VCOut(TypedDict):
+    description: NotRequired[str]
+    free: dict[str, float | int]
+    groups: NotRequired[list[str]]
+    name: str
+    profiles: NotRequired[list[str]]
+    quota: NotRequired[dict[str, float | int]]
+    used: dict[str, float | int]
+    user_caps: NotRequired[dict[str, float | int]]
+
+
+class VCPatch(TypedDict):
+    description: NotRequired[str | None]
+    groups: NotRequired[list[str] | None]
+    profiles: NotRequired[list[str] | None]
+    quota: NotRequired[dict[str, float | int] | None]
+    user_caps: NotRequired[dict[str, float | int] | None]
+
+
+class VCUsage(TypedDict):
+    allocations: int
+    free: dict[str, float | int]
+    name: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+
+
+class VerifyResult(TypedDict):
+    cache_corrupt: NotRequired[list[str]]
+    checked: int
+    corrupt: list[str]
+    missing: list[str]
+
+
+class VersionOut(TypedDict):
+    author: str
+    bytes: int
+    created: str
+    dataset: str
+    files: int
+    lineage: Lineage
+    manifest: str
+    message: str
+    number: int
+    parent: int | None
+    tags: list[str]
+
+
+Framework = Literal["pytorch", "tensorflow", "mpi", "mindspore", "plain"]
+
+
+__all__ = [
+    "Accelerator",
+    "AllocationIn",
+    "AllocationOut",
+    "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
+    "ChangedPath",
+    "Code",
+    "CommitIn",
+    "Committed",
+    "DatasetIn",
+    "DatasetOut",
+    "DatasetPatch",
+    "Diff",
+    "Environment",
+    "Error",
+    "FileEntry",
+    "Framework",
+    "GCResult",
+    "HTTPValidationError",
+    "Hashes",
+    "Input",
+    "JobSubmission",
+    "Lineage",
+    "Manifest",
+    "Materialized",
+    "Me",
+    "Missing",
+    "ProfileIn",
+    "ProfileOption",
+    "ProfileOut",
+    "ProfilePatch",
+    "SizedPath",
+    "SpawnOptions",
+    "Stored",
+    "SystemAccount",
+    "TagIn",
+    "UploadState",
+    "Usage",
+    "VCIn",
+    "VCOption",
+    "VCOut",
+    "VCPatch",
+    "VCUsage",
+    "VerifyResult",
+    "VersionOut",
+]
