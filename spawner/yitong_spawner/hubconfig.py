@@ -1,8 +1,9 @@
 """Turn the Yitong settings file into JupyterHub configuration.
 
 ``jupyterhub_config.py`` (embedded default) and, later, the Helm chart's hub config call
-:func:`configure`. :func:`hub_config` is pure: settings in, a ``{Class: {trait: value}}``
-mapping out, so it is tested against dict literals.
+:func:`load_settings`, then :func:`hub_config`, then :func:`apply` on ``c``. :func:`hub_config`
+is pure: settings in, a ``{Class: {trait: value}}`` mapping out, so it is tested against dict
+literals.
 """
 
 from __future__ import annotations
