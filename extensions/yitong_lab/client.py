@@ -13,8 +13,9 @@ so ``import yitong_lab.client`` stays cheap (it is loaded by the ``%yt`` magic).
 from __future__ import annotations
 
 import os
-from typing import Any, TypedDict
+from typing import Any
 
+from yitong_lab.api_types import Me, ProfileOut, VCOut  # generated TypedDicts (stdlib only)
 from yitong_lab.errors import YitongError
 from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: stays cheap)
 
@@ -26,34 +27,9 @@ CREATE_BACKOFF = 0.5  # seconds before the first retry, doubling
 RETRY_STATUSES = (502, 503, 504)
 
 
-class Me(TypedDict):
-    name: str
-    admin: bool
-    groups: list[str]
-    vcs: list[str]
-
-
-class VC(TypedDict):
-    name: str
-    description: str
-    quota: Resources
-    groups: list[str]
-    profiles: list[str]
-    user_caps: Resources
-    used: Resources
-    free: Resources
-
-
-class Profile(TypedDict):
-    name: str
-    display_name: str
-    description: str
-    image: str
-    kernel: str
-    cpu: float
-    memory: int
-    accelerator: dict[str, Any] | None
-    arch: str | None
+#: the REST models, generated from the OpenAPI document (``docs/generate.py``)
+VC = VCOut
+Profile = ProfileOut
 
 
 def api_url() -> str:

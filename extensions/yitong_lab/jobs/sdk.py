@@ -18,16 +18,11 @@ from collections.abc import Iterator
 from typing import Any, TypedDict
 from urllib.parse import quote
 
+from yitong_lab.api_types import Code  # generated from the OpenAPI document
 from yitong_lab.errors import YitongError
 
 #: the states a job no longer leaves by itself (``retry`` may queue it again)
 TERMINAL = ("succeeded", "failed", "cancelled", "preempted")
-
-
-class Code(TypedDict):
-    commit: str | None
-    dirty_hash: str | None
-    path: str | None
 
 
 class JobInput(TypedDict):
