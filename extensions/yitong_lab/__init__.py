@@ -9,7 +9,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 
-def log_metrics(metrics=None, /, **more):  # noqa: ANN001, ANN201
+def log_metrics(metrics=None, /, **more):
     """Record metrics in this job's run (``log_metrics(loss=0.1)`` or ``log_metrics({"loss": 0.1})``);
     outside a job: a warning, nothing recorded. See :mod:`yitong_lab.metrics`."""
     from yitong_lab.metrics import log_metrics as log
@@ -17,7 +17,7 @@ def log_metrics(metrics=None, /, **more):  # noqa: ANN001, ANN201
     return log(metrics, **more)
 
 
-def load_ipython_extension(ipython):  # noqa: ANN001
+def load_ipython_extension(ipython):
     """``%load_ext yitong_lab`` (or ``--ext=yitong_lab``): register the ``%yt`` line and ``%%yt``
     cell magic."""
     from yitong_lab.magics import register

@@ -66,7 +66,7 @@ class Client(JobCalls):
         self.url = (url or api_url()).rstrip("/")
         self.token = token if token is not None else api_token()
         self.timeout = timeout
-        self._http = None
+        self._http: Any = None  # an httpx.Client, made on first use (httpx is imported lazily)
 
     def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
         """One call; returns the decoded JSON body (``None`` for 204)."""

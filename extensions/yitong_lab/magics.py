@@ -46,5 +46,5 @@ def progress_kind() -> str:
     return "auto"
 
 
-def register(ipython) -> None:  # noqa: ANN001
+def register(ipython) -> None:
     ipython.register_magic_function(yt, magic_kind="line_cell", magic_name="yt")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from yitong_lab.cli import data_tables as text
 from yitong_lab.cli.grammar import UsageError

@@ -12,8 +12,9 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from yitong_lab.cli import job_tables as text
 from yitong_lab.cli.grammar import UsageError
@@ -284,9 +285,9 @@ def tensorboard(args: Any, client: Any, out: Any) -> None:
     client.job(args.id)  # visible to you? (the route checks again with the server's token)
     url = tensorboard_url(args.id, dict(os.environ), client.me, client.url)
     if out.progress == "widget" and not out.json:
-        from IPython.display import display
-
         from html import escape
+
+        from IPython.display import display
 
         link = f'<a href="{escape(url)}" target="_blank">TensorBoard of job {args.id}</a>'
         display({"text/html": link, "text/plain": url}, raw=True)

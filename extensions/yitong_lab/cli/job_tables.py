@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from yitong_lab.cli.output import fields, table
@@ -17,7 +17,7 @@ def when(text: str | None) -> datetime | None:
         moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def age(created: str | None, now: datetime | None = None) -> str:
@@ -25,7 +25,7 @@ def age(created: str | None, now: datetime | None = None) -> str:
     start = when(created)
     if start is None:
         return "-"
-    seconds = max(0, int(((now or datetime.now(timezone.utc)) - start).total_seconds()))
+    seconds = max(0, int(((now or datetime.now(UTC)) - start).total_seconds()))
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"

@@ -26,7 +26,7 @@ def pull(ref: str, directory: Any, **options: Any) -> dict[str, Any]:
     return Datasets().pull(ref, directory, **options)
 
 
-def open(ref: str) -> str:  # noqa: A001  (yitong_lab.datasets.open, as the CLI's `yt data open`)
+def open(ref: str) -> str:
     return Datasets().open(ref)
 
 

@@ -8,10 +8,10 @@ Pure functions on plain values (stdlib, plus ``blake3`` for :func:`manifest_hash
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Iterable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 MAX_PATH_BYTES = 4096
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")

@@ -7,7 +7,8 @@ memory); :class:`PackDecoder` turns a received stream back into records, chunk b
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Iterator, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 HEADER = 40  # 32 bytes of hash + 8 bytes of size
 BLOCK = 1 << 20

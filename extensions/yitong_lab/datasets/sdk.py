@@ -14,13 +14,16 @@ Names: a dataset is ``vc/name``; a version is ``vc/name@ref`` where ``ref`` is a
 
 from __future__ import annotations
 
+import builtins
 import os
 import shutil
 from typing import Any
 from urllib.parse import quote
 
 from yitong_lab.client import Client, YitongError
-from yitong_lab.datasets.manifest import Ref, canonical, changes, diff as diff_files, manifest_bytes, parse_ref
+from yitong_lab.datasets.manifest import Ref, canonical, changes, manifest_bytes, parse_ref
+from yitong_lab.datasets.manifest import diff as diff_files
+
 
 def _q(text: str | int) -> str:
     return quote(str(text), safe="")
@@ -80,7 +83,7 @@ class Datasets:
 
     # -- versions ------------------------------------------------------------------------------
 
-    def versions(self, dataset: str) -> list[dict[str, Any]]:
+    def versions(self, dataset: str) -> builtins.list[dict[str, Any]]:
         return self._get(self._base(parse_ref(dataset, allow_version=False)) + "/versions")
 
     def version(self, ref: str) -> dict[str, Any]:
@@ -172,7 +175,7 @@ class Datasets:
                 body: dict[str, Any] = {"message": message, "parent": number, "files": manifest["files"]}
                 base = cache.manifest(parent["manifest"]) if parent is not None else None
                 sending = manifest["files"]
-                if base is not None:  # the parent was committed from here: send only the changes
+                if base is not None and parent is not None:  # committed from here: send only the changes
                     put, delete = changes(base, manifest)
                     body = {"message": message, "parent": number, "base": parent["manifest"], "put": put,
                             "delete": delete, "manifest": digest}
@@ -196,7 +199,7 @@ class Datasets:
             bar.close()
 
     @staticmethod
-    def _local_manifest(root: str, files: list, cache: Any, bar: Any, memo: bool = True,
+    def _local_manifest(root: str, files: builtins.list, cache: Any, bar: Any, memo: bool = True,
                         sink: Any = None) -> tuple[str, Any]:
         """``(manifest hash, (manifest, its bytes))`` of the scanned tree ``files`` at ``root``.
         With ``memo``, a tree identical to the one last committed from here gives its hash and
@@ -255,10 +258,10 @@ class Datasets:
                 local_hashes = hash_files(root, same_size, cache, bar)
                 need: dict[str, list[str]] = {}
                 sizes: dict[str, int] = {}
-                for f in files:
-                    if local_hashes.get(f["path"]) != f["hash"]:
-                        need.setdefault(f["hash"], []).append(f["path"])
-                        sizes[f["hash"]] = f["size"]
+                for entry in files:
+                    if local_hashes.get(entry["path"]) != entry["hash"]:
+                        need.setdefault(entry["hash"], []).append(entry["path"])
+                        sizes[entry["hash"]] = entry["size"]
                 deleted = self._remove(root, extras, blocking) if delete else 0
                 targets = {h: [local_path(root, p) for p in paths] for h, paths in need.items()}
                 download(self.client, base, targets, sizes, bar)
@@ -271,7 +274,7 @@ class Datasets:
             bar.close()
 
     @staticmethod
-    def _blocking(root: str, files: list[dict[str, Any]], by_path: dict[str, Any]) -> str | None:
+    def _blocking(root: str, files: builtins.list[dict[str, Any]], by_path: dict[str, Any]) -> str | None:
         """A local file where the version has a directory, or a directory where it has a file."""
         for f in files:
             parts = f["path"].split("/")
@@ -283,7 +286,7 @@ class Datasets:
         return None
 
     @staticmethod
-    def _remove(root: str, extras: list[str], blocking: str | None) -> int:
+    def _remove(root: str, extras: builtins.list[str], blocking: str | None) -> int:
         from yitong_lab.datasets.local import local_path
 
         for path in extras:

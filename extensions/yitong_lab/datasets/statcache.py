@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, NamedTuple
-
+from typing import NamedTuple
 
 KEEP_MANIFESTS = 8
 
@@ -71,8 +71,8 @@ class StatCache:
             (low, high))
         return {row[0][cut:]: row[1:] for row in rows}
 
-    def store(self, root: str, rows: Iterable[tuple[str, Stat, str]]) -> int:
-        """Insert or replace ``(relpath, Stat, hash)`` rows under ``root`` in one transaction."""
+    def store(self, root: str, rows: Iterable[tuple[str, tuple[int, int, int], str]]) -> int:
+        """Insert or replace ``(relpath, (size, mtime_ns, inode), hash)`` rows under ``root`` in one transaction."""
         low = root.rstrip(os.sep) + os.sep
         values = [(low + path, s[0], s[1], s[2], digest) for path, s, digest in rows]
         if values:
@@ -144,7 +144,7 @@ class NoCache:
     def load(self, root: str) -> dict[str, tuple[int, int, int, str]]:
         return {}
 
-    def store(self, root: str, rows: Iterable[tuple[str, Stat, str]]) -> int:
+    def store(self, root: str, rows: Iterable[tuple[str, tuple[int, int, int], str]]) -> int:
         return 0
 
     def tree(self, root: str) -> tuple[bytes, str] | None:

@@ -14,8 +14,10 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterable, Iterator
+from functools import partial
+from typing import Any
 
 from yitong_lab.client import YitongError
 from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, pack_body
@@ -68,13 +70,15 @@ def _retrying(what: str, attempt: Callable[[], Any]) -> Any:
             time.sleep(min(0.2 * 2 ** tries, 5.0))
 
 
+def _ask_missing(client: Any, hashes: list[str]) -> Any:
+    return client.request("POST", "/objects/missing", json={"hashes": hashes})
+
+
 def missing(client: Any, hashes: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(hashes), MISSING_CHUNK):
         chunk = hashes[i:i + MISSING_CHUNK]
-        out.update(_retrying("asking for missing objects",
-                             lambda: client.request("POST", "/objects/missing",
-                                                    json={"hashes": chunk}))["missing"])
+        out.update(_retrying("asking for missing objects", partial(_ask_missing, client, chunk))["missing"])
     return out
 
 
@@ -161,7 +165,7 @@ def upload_large(client: Any, item: Item, progress: Any, block: int | None = Non
             offset = None  # the service kept what arrived: resume from its Upload-Offset
 
 
-def run_parallel(tasks: list[Callable[[], None]], workers: int = WORKERS) -> None:
+def run_parallel(tasks: Sequence[Callable[[], None]], workers: int = WORKERS) -> None:
     """Run ``tasks`` in a small pool; the first failure cancels what has not started and raises."""
     if len(tasks) == 1:
         tasks[0]()
@@ -172,8 +176,9 @@ def run_parallel(tasks: list[Callable[[], None]], workers: int = WORKERS) -> Non
         for future in pending:
             future.cancel()
         for future in futures:
-            if future.done() and not future.cancelled() and future.exception():
-                raise future.exception()
+            error = future.exception() if future.done() and not future.cancelled() else None
+            if error is not None:
+                raise error
 
 
 class _Relay:
@@ -330,7 +335,10 @@ def fetch_small(client: Any, base: str, wanted: dict[str, list[str]], sizes: dic
 
     def attempt() -> None:
         hashes = list(left)
-        decoder, out, hasher, tmp = PackDecoder(), None, None, None
+        decoder = PackDecoder()
+        out: Any = None  # the open temp file of the object being received
+        hasher: Any = None
+        tmp: str | None = None
         try:
             with client.http().stream("POST", client.url + base + "/fetch", json={"hashes": hashes},
                                       timeout=_timeout()) as response:
@@ -350,6 +358,7 @@ def fetch_small(client: Any, base: str, wanted: dict[str, list[str]], sizes: dic
                         if record.end:
                             out.close()
                             out = None
+                            assert tmp is not None
                             if hasher.hexdigest() != record.hash:
                                 os.unlink(tmp)
                                 raise YitongError(0, f"object {record.hash} arrived corrupt")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
 from yitong_lab.api_types import Code  # generated from the OpenAPI document
@@ -123,6 +123,17 @@ class JobCalls:
     """Job and run calls; needs ``request``, ``create_call``, ``http``, ``check`` and ``url`` of the client.
     Creates (submit, clone, rerun) carry an ``Idempotency-Key`` and are retried with it after a
     dropped connection, so a retried submit makes one job."""
+
+    if TYPE_CHECKING:  # what the client (yitong_lab.client.Client) provides
+        url: str
+        timeout: float
+
+        def http(self) -> Any: ...
+        def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
+        def create_call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
+                        content_type: str | None = None, params: dict | None = None, key: str | None = None) -> Any: ...
+        @staticmethod
+        def check(response: Any) -> Any: ...
 
     def submit_job(
         self,

@@ -206,7 +206,7 @@ class JobBoards:
         if board.alive():
             try:
                 await asyncio.wait_for(board.process.wait(), 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 _kill_group(board.process.pid, signal.SIGKILL)
                 await board.process.wait()
         _PIDS.discard(board.process.pid)

@@ -9,7 +9,7 @@ from yitong_lab.server.handlers import default_handlers
 from yitong_lab.server.uploads import upload_handlers
 
 
-def _load_jupyter_server_extension(serverapp) -> None:  # noqa: ANN001
+def _load_jupyter_server_extension(serverapp) -> None:
     web_app = serverapp.web_app
     base_url = web_app.settings["base_url"]
     web_app.settings["yitong_tensorboards"] = JobBoards(base_url)  # yitong/jobs/<id>/tensorboard

@@ -16,6 +16,7 @@ The upstream call is async (tornado's AsyncHTTPClient): the event loop is never 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from urllib.parse import quote
@@ -65,7 +66,8 @@ class _Relay:
     comes (with the upstream status), anything else is collected."""
 
     def __init__(self, handler: YitongHandler):
-        self.handler, self.status, self.streaming, self.chunks = handler, 200, False, []
+        self.handler, self.status, self.streaming = handler, 200, False
+        self.chunks: list[bytes] = []
         self.content_type = ""
 
     def header(self, line: str) -> None:
@@ -84,7 +86,8 @@ class _Relay:
         if not self.streaming:
             self.chunks.append(data)
             return
-        if self.handler.request.connection.stream.closed():
+        stream = getattr(self.handler.request.connection, "stream", None)  # tornado's HTTP1Connection
+        if stream is not None and stream.closed():
             raise HTTPClientError(499, "the browser closed the log stream")
         self.handler.write(data)
         self.handler.flush()
@@ -181,7 +184,10 @@ async def platform_get(path: str) -> tuple[int, object]:
     headers = {"Accept": "application/json"}
     if api_token():
         headers["Authorization"] = f"token {api_token()}"
-    request = HTTPRequest(upstream_url(base, path, ""), headers=headers, connect_timeout=10, request_timeout=60)
+    url = upstream_url(base, path, "")
+    if url is None:
+        return 400, {"detail": f"{path!r} is not a platform API path"}
+    request = HTTPRequest(url, headers=headers, connect_timeout=10, request_timeout=60)
     try:
         response = await AsyncHTTPClient().fetch(request, raise_error=False)
     except (OSError, HTTPClientError) as error:
@@ -202,7 +208,7 @@ class JobTensorBoardHandler(YitongHandler):
             self.send(status, job)
             return
         outputs = job.get("outputs_path") or ""
-        if not outputs or not os.path.isdir(outputs):
+        if not outputs or not await asyncio.to_thread(os.path.isdir, outputs):  # a stat may block (network fs)
             self.send(409, {"detail": f"job {job_id} ({job.get('state')}) has no outputs directory at "
                                       f"{outputs or '?'} that this server can see"
                                       + (" yet" if job.get("state") in ("queued", "admitted") else "")})

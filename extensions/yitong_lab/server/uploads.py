@@ -54,7 +54,7 @@ def run_commit(task: dict[str, Any], upload: dict[str, Any]) -> None:
                     phase="done")
     except (YitongError, ValueError, OSError) as error:
         task.update(state="error", error=str(error))
-    except Exception as error:  # noqa: BLE001  (reported to the browser, never lost in a thread)
+    except Exception as error:
         task.update(state="error", error=f"{type(error).__name__}: {error}")
     finally:
         shutil.rmtree(upload["dir"], ignore_errors=True)
@@ -122,7 +122,7 @@ class FileHandler(YitongHandler):
 
     _file: Any = None
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # type: ignore[override]  # jupyter_server's APIHandler takes no arguments
         await super().prepare()
         if self.request.method != "PUT":
             return
@@ -140,7 +140,9 @@ class FileHandler(YitongHandler):
             check_path(path)
         except ValueError as error:
             raise web.HTTPError(400, reason=str(error)[:200]) from None
-        self.request.connection.set_max_body_size(MAX_FILE_BYTES)
+        connection = self.request.connection  # tornado's HTTP1Connection: a streamed body has its own limit
+        if connection is not None and hasattr(connection, "set_max_body_size"):
+            connection.set_max_body_size(MAX_FILE_BYTES)
         self._target = os.path.join(upload["dir"], *path.split("/"))
         self._temp = f"{self._target}.yt-tmp-{uuid.uuid4().hex[:8]}"
         self._size = 0
@@ -172,7 +174,14 @@ class FileHandler(YitongHandler):
     def on_connection_close(self) -> None:
         if self._file is not None:  # the browser went away mid-file: drop the partial file
             file, self._file = self._file, None
-            _POOL.submit(lambda: (file.close(), os.path.exists(self._temp) and os.unlink(self._temp)))
+            temp = self._temp
+
+            def drop() -> None:
+                file.close()
+                if os.path.exists(temp):
+                    os.unlink(temp)
+
+            _POOL.submit(drop)
         super().on_connection_close()
 
 
