@@ -169,7 +169,27 @@ def client_types(spec: dict[str, Any]) -> dict[Path, str]:
     assert loader is not None and loader.loader is not None
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
-    return {ROOT / "extensions" / "yitong_lab" / "api_types.py": module.typed_dicts(spec)}
+    out = {ROOT / "extensions" / "yitong_lab" / "api_types.py": module.typed_dicts(spec)}
+    ts = typescript_types(spec)
+    if ts is not None:
+        out[ROOT / "extensions" / "src" / "api" / "schema.d.ts"] = ts
+    return out
+
+
+def typescript_types(spec: dict[str, Any]) -> str | None:
+    """``openapi-typescript`` (pinned in extensions/package.json) over the document; None before
+    ``npm install`` in extensions/ (then only the Python types are checked)."""
+    import subprocess
+    import tempfile
+
+    tool = ROOT / "extensions" / "node_modules" / ".bin" / "openapi-typescript"
+    if not tool.exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp, "openapi.json"), Path(tmp, "schema.d.ts")
+        source.write_text(json.dumps(spec, indent=2, sort_keys=True) + "\n")
+        subprocess.run([str(tool), str(source), "-o", str(target)], check=True, capture_output=True)
+        return target.read_text()
 
 
 def main() -> None:

@@ -2,18 +2,15 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import type { components } from './api/schema';
+
+/** The REST models, generated from the service's OpenAPI document (`docs/generate.py`). */
+export type Schemas = components['schemas'];
+
 export type Resources = Record<string, number>;
 
-export interface IVC {
-  name: string;
-  description: string;
-  quota: Resources;
-  used: Resources;
-  free: Resources;
-  groups: string[];
-  profiles: string[];
-  user_caps: Resources;
-}
+/** A VC as the platform answers it (`VCOut`, every field present in an answer). */
+export type IVC = Required<Schemas['VCOut']>;
 
 export interface IApiInfo {
   configured: boolean;
