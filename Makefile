@@ -31,7 +31,13 @@ mypy: install
 lint-ts: install
 	cd extensions && npx --no-install eslint src && npx --no-install prettier --check src
 
-install: $(STAMP)
+# %yt in every Python kernel of this installation, the default "Python 3" one included
+# (IPython reads <venv>/etc/ipython); a rule of its own so editing it does not reinstall the rest
+IPYTHON_CONFIG := $(VENV)/etc/ipython/ipython_kernel_config.py
+$(IPYTHON_CONFIG): kernels/ipython/ipython_kernel_config.py | $(STAMP)
+	install -D -m 644 $< $@
+
+install: $(STAMP) $(IPYTHON_CONFIG)
 
 $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions/pyproject.toml \
           extensions/package.json requirements-dev.txt kernels/yitong-python3/kernel.json
