@@ -4,36 +4,16 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { getJSON, requestJSON } from './api';
+import type { Schemas } from './api';
 
-export interface IVersion {
-  dataset: string;
-  number: number;
-  manifest: string;
-  parent: number | null;
-  author: string;
-  message: string;
-  created: string;
-  files: number;
-  bytes: number;
-  tags: string[];
-}
+/** A dataset version as the platform answers it (generated `VersionOut`). */
+export type IVersion = Schemas['VersionOut'];
 
-export interface IDataset {
-  vc: string;
-  name: string;
-  full_name: string;
-  description: string;
-  visibility: string;
-  versions: number;
-  latest: number | null;
-  bytes: number;
-}
+/** A dataset as the platform answers it (generated `DatasetOut`). */
+export type IDataset = Schemas['DatasetOut'];
 
-export interface IDiff {
-  added: { path: string; size: number }[];
-  removed: { path: string; size: number }[];
-  changed: { path: string; old_size: number; size: number }[];
-}
+/** Two versions compared (generated `Diff`). */
+export type IDiff = Schemas['Diff'];
 
 export interface ITask {
   id: string;
