@@ -143,6 +143,12 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             await self.platform().release(allocation["id"])
             self.log.info("Released allocation %s of %s", allocation["id"], self._log_name)
         except PlatformError as e:
+            if e.status == 0:  # the service is down (the hub is stopping after it, or an outage): not lost
+                self.log.warning(
+                    "Allocation %s of %s not released now (%s): the platform service drops it when it "
+                    "next starts and sees the server gone", allocation["id"], self._log_name, e.detail,
+                )
+                return
             self.log.error("Could not release allocation %s of %s: %s", allocation["id"], self._log_name, e.detail)
 
     async def poll(self):

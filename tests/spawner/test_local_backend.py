@@ -144,3 +144,16 @@ async def test_platform_unreachable(make_spawner, platform, vision):
         await spawner.start()
     assert info.value.status_code == 503
     assert "not reachable" in info.value.message
+
+
+async def test_release_with_the_service_down_is_a_warning_not_an_error(make_spawner, caplog):
+    """Ctrl-C on `make run`: the service stops before the hub's servers; the allocation is not
+    lost (the service's reconciler drops it at its next start), so nothing is logged as an error."""
+    spawner = make_spawner("alice", platform_api_url="http://127.0.0.1:9/api")
+    spawner.allocation = {"id": 7, "vc": "vision", "profile": "cpu-small"}
+    spawner.log.propagate = True
+    with caplog.at_level("INFO"):
+        await spawner.release()
+    assert spawner.allocation is None
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert any("Allocation 7" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
