@@ -14,7 +14,11 @@ def spawn_error(message: str, *, reason: str, status: int = 400) -> web.HTTPErro
     """A refusal with the platform's (or our) sentence; status 0 (unreachable) becomes 503."""
     status = status if 400 <= status < 600 else 503
     if SpawnException is not None:
-        return SpawnException(message, reason=reason, status_code=status)
+        error = SpawnException(message, reason=reason, status_code=status)
+        # what the hub shows (progress "Spawn failed: ...", the not-running page): the sentence,
+        # not str(error), which reads "409 SpawnException(reason=quota): ..."
+        setattr(error, "jupyterhub_message", message)
+        return error
     error = web.HTTPError(status, message.replace("%", "%%"))  # pragma: no cover
     setattr(error, "jupyterhub_message", message)  # pragma: no cover  (what the hub shows)
     return error  # pragma: no cover
