@@ -1095,7 +1095,7 @@ export interface components {
             code: components["schemas"]["Code"] | null;
             /**
              * Command
-             * @description an argv list (no shell) or a shell command string (bash -lc)
+             * @description an argv list (no shell) or a shell command string (bash -c)
              */
             command: string[] | string;
             /**
