@@ -11,25 +11,23 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy lint-ts
+.PHONY: run test install labextension docs clean lint mypy
 
 run: install
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
 	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
 
-test: install
+test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Linters (ruff.toml, mypy.ini, extensions/eslint.config.mjs and prettier): `make test` runs them first.
-lint: install mypy lint-ts
+# Linters (ruff.toml, mypy.ini): `make test` runs them first; the TypeScript is type-checked by
+# the extension's build (tsc). eslint and prettier are not set up yet (docs/architecture.md).
+lint: install mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 mypy: install
 	$(BIN)/mypy services/yitong_services spawner/yitong_spawner extensions/yitong_lab
-
-lint-ts: install
-	cd extensions && npx --no-install eslint src && npx --no-install prettier --check src
 
 # %yt in every Python kernel of this installation, the default "Python 3" one included
 # (IPython reads <venv>/etc/ipython); a rule of its own so editing it does not reinstall the rest

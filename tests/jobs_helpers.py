@@ -52,8 +52,15 @@ def slurm_partition() -> str | None:
 
 
 def py_job(name: str, vc: str, program: str, **extra) -> dict:
-    return {"name": name, "vc": vc, "environment": {"kernel": "python3"}, "command": [PY, "-c", program],
-            "cpu": extra.pop("cpu", 1), "memory": extra.pop("memory", "64Mi"), **extra}
+    return {
+        "name": name,
+        "vc": vc,
+        "environment": {"kernel": "python3"},
+        "command": [PY, "-c", program],
+        "cpu": extra.pop("cpu", 1),
+        "memory": extra.pop("memory", "64Mi"),
+        **extra,
+    }
 
 
 async def wait_state(svc, who: str, job_id: int, states=TERMINAL, timeout: float = 60) -> dict:

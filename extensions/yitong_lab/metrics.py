@@ -72,8 +72,12 @@ def log_metrics(metrics: dict[str, Any] | None = None, /, **more: Any) -> dict[s
     if not (api and job_id and token):
         if not _warned:
             _warned = True
-            warnings.warn("yitong_lab.log_metrics: not running inside a Yitong job (YITONG_JOB_TOKEN is "
-                          "not set), so the metrics are not recorded", NotInAJob, stacklevel=2)
+            warnings.warn(
+                "yitong_lab.log_metrics: not running inside a Yitong job (YITONG_JOB_TOKEN is "
+                "not set), so the metrics are not recorded",
+                NotInAJob,
+                stacklevel=2,
+            )
         return None
     return _post(f"{api.rstrip('/')}/jobs/{job_id}/metrics", token, json.dumps(body).encode())
 
@@ -84,8 +88,12 @@ def _post(url: str, token: str, data: bytes, tries: int = 3) -> dict[str, Any]:
 
     from yitong_lab.client import YitongError, error_detail
 
-    request = urllib.request.Request(url, data=data, method="POST", headers={
-        "Authorization": f"token {token}", "Content-Type": "application/json", "Accept": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json", "Accept": "application/json"},
+    )
     for attempt in range(tries):
         try:
             with urllib.request.urlopen(request, timeout=30) as response:

@@ -18,9 +18,9 @@ _DUMMY_HASH = f"{passwords.ALGORITHM}${passwords.ITERATIONS}${'00' * 16}${'00' *
 
 
 class YitongAuthenticator(Authenticator):
-    data_dir = Unicode(
-        help="Yitong's data directory. Default: `$YITONG_DATA_DIR`, else the checkout's `.yitong`."
-    ).tag(config=True)
+    data_dir = Unicode(help="Yitong's data directory. Default: `$YITONG_DATA_DIR`, else the checkout's `.yitong`.").tag(
+        config=True
+    )
 
     @default("data_dir")
     def _default_data_dir(self) -> str:

@@ -17,7 +17,10 @@ from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
 from traitlets import Dict
 
 GROUP = "yitong.spawner_backends"  # entry points: name -> spawner class, as the job backends' yitong.backends
-EXTRAS = {"kubernetes": "jupyterhub-kubespawner (yitong-spawner[kubernetes])", "slurm": "batchspawner (yitong-spawner[slurm])"}
+EXTRAS = {
+    "kubernetes": "jupyterhub-kubespawner (yitong-spawner[kubernetes])",
+    "slurm": "batchspawner (yitong-spawner[slurm])",
+}
 
 
 def resolve_backend(name: str) -> type[Spawner]:
@@ -56,9 +59,22 @@ def apply_overrides(spawner: Spawner, overrides: dict[str, Any]) -> None:
 HUB_SET_TRAITS = ("api_token", "admin_access", "cert_paths", "oauth_client_allowed_scopes", "port")
 # Constructor arguments JupyterHub passes (jupyterhub.user.User._new_spawner), forwarded to the child.
 CONSTRUCTOR_TRAITS = (
-    "user", "orm_spawner", "hub", "authenticator", "config", "proxy_spec", "_deprecated_db_session",
-    "oauth_client_id", "cookie_options", "cookie_host_prefix_enabled", "trusted_alt_names", "public_url",
-    "public_hub_url", "internal_ssl", "internal_trust_bundles", "internal_certs_location",
+    "user",
+    "orm_spawner",
+    "hub",
+    "authenticator",
+    "config",
+    "proxy_spec",
+    "_deprecated_db_session",
+    "oauth_client_id",
+    "cookie_options",
+    "cookie_host_prefix_enabled",
+    "trusted_alt_names",
+    "public_url",
+    "public_hub_url",
+    "internal_ssl",
+    "internal_trust_bundles",
+    "internal_certs_location",
 )
 
 

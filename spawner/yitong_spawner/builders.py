@@ -38,7 +38,9 @@ def profile_resources(profile: Mapping[str, Any]) -> dict[str, float | int]:
     return out
 
 
-def server_env(api_url: str, vc: str, profile: str, allocation_id: Any = None, kernel: str | None = None) -> dict[str, str]:
+def server_env(
+    api_url: str, vc: str, profile: str, allocation_id: Any = None, kernel: str | None = None
+) -> dict[str, str]:
     """The `YITONG_*` variables every backend gives the user's server (docs/architecture.md)."""
     env = {"YITONG_API_URL": api_url, "YITONG_VC": vc, "YITONG_PROFILE": profile}
     if allocation_id is not None:

@@ -17,8 +17,14 @@ def spawn_error(message: str, *, reason: str, status: int = 400) -> web.HTTPErro
         error = SpawnException(message, reason=reason, status_code=status)
         # what the hub shows (progress "Spawn failed: ...", the not-running page): the sentence,
         # not str(error), which reads "409 SpawnException(reason=quota): ..."
-        setattr(error, "jupyterhub_message", message)
+        error.jupyterhub_message = message
         return error
-    error = web.HTTPError(status, message.replace("%", "%%"))  # pragma: no cover
-    setattr(error, "jupyterhub_message", message)  # pragma: no cover  (what the hub shows)
+    error = _Refusal(status, message.replace("%", "%%"))  # pragma: no cover
+    error.jupyterhub_message = message  # pragma: no cover  (what the hub shows)
     return error  # pragma: no cover
+
+
+class _Refusal(web.HTTPError):
+    """A refusal on a JupyterHub without SpawnException, with the sentence the hub shows."""
+
+    jupyterhub_message: str

@@ -59,29 +59,33 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
         for p in vc.get("profiles") or []:
             acc = p.get("accelerator") or None
             available = bool(p.get("available", True))
-            rows.append({
-                "vc": vc.get("name", ""),
-                "name": p.get("name", ""),
-                "value": f"{vc.get('name', '')}/{p.get('name', '')}",
-                "display_name": p.get("display_name") or p.get("name", ""),
-                "description": p.get("description") or "",
-                "image": p.get("image") or "-",
-                "kernel": p.get("kernel") or "-",
-                "cpu": fmt_cpu(p.get("cpu")),
-                "memory": fmt_bytes(p.get("memory")),
-                "accelerator": f"{acc.get('type')} × {acc.get('count')}" if acc else "none",
-                "arch": p.get("arch") or "any",
-                "available": available,
-                "reason": "" if available else (p.get("reason") or "not available"),
-                "checked": False,
-            })
-        groups.append({
-            "name": vc.get("name", ""),
-            "description": vc.get("description") or "",
-            "free": fmt_resources(vc.get("free")),
-            "quota": fmt_resources(vc.get("quota")),
-            "profiles": rows,
-        })
+            rows.append(
+                {
+                    "vc": vc.get("name", ""),
+                    "name": p.get("name", ""),
+                    "value": f"{vc.get('name', '')}/{p.get('name', '')}",
+                    "display_name": p.get("display_name") or p.get("name", ""),
+                    "description": p.get("description") or "",
+                    "image": p.get("image") or "-",
+                    "kernel": p.get("kernel") or "-",
+                    "cpu": fmt_cpu(p.get("cpu")),
+                    "memory": fmt_bytes(p.get("memory")),
+                    "accelerator": f"{acc.get('type')} × {acc.get('count')}" if acc else "none",
+                    "arch": p.get("arch") or "any",
+                    "available": available,
+                    "reason": "" if available else (p.get("reason") or "not available"),
+                    "checked": False,
+                }
+            )
+        groups.append(
+            {
+                "name": vc.get("name", ""),
+                "description": vc.get("description") or "",
+                "free": fmt_resources(vc.get("free")),
+                "quota": fmt_resources(vc.get("quota")),
+                "profiles": rows,
+            }
+        )
     rows = [r for g in groups for r in g["profiles"] if r["available"]]
     chosen = next((r for r in rows if r["value"] == wanted), rows[0] if rows else None)
     if chosen:

@@ -83,10 +83,7 @@ def hub_config(
     # (a provider user who happens to be named "admin" must not become one)
     admin_users = list(hub.get("admin_users") or (["admin"] if auth["kind"] == "password" else []))
 
-    groups = {
-        name: {"users": list(members or [])}
-        for name, members in (settings.get("groups") or {}).items()
-    }
+    groups = {name: {"users": list(members or [])} for name, members in (settings.get("groups") or {}).items()}
     cfg: dict[str, dict[str, Any]] = {
         "JupyterHub": {
             "bind_url": f"http://{ip}:{port}",
@@ -110,9 +107,12 @@ def hub_config(
                     "oauth_no_confirm": True,
                     "command": [
                         os.path.join(bin_dir, "yitong-service"),
-                        "--settings", settings_path,
-                        "--data-dir", data_dir,
-                        "--port", str(service_port),
+                        "--settings",
+                        settings_path,
+                        "--data-dir",
+                        data_dir,
+                        "--port",
+                        str(service_port),
                     ],
                     "environment": {"YITONG_DATA_DIR": data_dir, "YITONG_SETTINGS": settings_path},
                 }
@@ -122,8 +122,12 @@ def hub_config(
                     "name": "yitong-service",
                     "description": "What the platform service needs from the hub",
                     "scopes": [
-                        "list:users", "read:users", "read:groups", "list:groups",
-                        "read:servers", "read:roles:users",
+                        "list:users",
+                        "read:users",
+                        "read:groups",
+                        "list:groups",
+                        "read:servers",
+                        "read:roles:users",
                         # a job's own short-lived token: minted for its owner, revoked when it ends
                         "tokens",
                     ],
@@ -171,18 +175,14 @@ def hub_config(
         # notebook servers run from this installation's environment: its jupyterhub-singleuser,
         # and its `yt`, `jupyter` and kernels first on PATH in terminals and notebooks
         cfg["Spawner"]["cmd"] = [os.path.join(bin_dir, "jupyterhub-singleuser")]
-        cfg["Spawner"]["environment"] = {
-            "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])
-        }
+        cfg["Spawner"]["environment"] = {"PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", os.defpath)])}
     if backend == "kubernetes":
         kube = backends.get("kubernetes") or {}
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
         # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
         cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
     elif backend == "slurm":
-        cfg["YitongSlurmSpawner"] = {
-            "batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")
-        }
+        cfg["YitongSlurmSpawner"] = {"batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")}
         slurm = backends.get("slurm") or {}
         if slurm.get("partition"):
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]

@@ -22,16 +22,29 @@ SECTIONS = {"generic": "GenericOAuthenticator", "azuread": "AzureAdOAuthenticato
 # where oauthenticator keeps the provider's user info in auth_state (`user_auth_state_key`)
 USER_KEYS = {"generic": "oauth_user", "azuread": "user"}
 COMMON = (
-    "kind", "client_id", "client_secret", "client_secret_file", "username_claim", "scope",
-    "groups_claim", "allowed_groups", "admin_groups", "allow_all", "login_service", "callback_url",
+    "kind",
+    "client_id",
+    "client_secret",
+    "client_secret_file",
+    "username_claim",
+    "scope",
+    "groups_claim",
+    "allowed_groups",
+    "admin_groups",
+    "allow_all",
+    "login_service",
+    "callback_url",
 )
 KEYS = {
     "password": ("kind",),
     "generic": (*COMMON, "issuer", "authorize_url", "token_url", "userdata_url"),
     "azuread": (*COMMON, "tenant_id"),
 }
-ENDPOINTS = {"authorize_url": "authorization_endpoint", "token_url": "token_endpoint",
-             "userdata_url": "userinfo_endpoint"}
+ENDPOINTS = {
+    "authorize_url": "authorization_endpoint",
+    "token_url": "token_endpoint",
+    "userdata_url": "userinfo_endpoint",
+}
 DEFAULT_SCOPE = ["openid", "profile", "email"]
 
 
@@ -152,7 +165,9 @@ def authenticator_config(auth: dict[str, Any], *, public_url: str) -> dict[str, 
     if kind == "password":
         return {}
     if "client_secret" not in auth:
-        raise AuthSettingsError("auth.client_secret_file has not been read (load the file with hubconfig.load_settings)")
+        raise AuthSettingsError(
+            "auth.client_secret_file has not been read (load the file with hubconfig.load_settings)"
+        )
     traits: dict[str, Any] = {
         "client_id": auth["client_id"],
         "client_secret": auth["client_secret"],

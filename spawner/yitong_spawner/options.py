@@ -72,9 +72,7 @@ def _pick_default(vcs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, 
     raise OptionsError("No server profile is available right now (" + "; ".join(reasons) + ").")
 
 
-def validate_options(
-    user_options: Any, spawn_options: dict[str, Any]
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def validate_options(user_options: Any, spawn_options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return deep copies of (vc, profile) models chosen by `user_options`, or raise OptionsError.
 
     `spawn_options` is the platform's `GET /spawn-options` answer for this user.

@@ -28,9 +28,7 @@ def password_file(data_dir: str | os.PathLike) -> str:
     return os.path.join(os.path.abspath(data_dir), "secrets", "passwords.json")
 
 
-def default_data_dir(
-    env: Mapping[str, str] | None = None, prefix: str | None = None, cwd: str | None = None
-) -> str:
+def default_data_dir(env: Mapping[str, str] | None = None, prefix: str | None = None, cwd: str | None = None) -> str:
     """The data directory `make run` and `jupyterhub_config.py` use when nothing names one.
 
     `$YITONG_DATA_DIR`; else, when this runs from a checkout's `.venv` (the README's
@@ -119,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd.add_argument("--generate", action="store_true", help="generate a random password and print it once")
     default = password_file(default_data_dir())
     cmd.add_argument(
-        "--file", default=default,
+        "--file",
+        default=default,
         help=f"password file (default: <data dir>/secrets/passwords.json, here {default}; the data dir is "
         "$YITONG_DATA_DIR, else the checkout's .yitong, as for `make run`)",
     )

@@ -77,23 +77,38 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     def backend_cls(self) -> type[Spawner]:
         return self.backend_class or resolve_backend(self.backend)
 
-    def profile_overrides(self, vc: dict[str, Any], profile: dict[str, Any], allocation: dict[str, Any]) -> dict[str, Any]:
+    def profile_overrides(
+        self, vc: dict[str, Any], profile: dict[str, Any], allocation: dict[str, Any]
+    ) -> dict[str, Any]:
         resources = allocation.get("resources") or builders.profile_resources(profile)
-        env = builders.server_env(self.user_api_url, vc["name"], profile["name"], allocation.get("id"), profile.get("kernel"))
+        env = builders.server_env(
+            self.user_api_url, vc["name"], profile["name"], allocation.get("id"), profile.get("kernel")
+        )
         home = f"{self.data_dir}/home/{self.user.name}"
         if self.backend == "kubernetes":
             return builders.kube_overrides(
-                vc=vc["name"], profile=profile, resources=resources, env=env,
+                vc=vc["name"],
+                profile=profile,
+                resources=resources,
+                env=env,
                 namespace_prefix=self.kube_namespace_prefix,
-                node_selectors=self.accelerator_node_selectors, tolerations=self.accelerator_tolerations,
+                node_selectors=self.accelerator_node_selectors,
+                tolerations=self.accelerator_tolerations,
             )
         if self.backend == "slurm":
             out = builders.slurm_overrides(
-                vc=vc["name"], profile=profile, resources=resources, env=env, partition=self.slurm_partition,
-                account_template=self.slurm_account_template, gres_names=self.accelerator_slurm_gres,
+                vc=vc["name"],
+                profile=profile,
+                resources=resources,
+                env=env,
+                partition=self.slurm_partition,
+                account_template=self.slurm_account_template,
+                gres_names=self.accelerator_slurm_gres,
             )
             return {"home_dir": home, **out}
-        out = builders.local_overrides(resources=resources, env=env, visible_device_envs=self.accelerator_visible_devices_env)
+        out = builders.local_overrides(
+            resources=resources, env=env, visible_device_envs=self.accelerator_visible_devices_env
+        )
         if self.account:  # multi-user: the platform service created it; its home is the server's
             return {"home_dir": self.account["home"], "account": dict(self.account), **out}
         return {"home_dir": home, **out}
@@ -146,7 +161,10 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             if e.status == 0:  # the service is down (the hub is stopping after it, or an outage): not lost
                 self.log.warning(
                     "Allocation %s of %s not released now (%s): the platform service drops it when it "
-                    "next starts and sees the server gone", allocation["id"], self._log_name, e.detail,
+                    "next starts and sees the server gone",
+                    allocation["id"],
+                    self._log_name,
+                    e.detail,
                 )
                 return
             self.log.error("Could not release allocation %s of %s: %s", allocation["id"], self._log_name, e.detail)
@@ -201,7 +219,9 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         if "child_state" in state and state.get("backend", self.backend) == self.backend:
             self.saved = {k: state[k] for k in ("vc", "profile", "overrides") if k in state}
             overrides = dict(self.saved.get("overrides") or {})
-            overrides.update({k: state[k] for k in ("namespace", "req_account", "req_partition", "home_dir") if k in state})
+            overrides.update(
+                {k: state[k] for k in ("namespace", "req_account", "req_partition", "home_dir") if k in state}
+            )
             self.build_child(overrides).load_state(state["child_state"])
 
     def clear_state(self) -> None:

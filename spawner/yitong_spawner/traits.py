@@ -110,7 +110,10 @@ class YitongSpawnerTraits(LoggingConfigurable):
     ).tag(config=True)
 
     accelerator_visible_devices_env = Dict(
-        {"nvidia.com/gpu": ["CUDA_VISIBLE_DEVICES"], "huawei.com/Ascend910": ["ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"]},
+        {
+            "nvidia.com/gpu": ["CUDA_VISIBLE_DEVICES"],
+            "huawei.com/Ascend910": ["ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"],
+        },
         help="""Local backend: environment variables that list the visible devices (numbered
         0..n-1) per accelerator type; set empty when a profile has none of that type.""",
     ).tag(config=True)

@@ -17,25 +17,56 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from helpers import require
 from stack import Stack
 
 CHROMIUM = os.environ.get("YITONG_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 PROFILES = {
-    "cpu-small": {"display_name": "CPU small", "description": "Python 3", "image": "yitong/singleuser-cpu",
-                  "kernel": "python3", "cpu": 0.5, "memory": "1Gi"},
-    "gpu-1": {"display_name": "One GPU", "description": "CUDA", "image": "yitong/singleuser-cuda",
-              "kernel": "python3", "cpu": 0.5, "memory": "1Gi",
-              "accelerator": {"type": "nvidia.com/gpu", "count": 1}},
-    "npu-1": {"display_name": "One Ascend NPU", "description": "MindSpore", "image": "yitong/singleuser-ascend",
-              "kernel": "python3", "cpu": 0.5, "memory": "1Gi",
-              "accelerator": {"type": "huawei.com/Ascend910", "count": 1}, "arch": "arm64"},
-    "nlp-cpu": {"display_name": "NLP CPU", "description": "Transformers", "image": "yitong/singleuser-cpu",
-                "kernel": "python3", "cpu": 0.5, "memory": "1Gi"},
+    "cpu-small": {
+        "display_name": "CPU small",
+        "description": "Python 3",
+        "image": "yitong/singleuser-cpu",
+        "kernel": "python3",
+        "cpu": 0.5,
+        "memory": "1Gi",
+    },
+    "gpu-1": {
+        "display_name": "One GPU",
+        "description": "CUDA",
+        "image": "yitong/singleuser-cuda",
+        "kernel": "python3",
+        "cpu": 0.5,
+        "memory": "1Gi",
+        "accelerator": {"type": "nvidia.com/gpu", "count": 1},
+    },
+    "npu-1": {
+        "display_name": "One Ascend NPU",
+        "description": "MindSpore",
+        "image": "yitong/singleuser-ascend",
+        "kernel": "python3",
+        "cpu": 0.5,
+        "memory": "1Gi",
+        "accelerator": {"type": "huawei.com/Ascend910", "count": 1},
+        "arch": "arm64",
+    },
+    "nlp-cpu": {
+        "display_name": "NLP CPU",
+        "description": "Transformers",
+        "image": "yitong/singleuser-cpu",
+        "kernel": "python3",
+        "cpu": 0.5,
+        "memory": "1Gi",
+    },
 }
 WORKERS = [f"u{i}" for i in range(20)]
 SETTINGS = {
@@ -45,11 +76,18 @@ SETTINGS = {
     "backends": {"local": {"inventory": {"nvidia.com/gpu": 1}, "mode": "single-person"}},
     "profiles": PROFILES,
     "vcs": {
-        "vision": {"description": "Computer vision <b>team</b>",
-                   "quota": {"cpu": 16, "memory": "32Gi", "nvidia.com/gpu": 1},
-                   "groups": ["vision"], "profiles": ["cpu-small", "gpu-1", "npu-1"]},
-        "nlp": {"description": "Language team", "quota": {"cpu": 2, "memory": "4Gi"},
-                "groups": ["nlp"], "profiles": ["nlp-cpu"]},
+        "vision": {
+            "description": "Computer vision <b>team</b>",
+            "quota": {"cpu": 16, "memory": "32Gi", "nvidia.com/gpu": 1},
+            "groups": ["vision"],
+            "profiles": ["cpu-small", "gpu-1", "npu-1"],
+        },
+        "nlp": {
+            "description": "Language team",
+            "quota": {"cpu": 2, "memory": "4Gi"},
+            "groups": ["nlp"],
+            "profiles": ["nlp-cpu"],
+        },
     },
     "groups": {"vision": ["alice", "carol", *WORKERS], "nlp": ["bob"]},
 }

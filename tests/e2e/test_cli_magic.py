@@ -8,6 +8,7 @@ from helpers import run_in_kernel
 
 pytestmark = pytest.mark.e2e
 
+
 def test_magic_prints_what_the_cli_prints(stack, alice_token):
     cli = stack.yt(alice_token, "vc", "ls").stdout
     assert "vision" in cli and "nlp" not in cli
@@ -19,8 +20,20 @@ def test_magic_prints_what_the_cli_prints(stack, alice_token):
 def test_cli_admin_verbs_and_refusals(stack, admin_token, alice_token):
     r = stack.yt(alice_token, "vc", "create", "rogue", "--quota", "cpu=1", check=False)
     assert r.returncode == 1 and "admin" in r.stderr.lower()
-    stack.yt(admin_token, "vc", "create", "audio", "--quota", "cpu=2,memory=4Gi,nvidia.com/gpu=0",
-       "--group", "vision", "--profile", "cpu-small", "--description", "Audio team")
+    stack.yt(
+        admin_token,
+        "vc",
+        "create",
+        "audio",
+        "--quota",
+        "cpu=2,memory=4Gi,nvidia.com/gpu=0",
+        "--group",
+        "vision",
+        "--profile",
+        "cpu-small",
+        "--description",
+        "Audio team",
+    )
     assert "audio" in stack.yt(alice_token, "vc", "ls").stdout
     stack.yt(admin_token, "vc", "edit", "audio", "--quota", "cpu=3,memory=4Gi")
     shown = stack.yt(admin_token, "vc", "show", "audio", "--json").stdout

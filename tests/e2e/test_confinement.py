@@ -19,8 +19,9 @@ import pytest
 from e2e.conftest import PROFILES
 from shared_python import shared_bin
 from stack import Stack
-from yitong_services.datasets import materialize
+
 from yitong_services.core.accounts import account_name
+from yitong_services.datasets import materialize
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
 
@@ -50,7 +51,8 @@ def test_a_notebook_server_runs_as_the_mapped_account():
     work = Path(tempfile.mkdtemp(prefix="yitong-nb-", dir="/var/tmp"))
     work.chmod(0o711)
     settings = {
-        "backend": "local", "hub": {"admin_users": [admin]},
+        "backend": "local",
+        "hub": {"admin_users": [admin]},
         "backends": {"local": {"inventory": {}, "mode": "multi-user"}},
         "profiles": {"cpu-small": PROFILES["cpu-small"]},
         "vcs": {"team": {"quota": {"cpu": 2, "memory": "4Gi"}, "groups": ["team"], "profiles": ["cpu-small"]}},

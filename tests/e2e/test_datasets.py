@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from stack import YT
 
 pytestmark = pytest.mark.e2e
@@ -37,11 +36,22 @@ def test_commit_log_diff_tag_pull_open_delete(stack, alice_token, bob_token, adm
     v1["big.bin"] = os.urandom(3 << 20)  # over the pack threshold: a streamed upload
     v1["labels.csv"] = b"id,label\n1,cat\n"
     write_tree(src, v1)
-    stack.yt(alice_token, "data", "commit", str(src), "vision/mnist", "-m", "first", YITONG_CACHE_DIR=str(tmp_path / "c"))
+    stack.yt(
+        alice_token, "data", "commit", str(src), "vision/mnist", "-m", "first", YITONG_CACHE_DIR=str(tmp_path / "c")
+    )
     (src / "labels.csv").write_bytes(b"id,label\n1,dog\n")
     (src / "train" / "000.png").unlink()
     (src / "extra.txt").write_bytes(b"new")
-    stack.yt(alice_token, "data", "commit", str(src), "vision/mnist", "-m", "cleaned labels", YITONG_CACHE_DIR=str(tmp_path / "c"))
+    stack.yt(
+        alice_token,
+        "data",
+        "commit",
+        str(src),
+        "vision/mnist",
+        "-m",
+        "cleaned labels",
+        YITONG_CACHE_DIR=str(tmp_path / "c"),
+    )
 
     with stack.platform_client(alice_token) as api:
         versions = api.get("/datasets/vision/mnist/versions").json()
@@ -101,8 +111,12 @@ def test_kill_commit_twenty_times_never_partial(stack, alice_token, admin_token,
         # change something each round so every commit has new content to upload
         (src / "round.txt").write_text(str(round_))
         (src / f"part{round_ % 4}" / f"new{round_}.bin").write_bytes(os.urandom(4096))
-        proc = subprocess.Popen([YT, "data", "commit", str(src), "vision/crash", "-m", f"round {round_}"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [YT, "data", "commit", str(src), "vision/crash", "-m", f"round {round_}"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.05, 1.5))
         proc.send_signal(signal.SIGKILL)
         proc.wait()

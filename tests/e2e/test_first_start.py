@@ -8,7 +8,6 @@ import time
 
 import psutil
 import pytest
-
 from stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -39,8 +38,11 @@ def test_first_start_prints_password_once_and_state_survives(tmp_path):
                     break
                 time.sleep(0.3)
         children = psutil.Process(stack.proc.pid).children(recursive=True)
-        assert any("singleuser" in " ".join(c.cmdline()) or "jupyter" in " ".join(c.cmdline())
-                   for c in children if c.is_running())
+        assert any(
+            "singleuser" in " ".join(c.cmdline()) or "jupyter" in " ".join(c.cmdline())
+            for c in children
+            if c.is_running()
+        )
         assert stack.stop() == 0, stack.tail()
         alive = [c.pid for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
         assert not alive, f"left running after Ctrl-C: {alive}"
@@ -51,4 +53,3 @@ def test_first_start_prints_password_once_and_state_survives(tmp_path):
             assert [vc["name"] for vc in api.get("/vcs").json()] == ["default"]
     finally:
         stack.stop()
-

@@ -50,8 +50,10 @@ def test_other_vc_is_invisible_and_refused(stack, bob_token, alice_token):
         assert api.get("/spawn-options", params={"user": "alice"}).status_code == 403
         names = [vc["name"] for vc in api.get("/vcs").json()]
         assert names == ["nlp"]
-        r = api.post("/allocations", json={"user": "bob", "vc": "vision", "profile": "cpu-small",
-                                            "kind": "server", "ref": "bob/"})
+        r = api.post(
+            "/allocations",
+            json={"user": "bob", "vc": "vision", "profile": "cpu-small", "kind": "server", "ref": "bob/"},
+        )
         assert r.status_code == 404 and r.json()["detail"] == "there is no VC vision"
 
 
@@ -108,8 +110,16 @@ def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
 
 def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):
     with stack.platform_client(admin_token) as api:
-        r = api.post("/vcs", json={"name": "speech", "description": "ASR", "groups": ["nlp"],
-                                   "profiles": ["cpu-small"], "quota": {"cpu": 1, "memory": "2Gi"}})
+        r = api.post(
+            "/vcs",
+            json={
+                "name": "speech",
+                "description": "ASR",
+                "groups": ["nlp"],
+                "profiles": ["cpu-small"],
+                "quota": {"cpu": 1, "memory": "2Gi"},
+            },
+        )
         assert r.status_code == 201, r.text
         with stack.login("bob") as browser:
             assert 'data-vc="speech"' in browser.get("/hub/spawn").text
@@ -142,8 +152,9 @@ def test_hub_admin_page_links_to_yitong_admin(stack):
 def test_metrics_and_openapi(stack):
     # /metrics is not open through the proxy: Prometheus scrapes it with a token
     assert httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10).status_code == 401
-    metrics = httpx.get(f"{stack.url}/services/yitong/metrics", timeout=10,
-                        headers={"Authorization": f"token {stack.token('admin')}"}).text
-    assert 'yitong_vc_quota{' in metrics and 'vc="vision"' in metrics
+    metrics = httpx.get(
+        f"{stack.url}/services/yitong/metrics", timeout=10, headers={"Authorization": f"token {stack.token('admin')}"}
+    ).text
+    assert "yitong_vc_quota{" in metrics and 'vc="vision"' in metrics
     spec = httpx.get(f"{stack.url}/services/yitong/openapi.json", timeout=10).json()
     assert "/services/yitong/api/v1/vcs" in spec["paths"] or "/api/v1/vcs" in str(spec["paths"])

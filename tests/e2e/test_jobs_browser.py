@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from jobs_helpers import TERMINAL
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
@@ -146,14 +145,25 @@ def test_jobs_panel(stack, admin_token, page):
         form.locator(".yt-job-form-yaml").fill(
             f"name: sleeper\nvc: vision\nenvironment: {{kernel: python3}}\n"
             f"command: [{json.dumps(sys.executable)}, -c, 'import time; time.sleep(300)']\n"
-            f"cpu: {big}\nmemory: 256Mi\n")
+            f"cpu: {big}\nmemory: 256Mi\n"
+        )
         form.locator(".yt-job-form-submit").click()
         expect(detail.locator(".yt-job-detail-name")).to_contain_text("sleeper", timeout=30_000)
         sleeper = int(detail.get_attribute("data-job"))
-        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute("data-state", "running",
-                                                                                    timeout=60_000)
-        r = api.post("/jobs", json={"name": "waiter", "vc": "vision", "environment": {"kernel": "python3"},
-                                    "command": [sys.executable, "-c", "print('ok')"], "cpu": 2, "memory": "256Mi"})
+        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute(
+            "data-state", "running", timeout=60_000
+        )
+        r = api.post(
+            "/jobs",
+            json={
+                "name": "waiter",
+                "vc": "vision",
+                "environment": {"kernel": "python3"},
+                "command": [sys.executable, "-c", "print('ok')"],
+                "cpu": 2,
+                "memory": "256Mi",
+            },
+        )
         assert r.status_code == 201, r.text
         waiter = r.json()["id"]
         waiting = panel.locator(f'.yt-job[data-job="{waiter}"]')
@@ -170,8 +180,9 @@ def test_jobs_panel(stack, admin_token, page):
         panel.locator(f'.yt-job[data-job="{sleeper}"]').click()
         expect(detail).to_have_attribute("data-job", str(sleeper))
         detail.locator(".yt-job-cancel").click()
-        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute("data-state", "cancelled",
-                                                                                    timeout=60_000)
+        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute(
+            "data-state", "cancelled", timeout=60_000
+        )
         expect(detail.locator(".yt-job-detail-state")).to_have_text("cancelled")
         expect(detail.locator(".yt-job-cancel")).to_have_count(0)
         expect(detail.locator(".yt-job-retry")).to_be_visible()

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import run_in_kernel
 from stack import YT
+
 from yitong_lab.jobs.code import capture
 
 pytestmark = pytest.mark.e2e
@@ -141,8 +141,17 @@ def test_cancel_retry_and_another_vcs_user(stack, alice_token, bob_token, tmp_pa
     yt(stack, alice_token, "job", "cancel", str(job_id))
     assert wait_for(stack, alice_token, job_id, {"cancelled", "failed"})["state"] == "cancelled"
 
-    clone = yt(stack, alice_token, "job", "clone", str(job_id), "--set", 'command=["python", "-c", "print(7 * 6)"]',
-               "--env", "ANSWER=42").stdout
+    clone = yt(
+        stack,
+        alice_token,
+        "job",
+        "clone",
+        str(job_id),
+        "--set",
+        'command=["python", "-c", "print(7 * 6)"]',
+        "--env",
+        "ANSWER=42",
+    ).stdout
     clone_id = int(re.search(r"as job (\d+)", clone).group(1))
     cloned = wait_for(stack, alice_token, clone_id, {"succeeded", "failed"})
     assert cloned["state"] == "succeeded" and cloned["spec"]["env"] == {"ANSWER": "42"}
@@ -154,12 +163,16 @@ def test_cancel_retry_and_another_vcs_user(stack, alice_token, bob_token, tmp_pa
     r = yt(stack, bob_token, "job", "submit", "sleeper.yaml", cwd=tmp_path, check=False)
     assert (r.returncode, r.stderr) == (1, "yt: there is no VC vision\n")
 
+
 def test_cell_magic_runs_the_cell_as_a_job(stack, alice_token, tmp_path):
     notebook_dir = project(tmp_path / "nb")
     cell = "import yitong_lab\nyitong_lab.log_metrics(acc=0.9)\nprint('from the cell job', flush=True)"
-    out = run_in_kernel(stack.cli_env(alice_token),
-                        f"%%yt job submit --vc vision --name cellj --memory 256Mi --follow\n{cell}", notebook_dir,
-                        timeout=180)
+    out = run_in_kernel(
+        stack.cli_env(alice_token),
+        f"%%yt job submit --vc vision --name cellj --memory 256Mi --follow\n{cell}",
+        notebook_dir,
+        timeout=180,
+    )
     job_id = submitted_id(out)
     assert "from the cell job" in out, out
     job = job_json(stack, alice_token, job_id)

@@ -32,9 +32,15 @@ def settings(issuer: str, secret_file: str) -> dict:
     return {
         "backend": "local",
         "auth": {
-            "kind": "generic", "client_id": "yitong-hub", "client_secret_file": secret_file, "issuer": issuer,
-            "username_claim": "preferred_username", "scope": ["openid", "profile"], "groups_claim": "groups",
-            "allowed_groups": ["team-a", "team-b"], "admin_groups": ["platform-admins"],
+            "kind": "generic",
+            "client_id": "yitong-hub",
+            "client_secret_file": secret_file,
+            "issuer": issuer,
+            "username_claim": "preferred_username",
+            "scope": ["openid", "profile"],
+            "groups_claim": "groups",
+            "allowed_groups": ["team-a", "team-b"],
+            "admin_groups": ["platform-admins"],
             "login_service": "Example SSO",
         },
         "profiles": {"cpu": {"display_name": "CPU", "cpu": 0.5, "memory": "1Gi"}},
@@ -75,8 +81,11 @@ def login(stack: Stack, client: httpx.Client, sub: str) -> httpx.Response:
 
 
 def hub_token(stack: Stack, client: httpx.Client, name: str) -> str:
-    r = client.post(f"/hub/api/users/{name}/tokens", json={"note": "oidc test", "expires_in": 600},
-                    headers={"X-XSRFToken": stack.xsrf(client)})
+    r = client.post(
+        f"/hub/api/users/{name}/tokens",
+        json={"note": "oidc test", "expires_in": 600},
+        headers={"X-XSRFToken": stack.xsrf(client)},
+    )
     assert r.status_code == 201, r.text
     return r.json()["token"]
 

@@ -22,7 +22,9 @@ def test_readme_step_then_login(stack):
     old = stack.passwords["alice"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("YITONG_")}
     env["YITONG_DATA_DIR"] = str(stack.data_dir)
-    out = subprocess.run(README_STEP, check=False, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        README_STEP, check=False, shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     [password] = re.findall(r"^Password for alice: (\S+)$", out.stdout, re.MULTILINE)
     stack.passwords["alice"] = password

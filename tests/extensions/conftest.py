@@ -39,8 +39,8 @@ import pytest
 import pytest_jupyter.jupyter_server as _pj
 
 sys.path.insert(0, str(Path(__file__).parent))
-import datasets_standin  # noqa: E402
-import jobs_standin  # noqa: E402
+import datasets_standin
+import jobs_standin
 
 PREFIX = "/services/yitong/api/v1"
 GiB = 2**30
@@ -50,22 +50,48 @@ USERS = {
     "bob-token": {"name": "bob", "admin": False, "groups": []},
 }
 PROFILES = {
-    "cpu-small": {"name": "cpu-small", "display_name": "CPU · 1 core, 2 GiB", "description": "",
-                  "image": "yitong/singleuser-cpu:latest", "kernel": "python3", "cpu": 1.0,
-                  "memory": 2 * GiB, "accelerator": None, "arch": None},
-    "gpu-1": {"name": "gpu-1", "display_name": "1 GPU", "description": "", "image": "yitong/cuda",
-              "kernel": "python3", "cpu": 4.0, "memory": 16 * GiB,
-              "accelerator": {"type": "nvidia.com/gpu", "count": 1}, "arch": "amd64"},
+    "cpu-small": {
+        "name": "cpu-small",
+        "display_name": "CPU · 1 core, 2 GiB",
+        "description": "",
+        "image": "yitong/singleuser-cpu:latest",
+        "kernel": "python3",
+        "cpu": 1.0,
+        "memory": 2 * GiB,
+        "accelerator": None,
+        "arch": None,
+    },
+    "gpu-1": {
+        "name": "gpu-1",
+        "display_name": "1 GPU",
+        "description": "",
+        "image": "yitong/cuda",
+        "kernel": "python3",
+        "cpu": 4.0,
+        "memory": 16 * GiB,
+        "accelerator": {"type": "nvidia.com/gpu", "count": 1},
+        "arch": "amd64",
+    },
 }
 VCS = {
-    "default": {"name": "default", "description": "Everyone's VC", "groups": ["everyone"],
-                "quota": {"cpu": 4.0, "memory": 8 * GiB, "nvidia.com/gpu": 0},
-                "profiles": ["cpu-small"], "user_caps": {},
-                "used": {"cpu": 1.0, "memory": 2 * GiB, "nvidia.com/gpu": 0}},
-    "vision": {"name": "vision", "description": "", "groups": ["vision"],
-               "quota": {"cpu": 8.0, "memory": 16 * GiB, "nvidia.com/gpu": 2},
-               "profiles": ["cpu-small", "gpu-1"], "user_caps": {"nvidia.com/gpu": 1},
-               "used": {"cpu": 1.5, "memory": 2 * GiB, "nvidia.com/gpu": 1}},
+    "default": {
+        "name": "default",
+        "description": "Everyone's VC",
+        "groups": ["everyone"],
+        "quota": {"cpu": 4.0, "memory": 8 * GiB, "nvidia.com/gpu": 0},
+        "profiles": ["cpu-small"],
+        "user_caps": {},
+        "used": {"cpu": 1.0, "memory": 2 * GiB, "nvidia.com/gpu": 0},
+    },
+    "vision": {
+        "name": "vision",
+        "description": "",
+        "groups": ["vision"],
+        "quota": {"cpu": 8.0, "memory": 16 * GiB, "nvidia.com/gpu": 2},
+        "profiles": ["cpu-small", "gpu-1"],
+        "user_caps": {"nvidia.com/gpu": 1},
+        "used": {"cpu": 1.5, "memory": 2 * GiB, "nvidia.com/gpu": 1},
+    },
 }
 
 
@@ -91,7 +117,7 @@ class StandIn(BaseHTTPRequestHandler):
 
     def handle_any(self) -> None:
         state = self.server.state
-        route = self.path.split("?")[0][len(PREFIX):]
+        route = self.path.split("?")[0][len(PREFIX) :]
         if self.path.startswith(PREFIX) and re.match(r"/(jobs|runs)(/|$)", route):
             auth = self.headers.get("Authorization", "")
             state.requests.append((self.command, self.path, auth, None))
@@ -117,7 +143,7 @@ class StandIn(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if not path.startswith(PREFIX):
             return self.reply(404, {"detail": "Not Found"})
-        path = path[len(PREFIX):]
+        path = path[len(PREFIX) :]
         if path == "/health":
             return self.reply(200, {"status": "ok"})
         user = USERS.get(re.sub(r"^(token|Bearer) ", "", auth))
@@ -137,8 +163,13 @@ class StandIn(BaseHTTPRequestHandler):
             if not user["admin"]:
                 return self.reply(403, {"detail": f"{user['name']} is not an administrator"})
         if route == ("GET", "/usage"):
-            return self.reply(200, [{"vc": vc["name"], **{k: vc_model(vc)[k] for k in ("quota", "used", "free")}}
-                                    for vc in state.vcs.values()])
+            return self.reply(
+                200,
+                [
+                    {"vc": vc["name"], **{k: vc_model(vc)[k] for k in ("quota", "used", "free")}}
+                    for vc in state.vcs.values()
+                ],
+            )
         if route == ("POST", "/vcs"):
             if body["name"] in state.vcs:
                 return self.reply(409, {"detail": f"VC {body['name']} already exists"})
@@ -166,8 +197,13 @@ class StandIn(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def platform_api():
-    state = SimpleNamespace(vcs=copy.deepcopy(VCS), requests=[], fail=None,
-                            datasets=datasets_standin.DatasetState(), jobs=jobs_standin.JobState())
+    state = SimpleNamespace(
+        vcs=copy.deepcopy(VCS),
+        requests=[],
+        fail=None,
+        datasets=datasets_standin.DatasetState(),
+        jobs=jobs_standin.JobState(),
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
     server.daemon_threads = True
     server.state = state
@@ -221,8 +257,13 @@ def run_yt(*argv, token="alice-token", env=None):
 
 # pytest-jupyter's server fixtures, without its event-loop hooks (pytest-asyncio runs the
 # tests): the server lives on the loop the async tests run on.
-globals().update({name: value for name, value in vars(_pj).items()
-                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
+globals().update(
+    {
+        name: value
+        for name, value in vars(_pj).items()
+        if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"
+    }
+)
 
 
 @pytest.fixture

@@ -59,19 +59,36 @@ def manifest_hash(files) -> str:
 
 def version_model(ds, v) -> dict:
     tags = sorted(t for t, n in ds["tags"].items() if n == v["number"])
-    return {"dataset": f"{ds['vc']}/{ds['name']}", "number": v["number"], "manifest": v["manifest"],
-            "parent": v["parent"], "author": v["author"], "message": v["message"], "created": v["created"],
-            "files": len(v["files"]), "bytes": sum(f["size"] for f in v["files"]), "tags": tags,
-            "lineage": {"parent": v["parent"], "job": None}}
+    return {
+        "dataset": f"{ds['vc']}/{ds['name']}",
+        "number": v["number"],
+        "manifest": v["manifest"],
+        "parent": v["parent"],
+        "author": v["author"],
+        "message": v["message"],
+        "created": v["created"],
+        "files": len(v["files"]),
+        "bytes": sum(f["size"] for f in v["files"]),
+        "tags": tags,
+        "lineage": {"parent": v["parent"], "job": None},
+    }
 
 
 def dataset_model(ds) -> dict:
     latest = ds["versions"][-1] if ds["versions"] else None
-    return {"vc": ds["vc"], "name": ds["name"], "full_name": f"{ds['vc']}/{ds['name']}",
-            "description": ds["description"], "visibility": ds["visibility"], "owner": ds["owner"],
-            "created": ds["created"], "versions": len(ds["versions"]),
-            "latest": latest["number"] if latest else None,
-            "bytes": sum(f["size"] for f in latest["files"]) if latest else 0, "tags": dict(ds["tags"])}
+    return {
+        "vc": ds["vc"],
+        "name": ds["name"],
+        "full_name": f"{ds['vc']}/{ds['name']}",
+        "description": ds["description"],
+        "visibility": ds["visibility"],
+        "owner": ds["owner"],
+        "created": ds["created"],
+        "versions": len(ds["versions"]),
+        "latest": latest["number"] if latest else None,
+        "bytes": sum(f["size"] for f in latest["files"]) if latest else 0,
+        "tags": dict(ds["tags"]),
+    }
 
 
 def read_body(h) -> bytes:
@@ -88,7 +105,7 @@ def send_bytes(h, status, data, headers=()):
     h.wfile.write(data)
 
 
-def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, read top to bottom)
+def handle(h, user, member_of, path) -> None:
     """One request: ``h`` the BaseHTTPRequestHandler, ``user`` the caller, ``member_of`` VC names."""
     st: DatasetState = h.server.state.datasets
     method = h.command
@@ -129,8 +146,8 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
     if (method, path) == ("POST", "/objects/pack"):
         body, pos, stored, records = read_body(h), 0, 0, []
         while pos < len(body):
-            digest, size = body[pos:pos + 32].hex(), int.from_bytes(body[pos + 32:pos + 40], "big")
-            data = body[pos + 40:pos + 40 + size]
+            digest, size = body[pos : pos + 32].hex(), int.from_bytes(body[pos + 32 : pos + 40], "big")
+            data = body[pos + 40 : pos + 40 + size]
             pos += 40 + size
             if len(data) != size or blake3(data).hexdigest() != digest:
                 return h.reply(422, {"detail": f"pack record {digest} does not match its bytes"})
@@ -154,8 +171,12 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
             partial = st.partials.setdefault(digest, bytearray())
             if offset != len(partial):
                 read_body(h)
-                return send_bytes(h, 409, json.dumps({"detail": f"the upload is at {len(partial)}"}).encode(),
-                                  [("Upload-Offset", str(len(partial)))])
+                return send_bytes(
+                    h,
+                    409,
+                    json.dumps({"detail": f"the upload is at {len(partial)}"}).encode(),
+                    [("Upload-Offset", str(len(partial)))],
+                )
             cut, st.drop_patch_after = st.drop_patch_after, None
             if cut is not None and cut < length:
                 partial += h.rfile.read(cut)  # what arrived before the connection dropped is kept
@@ -181,13 +202,17 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
             size = sum(len(st.objects.pop(x)) for x in gone)
             return h.reply(200, {"objects": len(gone), "bytes": size, "packs": 0})
         corrupt = [x for x, data in st.objects.items() if blake3(data).hexdigest() != x]
-        return h.reply(200, {"checked": len(st.objects), "corrupt": corrupt, "missing": [],
-                             "cache_corrupt": st.cache_corrupt})
+        return h.reply(
+            200, {"checked": len(st.objects), "corrupt": corrupt, "missing": [], "cache_corrupt": st.cache_corrupt}
+        )
 
     # -- datasets --------------------------------------------------------------------------------
     if (method, path) == ("GET", "/datasets"):
-        rows = [dataset_model(ds) for ds in st.datasets.values() if visible(ds)
-                and (not query.get("vc") or ds["vc"] == query["vc"])]
+        rows = [
+            dataset_model(ds)
+            for ds in st.datasets.values()
+            if visible(ds) and (not query.get("vc") or ds["vc"] == query["vc"])
+        ]
         return h.reply(200, rows)
     if (method, path) == ("POST", "/datasets"):
         body = json.loads(read_body(h))
@@ -196,9 +221,17 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
             return h.reply(403, {"detail": f"{user['name']} is not a member of VC {body['vc']}"})
         if key in st.datasets:
             return h.reply(409, {"detail": f"dataset {key} already exists"})
-        st.datasets[key] = {"vc": body["vc"], "name": body["name"], "description": body.get("description", ""),
-                            "visibility": body.get("visibility", "vc"), "owner": user["name"],
-                            "created": "2025-01-01T00:00:00Z", "versions": [], "tags": {}, "next": 1}
+        st.datasets[key] = {
+            "vc": body["vc"],
+            "name": body["name"],
+            "description": body.get("description", ""),
+            "visibility": body.get("visibility", "vc"),
+            "owner": user["name"],
+            "created": "2025-01-01T00:00:00Z",
+            "versions": [],
+            "tags": {},
+            "next": 1,
+        }
         return h.reply(201, dataset_model(st.datasets[key]))
     match = re.fullmatch(rf"/datasets/({NAME})/({NAME})(/.*)?", path)
     if not match:
@@ -222,8 +255,9 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
         body = json.loads(read_body(h))
         latest = ds["versions"][-1] if ds["versions"] else None
         if body.get("parent") != (latest["number"] if latest else None):
-            return h.reply(409, {"detail": f"{key} is at v{latest['number'] if latest else 0} now, not "
-                                           f"v{body.get('parent')}"})
+            return h.reply(
+                409, {"detail": f"{key} is at v{latest['number'] if latest else 0} now, not v{body.get('parent')}"}
+            )
         st.commit_bodies.append(body)
         if "base" in body:  # the changes to the parent's manifest
             if latest is None or latest["manifest"] != body["base"]:
@@ -246,9 +280,15 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
         digest = manifest_hash(files)
         if latest and latest["manifest"] == digest:
             return h.reply(200, {**version_model(ds, latest), "unchanged": True})
-        v = {"number": ds["next"], "manifest": digest, "parent": latest["number"] if latest else None,
-             "author": user["name"], "message": body.get("message", ""), "created": "2025-01-02T00:00:00Z",
-             "files": files}
+        v = {
+            "number": ds["next"],
+            "manifest": digest,
+            "parent": latest["number"] if latest else None,
+            "author": user["name"],
+            "message": body.get("message", ""),
+            "created": "2025-01-02T00:00:00Z",
+            "files": files,
+        }
         ds["next"] += 1
         ds["versions"].append(v)
         return h.reply(201, version_model(ds, v))
@@ -260,11 +300,18 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
         if b is None:
             return None
         old, new = {f["path"]: f for f in a["files"]}, {f["path"]: f for f in b["files"]}
-        return h.reply(200, {
-            "added": [{"path": p, "size": new[p]["size"]} for p in sorted(new.keys() - old.keys())],
-            "removed": [{"path": p, "size": old[p]["size"]} for p in sorted(old.keys() - new.keys())],
-            "changed": [{"path": p, "old_size": old[p]["size"], "size": new[p]["size"]}
-                        for p in sorted(old.keys() & new.keys()) if old[p]["hash"] != new[p]["hash"]]})
+        return h.reply(
+            200,
+            {
+                "added": [{"path": p, "size": new[p]["size"]} for p in sorted(new.keys() - old.keys())],
+                "removed": [{"path": p, "size": old[p]["size"]} for p in sorted(old.keys() - new.keys())],
+                "changed": [
+                    {"path": p, "old_size": old[p]["size"], "size": new[p]["size"]}
+                    for p in sorted(old.keys() & new.keys())
+                    if old[p]["hash"] != new[p]["hash"]
+                ],
+            },
+        )
     match = re.fullmatch(r"/tags/([^/]+)", rest)
     if match:
         if method == "PUT":
@@ -322,7 +369,7 @@ def handle(h, user, member_of, path) -> None:  # noqa: C901  (a route table, rea
         h.end_headers()
         cut, st.drop_get_after = st.drop_get_after, None
         if cut is not None:
-            h.wfile.write(data[start:start + cut])
+            h.wfile.write(data[start : start + cut])
             h.wfile.flush()
             h.close_connection = True
             h.connection.shutdown(2)

@@ -44,8 +44,9 @@ class JobState:
     outputs_root: str = "/nonexistent"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, *, spec=None, user="alice", state="queued", logs=None, pending=(), end="succeeded",
-            code=None, **fields) -> dict:
+    def add(
+        self, *, spec=None, user="alice", state="queued", logs=None, pending=(), end="succeeded", code=None, **fields
+    ) -> dict:
         spec = {"name": "train", "vc": "vision", "command": ["python", "train.py"], **(spec or {})}
         with self.lock:
             job = new_job(self, spec, user, code or {})
@@ -61,12 +62,33 @@ class JobState:
 def new_job(state: JobState, spec: dict, user: str, code: dict) -> dict:
     job_id = max(state.jobs, default=0) + 1
     queued = [j for j in state.jobs.values() if j["state"] == "queued"]
-    job = {"id": job_id, "name": spec["name"], "vc": spec["vc"], "user": user, "state": "queued",
-           "reason": "waiting: VC vision: 8 of 8 cpu in use", "priority": 0, "position": len(queued) + 1,
-           "spec": spec, "code": {k: code.get(k) for k in ("commit", "dirty_hash", "path")},
-           "inputs": [], "created": "2026-01-02T03:04:05+00:00", "admitted": None, "started": None,
-           "finished": None, "exit_code": None, "attempts": 0, "backend": "local", "backend_ref": None,
-           "hosts": [], "ports": {}, "devices": {}, "_logs": {}, "_pending": [], "_end": "succeeded"}
+    job = {
+        "id": job_id,
+        "name": spec["name"],
+        "vc": spec["vc"],
+        "user": user,
+        "state": "queued",
+        "reason": "waiting: VC vision: 8 of 8 cpu in use",
+        "priority": 0,
+        "position": len(queued) + 1,
+        "spec": spec,
+        "code": {k: code.get(k) for k in ("commit", "dirty_hash", "path")},
+        "inputs": [],
+        "created": "2026-01-02T03:04:05+00:00",
+        "admitted": None,
+        "started": None,
+        "finished": None,
+        "exit_code": None,
+        "attempts": 0,
+        "backend": "local",
+        "backend_ref": None,
+        "hosts": [],
+        "ports": {},
+        "devices": {},
+        "_logs": {},
+        "_pending": [],
+        "_end": "succeeded",
+    }
     state.jobs[job_id] = job
     return job
 
@@ -75,7 +97,7 @@ def public(job: dict, detail: bool = False, outputs_root: str = "") -> dict:
     out = {k: copy.deepcopy(v) for k, v in job.items() if not k.startswith("_")}
     out["runs"] = sorted(job.get("_runs", []))
     if detail:
-        out["access"] = f"local processes on testhost, process group 4242" if job["backend_ref"] else None
+        out["access"] = "local processes on testhost, process group 4242" if job["backend_ref"] else None
         out["ranks"] = sorted(job["_logs"]) if job["backend_ref"] else []
         out["outputs_path"] = job.get("_outputs") or f"{outputs_root}/jobs/{job['id']}/outputs"
     return out
@@ -143,14 +165,18 @@ def stream_log(h, state: JobState, job: dict, rank: int, offset: int) -> None:
             if not send(chunk):
                 return
         else:
-            job.update(state=job["_end"], exit_code=0 if job["_end"] == "succeeded" else 1, reason="",
-                       finished="2026-01-02T03:05:00+00:00")
+            job.update(
+                state=job["_end"],
+                exit_code=0 if job["_end"] == "succeeded" else 1,
+                reason="",
+                finished="2026-01-02T03:05:00+00:00",
+            )
     h.wfile.write(b"0\r\n\r\n")
     h.wfile.flush()
     h.close_connection = True
 
 
-def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) -> None:  # noqa: C901
+def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) -> None:
     query = {k: v[-1] for k, v in parse_qs(urlsplit(h.path).query).items()}
     token = re.sub(r"^(token|Bearer) ", "", auth)
     m = re.fullmatch(r"/jobs/(\d+)/metrics", route)
@@ -187,8 +213,11 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
             return h.reply(422, {"detail": error})
         if query.get("from") == "openpai":
             vc = query.get("vc") or (doc.get("defaults") or {}).get("virtualCluster")
-            spec = {"name": doc["name"].lower().replace("_", "-"), "vc": vc, "command": "\n".join(
-                doc["taskRoles"]["main"]["commands"])}
+            spec = {
+                "name": doc["name"].lower().replace("_", "-"),
+                "vc": vc,
+                "command": "\n".join(doc["taskRoles"]["main"]["commands"]),
+            }
             job_reply = submit(spec, {})
             return job_reply
         if not isinstance(doc, dict):
@@ -201,8 +230,11 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
             return h.reply(422, {"detail": problem})
         return submit(doc, code)
     if route == "/jobs" and h.command == "GET":
-        jobs = [public(j) for j in sorted(state.jobs.values(), key=lambda j: -j["id"]) if j["vc"] in member_of
-                and all(j[k] == query[k] for k in ("vc", "state", "user") if k in query)]
+        jobs = [
+            public(j)
+            for j in sorted(state.jobs.values(), key=lambda j: -j["id"])
+            if j["vc"] in member_of and all(j[k] == query[k] for k in ("vc", "state", "user") if k in query)
+        ]
         return h.reply(200, jobs)
     m = re.fullmatch(r"/(jobs|runs)/(\d+)(?:/([a-z]+))?", route)
     if not m:
@@ -223,9 +255,17 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
     if action is None and h.command == "GET":
         if state.autostart and job["state"] == "queued":
             chunks, end = state.autostart
-            job.update(state="running", position=None, reason="", attempts=job["attempts"] + 1,
-                       backend_ref=f"4242:1:/jobs/{job['id']}/attempt-1", started="2026-01-02T03:04:06+00:00",
-                       _pending=list(chunks), _end=end, _logs={0: b""})
+            job.update(
+                state="running",
+                position=None,
+                reason="",
+                attempts=job["attempts"] + 1,
+                backend_ref=f"4242:1:/jobs/{job['id']}/attempt-1",
+                started="2026-01-02T03:04:06+00:00",
+                _pending=list(chunks),
+                _end=end,
+                _logs={0: b""},
+            )
         return h.reply(200, public(job, detail=True, outputs_root=state.outputs_root))
     if action == "logs" and h.command == "GET":
         rank, offset = int(query.get("rank", 0)), int(query.get("offset", 0))
@@ -251,8 +291,10 @@ def handle(h, state: JobState, auth: str, route: str, users: dict, vcs: dict) ->
         if not owner:
             return h.reply(403, {"detail": f"{user['name']} may not retry job {number} of {job['user']}"})
         if job["state"] not in RETRYABLE:
-            return h.reply(409, {"detail": f"job {number} is {job['state']}; only failed, cancelled or "
-                                            "preempted jobs can be retried"})
+            return h.reply(
+                409,
+                {"detail": f"job {number} is {job['state']}; only failed, cancelled or preempted jobs can be retried"},
+            )
         job.update(state="queued", reason="retry requested", exit_code=None, backend_ref=None)
         return h.reply(200, public(job))
     if action == "clone" and h.command == "POST":

@@ -22,7 +22,9 @@ def test_json(yt_env, capsys):
 
 def test_vc_show(yt_env, capsys):
     assert run(["vc", "show", "vision"]) == 0
-    assert capsys.readouterr().out == """\
+    assert (
+        capsys.readouterr().out
+        == """\
 name:         vision
 description:  -
 groups:       vision
@@ -34,18 +36,23 @@ cpu             8       1.5    6.5
 memory          16 GiB  2 GiB  14 GiB
 nvidia.com/gpu  2       1      1
 """
+    )
 
 
 def test_whoami_and_profiles(yt_env, capsys):
     assert run(["whoami"]) == 0
     assert capsys.readouterr().out == (
-        "name:    alice\nadmin:   no\ngroups:  everyone, vision\nvcs:     default, vision\n")
+        "name:    alice\nadmin:   no\ngroups:  everyone, vision\nvcs:     default, vision\n"
+    )
     assert run(["profile", "ls"]) == 0
-    assert capsys.readouterr().out == """\
+    assert (
+        capsys.readouterr().out
+        == """\
 PROFILE    DISPLAY NAME         CPU  MEMORY  ACCELERATOR        ARCH
 cpu-small  CPU · 1 core, 2 GiB  1    2 GiB   -                  any
 gpu-1      1 GPU                4    16 GiB  nvidia.com/gpu x1  amd64
 """
+    )
 
 
 def test_service_refusal_exit_1_with_sentence(yt_env, yt):
@@ -56,20 +63,40 @@ def test_service_refusal_exit_1_with_sentence(yt_env, yt):
 
 def test_admin_create_edit_rm(yt_env, monkeypatch, capsys):
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "admin-token")
-    argv = ["vc", "create", "nlp", "--quota", "cpu=8,memory=16Gi", "--quota", "nvidia.com/gpu=2",
-            "--group", "nlp", "--group", "ml", "--profile", "cpu-small", "--user-cap",
-            "nvidia.com/gpu=1", "--description", "Text models"]
+    argv = [
+        "vc",
+        "create",
+        "nlp",
+        "--quota",
+        "cpu=8,memory=16Gi",
+        "--quota",
+        "nvidia.com/gpu=2",
+        "--group",
+        "nlp",
+        "--group",
+        "ml",
+        "--profile",
+        "cpu-small",
+        "--user-cap",
+        "nvidia.com/gpu=1",
+        "--description",
+        "Text models",
+    ]
     assert run(argv) == 0
     assert yt_env.requests[-1][3] == {
-        "name": "nlp", "description": "Text models", "groups": ["nlp", "ml"], "profiles": ["cpu-small"],
+        "name": "nlp",
+        "description": "Text models",
+        "groups": ["nlp", "ml"],
+        "profiles": ["cpu-small"],
         "quota": {"cpu": 8.0, "memory": 16 * 2**30, "nvidia.com/gpu": 2},
-        "user_caps": {"nvidia.com/gpu": 1}}
+        "user_caps": {"nvidia.com/gpu": 1},
+    }
     assert "name:         nlp" in capsys.readouterr().out
-    assert run(["vc", "edit", "nlp", "--quota", "cpu=16", "--add-group", "vision",
-                "--remove-group", "ml"]) == 0
+    assert run(["vc", "edit", "nlp", "--quota", "cpu=16", "--add-group", "vision", "--remove-group", "ml"]) == 0
     assert yt_env.requests[-1][3] == {
         "quota": {"cpu": 16.0, "memory": 16 * 2**30, "nvidia.com/gpu": 2},
-        "groups": ["nlp", "vision"]}
+        "groups": ["nlp", "vision"],
+    }
     assert run(["vc", "edit", "nlp", "--description", "x"]) == 0
     assert yt_env.requests[-1][:4:3] == ("PATCH", {"description": "x"})
     capsys.readouterr()

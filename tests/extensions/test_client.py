@@ -1,16 +1,15 @@
 """The SDK against the stand-in platform API (a real HTTP server; see conftest)."""
 
 import pytest
+from helpers import free_port
 
 from yitong_lab.client import Client, YitongError, error_detail
-from helpers import free_port
 
 
 def test_reads_env_and_sends_token(yt_env):
     with Client() as client:
         me = client.me()
-    assert me == {"name": "alice", "admin": False, "groups": ["everyone", "vision"],
-                  "vcs": ["default", "vision"]}
+    assert me == {"name": "alice", "admin": False, "groups": ["everyone", "vision"], "vcs": ["default", "vision"]}
     assert yt_env.requests[-1][:3] == ("GET", "/services/yitong/api/v1/me", "token alice-token")
 
 
@@ -49,12 +48,18 @@ def test_errors_carry_the_sentence(platform_api, token, call, status, detail):
 
 def test_admin_create_update_delete(platform_api):
     client = Client(platform_api.url, "admin-token")
-    vc = client.create_vc("nlp", quota={"cpu": 8.0}, groups=["nlp"], profiles=["cpu-small"],
-                          user_caps={"cpu": 2.0}, description="text")
+    vc = client.create_vc(
+        "nlp", quota={"cpu": 8.0}, groups=["nlp"], profiles=["cpu-small"], user_caps={"cpu": 2.0}, description="text"
+    )
     assert vc["free"] == {"cpu": 8.0}
-    assert platform_api.requests[-1][3] == {"name": "nlp", "description": "text", "quota": {"cpu": 8.0},
-                                            "groups": ["nlp"], "profiles": ["cpu-small"],
-                                            "user_caps": {"cpu": 2.0}}
+    assert platform_api.requests[-1][3] == {
+        "name": "nlp",
+        "description": "text",
+        "quota": {"cpu": 8.0},
+        "groups": ["nlp"],
+        "profiles": ["cpu-small"],
+        "user_caps": {"cpu": 2.0},
+    }
     assert client.update_vc("nlp", description="new", quota=None)["description"] == "new"
     assert platform_api.requests[-1][:2] == ("PATCH", "/services/yitong/api/v1/vcs/nlp")
     assert platform_api.requests[-1][3] == {"description": "new"}

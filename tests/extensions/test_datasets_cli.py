@@ -36,12 +36,14 @@ def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
     assert run(["data", "ls"]) == 0
     assert capsys.readouterr().out == (
         "DATASET       VISIBILITY  VERSIONS  LATEST  SIZE  DESCRIPTION\n"
-        "vision/mnist  vc          2         v2      14 B  -\n")
+        "vision/mnist  vc          2         v2      14 B  -\n"
+    )
     assert run(["data", "log", "vision/mnist"]) == 0
     assert capsys.readouterr().out == (
         "VERSION  CREATED               AUTHOR  FILES  SIZE  PARENT  TAGS  MESSAGE\n"
         "v2       2025-01-02T00:00:00Z  alice   2      14 B  v1      -     fix a\n"
-        "v1       2025-01-02T00:00:00Z  alice   2      13 B  -       -     first\n")
+        "v1       2025-01-02T00:00:00Z  alice   2      13 B  -       -     first\n"
+    )
     assert run(["data", "diff", "vision/mnist@1", "@2"]) == 0
     assert capsys.readouterr().out == "vision/mnist v1 -> v2: 0 added, 0 removed, 1 changed\nM a.txt  (5 B -> 6 B)\n"
     assert run(["data", "tag", "vision/mnist@1", "golden"]) == 0
@@ -53,7 +55,8 @@ def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
     assert f"\nPATH         SIZE  HASH\na.txt        5 B   {blake3(b'alpha').hexdigest()[:12]}\n" in out
     assert run(["data", "pull", "vision/mnist@golden", str(tmp_path / "out")]) == 0
     assert capsys.readouterr().out == (
-        f"pulled vision/mnist v1 into {tmp_path / 'out'}: 2 files fetched (13 B), 0 unchanged, 0 deleted\n")
+        f"pulled vision/mnist v1 into {tmp_path / 'out'}: 2 files fetched (13 B), 0 unchanged, 0 deleted\n"
+    )
     assert run(["data", "open", "vision/mnist", "--json"]) == 0
     assert Path(json.loads(capsys.readouterr().out)["path"], "a.txt").read_bytes() == b"alpha2"
     yt_env.datasets.refs[("vision/mnist", 1)] = "job 42"
@@ -63,13 +66,24 @@ def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
     assert capsys.readouterr().out == "deleted version vision/mnist@2\n"
 
 
-@pytest.mark.parametrize("argv, code, err", [
-    (["data", "commit", "/nonexistent", "vision/x"], 2, "yt: /nonexistent is neither a directory nor a file\n"),
-    (["data", "log", "mnist"], 2, "yt: 'mnist' is not a dataset name: use VC/NAME (a-z, 0-9, -), e.g. vision/mnist\n"),
-    (["data", "show", "vision/nope"], 1, "yt: no dataset vision/nope\n"),
-    (["data", "gc"], 1, "yt: alice is not an administrator\n"),
-    (["data", "rm", "vision/x"], 2, "yt: deleting dataset vision/x and all its versions cannot be undone: repeat with --yes\n"),
-])
+@pytest.mark.parametrize(
+    "argv, code, err",
+    [
+        (["data", "commit", "/nonexistent", "vision/x"], 2, "yt: /nonexistent is neither a directory nor a file\n"),
+        (
+            ["data", "log", "mnist"],
+            2,
+            "yt: 'mnist' is not a dataset name: use VC/NAME (a-z, 0-9, -), e.g. vision/mnist\n",
+        ),
+        (["data", "show", "vision/nope"], 1, "yt: no dataset vision/nope\n"),
+        (["data", "gc"], 1, "yt: alice is not an administrator\n"),
+        (
+            ["data", "rm", "vision/x"],
+            2,
+            "yt: deleting dataset vision/x and all its versions cannot be undone: repeat with --yes\n",
+        ),
+    ],
+)
 def test_refusals(yt_env, capsys, argv, code, err):
     assert run(argv) == code
     assert capsys.readouterr().err == err
@@ -93,14 +107,25 @@ def test_admin_gc_verify(yt_env, imgs, monkeypatch, capsys):
     yt_env.datasets.cache_corrupt = ["c" * 64]  # a job's input changed in place
     assert run(["data", "verify"]) == 1
     captured = capsys.readouterr()
-    assert captured.out == ("checked 2 objects: 0 corrupt, 0 missing, 1 changed in the materialise cache\n"
-                            f"changed  {'c' * 64} (materialise cache)\n")
+    assert captured.out == (
+        "checked 2 objects: 0 corrupt, 0 missing, 1 changed in the materialise cache\n"
+        f"changed  {'c' * 64} (materialise cache)\n"
+    )
     assert captured.err.endswith("; 1 objects of the materialise cache were changed\n")
 
 
 def ipython(*lines, **env):
-    argv = [sys.executable, "-m", "IPython", "--no-banner", "--quick", "--colors=nocolor", "--ext=yitong_lab",
-            "-c", "\n".join(lines)]
+    argv = [
+        sys.executable,
+        "-m",
+        "IPython",
+        "--no-banner",
+        "--quick",
+        "--colors=nocolor",
+        "--ext=yitong_lab",
+        "-c",
+        "\n".join(lines),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
 
 
@@ -109,8 +134,14 @@ def test_magic_prints_what_the_cli_prints(yt_env, yt, imgs):
     assert magic.stdout == "committed vision/mnist v1: 2 files, 13 B (uploaded 2 objects, 13 B)\n", magic.stderr
     (imgs / "b.txt").write_bytes(b"b")
     assert yt("data", "commit", str(imgs), "vision/mnist", "-m", "second").returncode == 0
-    for argv in (["commit", str(imgs), "vision/mnist", "-m", "no-op"], ["ls"], ["log", "vision/mnist"],
-                 ["diff", "vision/mnist@2"], ["show", "vision/mnist@1"], ["show", "vision/nope"]):
+    for argv in (
+        ["commit", str(imgs), "vision/mnist", "-m", "no-op"],
+        ["ls"],
+        ["log", "vision/mnist"],
+        ["diff", "vision/mnist@2"],
+        ["show", "vision/mnist@1"],
+        ["show", "vision/nope"],
+    ):
         magic = ipython("%yt data " + " ".join(argv))
         cli = yt("data", *argv)
         assert magic.stdout == cli.stdout, argv
@@ -137,8 +168,12 @@ def test_kill_9_never_leaves_a_partial_version(yt_env, tmp_path):
     outcomes = []
     for attempt in range(20):
         (root / "changing.txt").write_text(f"attempt {attempt}")  # every commit has something new
-        proc = subprocess.Popen([str(script), "data", "commit", str(root), "vision/killed", "-m", f"try {attempt}"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [str(script), "data", "commit", str(root), "vision/killed", "-m", f"try {attempt}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         time.sleep(rng.uniform(0.05, 1.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -151,12 +186,20 @@ def test_kill_9_never_leaves_a_partial_version(yt_env, tmp_path):
                 assert f["hash"] in store.objects
     assert outcomes.count(-signal.SIGKILL) >= 10  # most attempts were really killed mid-way
     yt_env.datasets.slow = 0
-    final = subprocess.run([str(script), "data", "commit", str(root), "vision/killed", "-m", "final"], env=env,
-                           capture_output=True, text=True, timeout=120)
+    final = subprocess.run(
+        [str(script), "data", "commit", str(root), "vision/killed", "-m", "final"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert final.returncode == 0, final.stderr
     out = tmp_path / "out"
-    pulled = subprocess.run([str(script), "data", "pull", "vision/killed", str(out)], env=env,
-                            capture_output=True, text=True, timeout=120)
+    pulled = subprocess.run(
+        [str(script), "data", "pull", "vision/killed", str(out)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert pulled.returncode == 0, pulled.stderr
     assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == {
-        **files, "changing.txt": b"attempt 19"}
+        **files,
+        "changing.txt": b"attempt 19",
+    }

@@ -10,8 +10,7 @@ import pytest
 from blake3 import blake3
 
 from yitong_lab.client import YitongError
-from yitong_lab.datasets import Datasets
-from yitong_lab.datasets import transfer
+from yitong_lab.datasets import Datasets, transfer
 
 BIG = (1 << 20) + 300_000  # above the pack threshold: goes up with the resumable PATCH
 
@@ -30,9 +29,18 @@ def tree(root):
 
 @pytest.fixture
 def data(tmp_path):
-    return make_tree(tmp_path / "imgs", {"a.txt": b"alpha", "train/0001.png": os.urandom(4096),
-                                         "train/0002.png": os.urandom(4096), "empty": b"",
-                                         "dup1": b"same", "dup2": b"same", "big.bin": os.urandom(BIG)})
+    return make_tree(
+        tmp_path / "imgs",
+        {
+            "a.txt": b"alpha",
+            "train/0001.png": os.urandom(4096),
+            "train/0002.png": os.urandom(4096),
+            "empty": b"",
+            "dup1": b"same",
+            "dup2": b"same",
+            "big.bin": os.urandom(BIG),
+        },
+    )
 
 
 def uploads(env):
@@ -52,8 +60,10 @@ def test_commit_noop_and_pull(yt_env, data, tmp_path):
     again = ds.commit(data, "vision/mnist", "again", progress=None)
     assert (again["number"], again["unchanged"]) == (1, True)
     sent = [r[:2] for r in yt_env.requests[before:]]
-    assert sent == [("GET", "/services/yitong/api/v1/datasets/vision/mnist"),  # nothing uploaded
-                    ("GET", "/services/yitong/api/v1/datasets/vision/mnist/versions/1")]
+    assert sent == [
+        ("GET", "/services/yitong/api/v1/datasets/vision/mnist"),  # nothing uploaded
+        ("GET", "/services/yitong/api/v1/datasets/vision/mnist/versions/1"),
+    ]
 
     (data / "a.txt").write_bytes(b"alpha, corrected")
     (data / "train" / "0002.png").unlink()
@@ -63,9 +73,12 @@ def test_commit_noop_and_pull(yt_env, data, tmp_path):
     assert (v2["number"], v2["parent"], v2["uploaded"]["objects"]) == (2, 1, 2)
     assert [r[1].split("/")[-1] for r in uploads(yt_env)[-1:]] == ["pack"]
     assert ds.diff("vision/mnist@1", "@2") == {
-        "from": "1", "to": "2", "added": [{"path": "new.txt", "size": 3}],
+        "from": "1",
+        "to": "2",
+        "added": [{"path": "new.txt", "size": 3}],
         "removed": [{"path": "train/0002.png", "size": 4096}],
-        "changed": [{"path": "a.txt", "old_size": 5, "size": 16}]}
+        "changed": [{"path": "a.txt", "old_size": 5, "size": 16}],
+    }
     assert ds.diff("vision/mnist@v2")["added"] == [{"path": "new.txt", "size": 3}]  # against its parent
     assert len(ds.diff("vision/mnist@1")["added"]) == 7  # the first version: everything
 
@@ -94,7 +107,7 @@ def test_pull_fetches_only_changed_files(yt_env, data, tmp_path):
     before = len(yt_env.datasets.objects), len(yt_env.requests)
     r = ds.pull("vision/mnist", out, progress=None)
     assert (r["fetched"], r["bytes"]) == (1, 4096)
-    fetched = [q for q in yt_env.requests[before[1]:] if q[1].endswith("/fetch")]
+    fetched = [q for q in yt_env.requests[before[1] :] if q[1].endswith("/fetch")]
     assert len(fetched) == 1
     assert tree(out) == tree(data)
 
@@ -123,7 +136,9 @@ def test_commit_conflict_when_someone_committed_meanwhile(yt_env, data, monkeypa
         return result
 
     monkeypatch.setattr(transfer.Uploader, "finish", upload_and_race)
-    with pytest.raises(YitongError, match="someone committed to vision/mnist meanwhile .*parent was v1.*commit again") as info:
+    with pytest.raises(
+        YitongError, match="someone committed to vision/mnist meanwhile .*parent was v1.*commit again"
+    ) as info:
         ds.commit(data, "vision/mnist", "v2", progress=None)
     assert info.value.status == 409
 
@@ -164,7 +179,7 @@ def test_uploader_holds_bounded_bytes_in_hand(yt_env, tmp_path):
     items = [Item(blake3(b).hexdigest(), len(b), str(tmp_path / "gone"), b) for b in blobs]
     peak = []
     with transfer.Uploader(Client(), Progress(), held=2500) as uploader:
-        for pair in (items[i:i + 2] for i in range(0, 12, 2)):
+        for pair in (items[i : i + 2] for i in range(0, 12, 2)):
             uploader.offer(pair)
             peak.append(uploader._held)
         assert uploader.finish() == (12, sum(map(len, blobs)))

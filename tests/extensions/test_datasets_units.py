@@ -8,8 +8,7 @@ import pytest
 from blake3 import blake3
 
 from yitong_lab.cli import data_tables as text
-from yitong_lab.datasets.manifest import (Ref, canonical, check_path, diff, manifest_bytes,
-                                          manifest_hash, parse_ref)
+from yitong_lab.datasets.manifest import Ref, canonical, check_path, diff, manifest_bytes, manifest_hash, parse_ref
 from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, decode, encode, header, pack_body
 from yitong_lab.datasets.statcache import NoCache, Stat, StatCache
 from yitong_lab.datasets.transfer import plan_packs
@@ -18,11 +17,15 @@ H1, H2 = "1" * 64, "ab" * 32
 
 
 def test_manifest_hash_is_the_contracts_exact_bytes():
-    files = [{"path": "train/é 1.png", "size": 4096, "hash": H2, "mode": 0o644},
-             {"path": "README", "size": 0, "hash": H1}]
+    files = [
+        {"path": "train/é 1.png", "size": 4096, "hash": H2, "mode": 0o644},
+        {"path": "README", "size": 0, "hash": H1},
+    ]
     manifest = canonical(files)
-    expected = ('{"files":[{"hash":"' + H1 + '","path":"README","size":0},'
-                '{"hash":"' + H2 + '","path":"train/é 1.png","size":4096}]}').encode("utf-8")
+    expected = (
+        '{"files":[{"hash":"' + H1 + '","path":"README","size":0},'
+        '{"hash":"' + H2 + '","path":"train/é 1.png","size":4096}]}'
+    ).encode("utf-8")
     assert manifest_bytes(manifest) == expected
     assert manifest_hash(manifest) == blake3(expected).hexdigest()
     assert manifest_hash({"files": []}) == blake3(b'{"files":[]}').hexdigest()
@@ -47,52 +50,82 @@ def test_good_paths(path):
     assert check_path(path) == path
 
 
-@pytest.mark.parametrize("path, why", [
-    ("", "non-empty"), ("/etc/passwd", "relative"), ("../up", "'..'"), ("a/../b", "'..'"), ("a/./b", "'.'"),
-    (".", "'.'"), ("a//b", "empty"), ("a/", "empty"), ("a\\b", "backslash"), ("a\x00b", "control"),
-    ("a\nb", "control"), ("a\x7fb", "control"), ("x" * 4097, "4096"), ("é" * 2049, "4096"),
-    ("bad\udcff", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "path, why",
+    [
+        ("", "non-empty"),
+        ("/etc/passwd", "relative"),
+        ("../up", "'..'"),
+        ("a/../b", "'..'"),
+        ("a/./b", "'.'"),
+        (".", "'.'"),
+        ("a//b", "empty"),
+        ("a/", "empty"),
+        ("a\\b", "backslash"),
+        ("a\x00b", "control"),
+        ("a\nb", "control"),
+        ("a\x7fb", "control"),
+        ("x" * 4097, "4096"),
+        ("é" * 2049, "4096"),
+        ("bad\udcff", "UTF-8"),
+    ],
+)
 def test_bad_paths(path, why):
     with pytest.raises(ValueError, match=why):
         check_path(path)
 
 
-@pytest.mark.parametrize("files, why", [
-    ([("a", H1), ("a", H2)], "twice"),
-    ([("a", H1), ("a/b", H2)], "both a file and a directory"),
-    ([("x/a", H1), ("x/a-b", H1), ("x/a/c/d", H2)], "both a file and a directory"),
-])
+@pytest.mark.parametrize(
+    "files, why",
+    [
+        ([("a", H1), ("a", H2)], "twice"),
+        ([("a", H1), ("a/b", H2)], "both a file and a directory"),
+        ([("x/a", H1), ("x/a-b", H1), ("x/a/c/d", H2)], "both a file and a directory"),
+    ],
+)
 def test_manifest_refusals(files, why):
     with pytest.raises(ValueError, match=why):
         canonical({"path": p, "size": 1, "hash": h} for p, h in files)
 
 
-@pytest.mark.parametrize("text_, expected", [
-    ("vision/mnist", Ref("vision", "mnist", None)),
-    ("vision/mnist@3", Ref("vision", "mnist", "3")),
-    ("vision/mnist@v3", Ref("vision", "mnist", "v3")),
-    ("default/imgs-2@best", Ref("default", "imgs-2", "best")),
-])
+@pytest.mark.parametrize(
+    "text_, expected",
+    [
+        ("vision/mnist", Ref("vision", "mnist", None)),
+        ("vision/mnist@3", Ref("vision", "mnist", "3")),
+        ("vision/mnist@v3", Ref("vision", "mnist", "v3")),
+        ("default/imgs-2@best", Ref("default", "imgs-2", "best")),
+    ],
+)
 def test_parse_ref(text_, expected):
     assert parse_ref(text_) == expected
     assert str(expected) == text_
 
 
-@pytest.mark.parametrize("text_", ["mnist", "Vision/mnist", "vision/", "vision/mnist@", "a/b/c", "vision/-x",
-                                   "vision/mnist@a/b"])
+@pytest.mark.parametrize(
+    "text_", ["mnist", "Vision/mnist", "vision/", "vision/mnist@", "a/b/c", "vision/-x", "vision/mnist@a/b"]
+)
 def test_bad_refs(text_):
     with pytest.raises(ValueError, match="dataset name|after @"):
         parse_ref(text_)
 
 
 def test_diff():
-    old = [{"path": "a", "size": 1, "hash": H1}, {"path": "b", "size": 2, "hash": H1},
-           {"path": "c", "size": 3, "hash": H1}]
-    new = [{"path": "a", "size": 1, "hash": H1}, {"path": "b", "size": 5, "hash": H2},
-           {"path": "d", "size": 4, "hash": H2}]
-    assert diff(old, new) == {"added": [{"path": "d", "size": 4}], "removed": [{"path": "c", "size": 3}],
-                              "changed": [{"path": "b", "old_size": 2, "size": 5}]}
+    old = [
+        {"path": "a", "size": 1, "hash": H1},
+        {"path": "b", "size": 2, "hash": H1},
+        {"path": "c", "size": 3, "hash": H1},
+    ]
+    new = [
+        {"path": "a", "size": 1, "hash": H1},
+        {"path": "b", "size": 5, "hash": H2},
+        {"path": "d", "size": 4, "hash": H2},
+    ]
+    assert diff(old, new) == {
+        "added": [{"path": "d", "size": 4}],
+        "removed": [{"path": "c", "size": 3}],
+        "changed": [{"path": "b", "old_size": 2, "size": 5}],
+    }
     assert diff(new, new) == {"added": [], "removed": [], "changed": []}
 
 
@@ -105,7 +138,7 @@ def test_pack_records_round_trip():
     for step in (1, 7, 40, 41, 65536):  # fed in arbitrary pieces
         decoder, got, parts = PackDecoder(), [], []
         for i in range(0, len(data), step):
-            for record in decoder.feed(data[i:i + step]):
+            for record in decoder.feed(data[i : i + step]):
                 parts.append(record.data)
                 if record.end:
                     got.append((record.hash, b"".join(parts)))
@@ -203,19 +236,31 @@ def test_hash_files_uses_the_cache(tmp_path, monkeypatch):
         assert len(hashed) == 4  # only the changed file was read
 
 
-@pytest.mark.parametrize("model, expected", [
-    ({"dataset": "v/m", "number": 3, "files": 2, "bytes": 5, "unchanged": True},
-     "nothing changed: v/m v3 already has this content (2 files, 5 B)"),
-    ({"dataset": "v/m", "number": 4, "files": 1, "bytes": 2048, "uploaded": {"objects": 1, "bytes": 2048}},
-     "committed v/m v4: 1 file, 2 KiB (uploaded 1 object, 2 KiB)"),
-])
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        (
+            {"dataset": "v/m", "number": 3, "files": 2, "bytes": 5, "unchanged": True},
+            "nothing changed: v/m v3 already has this content (2 files, 5 B)",
+        ),
+        (
+            {"dataset": "v/m", "number": 4, "files": 1, "bytes": 2048, "uploaded": {"objects": 1, "bytes": 2048}},
+            "committed v/m v4: 1 file, 2 KiB (uploaded 1 object, 2 KiB)",
+        ),
+    ],
+)
 def test_commit_text(model, expected):
     assert text.commit_text(model) == expected
 
 
 def test_diff_text():
-    d = {"from": "1", "to": 2, "added": [{"path": "n", "size": 1}], "removed": [],
-         "changed": [{"path": "c", "old_size": 1024, "size": 3}]}
+    d = {
+        "from": "1",
+        "to": 2,
+        "added": [{"path": "n", "size": 1}],
+        "removed": [],
+        "changed": [{"path": "c", "old_size": 1024, "size": 3}],
+    }
     assert text.diff_text("v/m", d) == "v/m v1 -> v2: 1 added, 0 removed, 1 changed\n+ n  (1 B)\nM c  (1 KiB -> 3 B)"
 
 
@@ -224,9 +269,11 @@ def test_importing_the_sdk_and_grammar_stays_cheap():
     import sys
 
     heavy = ("httpx", "blake3", "tqdm", "ipywidgets", "IPython", "sqlite3", "concurrent.futures")
-    code = ("import sys, yitong_lab.datasets, yitong_lab.magics, yitong_lab.cli.grammar\n"
-            "yitong_lab.cli.grammar.build_parser()\n"
-            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    code = (
+        "import sys, yitong_lab.datasets, yitong_lab.magics, yitong_lab.cli.grammar\n"
+        "yitong_lab.cli.grammar.build_parser()\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
 
@@ -245,7 +292,12 @@ def test_widget_progress(monkeypatch):
     bar.close()
     (box,) = shown
     widget, label = box.children
-    assert (widget.value, widget.max, widget.description, widget.bar_style) == (3 << 20, 3 << 20, "uploading", "success")
+    assert (widget.value, widget.max, widget.description, widget.bar_style) == (
+        3 << 20,
+        3 << 20,
+        "uploading",
+        "success",
+    )
     assert label.value == "3 MiB / 3 MiB"
     assert isinstance(progress.make(None), progress.Progress) and type(progress.make("auto")) is progress.Progress
 

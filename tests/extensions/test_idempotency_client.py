@@ -10,8 +10,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from yitong_lab import client as clientmod
 from yitong_lab.client import Client, YitongError
+
 
 class Recorder(BaseHTTPRequestHandler):
     """Answers the first ``len(server.script)`` requests with the scripted (status, body, type),
@@ -24,7 +26,9 @@ class Recorder(BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         key = self.headers.get("Idempotency-Key")
         self.server.seen.append((self.command, self.path, key))
-        status, body, ctype = self.server.script.pop(0) if self.server.script else (201, json.dumps({"key": key}), "application/json")
+        status, body, ctype = (
+            self.server.script.pop(0) if self.server.script else (201, json.dumps({"key": key}), "application/json")
+        )
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", ctype)
@@ -49,13 +53,16 @@ def recorder(monkeypatch):
 GATEWAY = (503, "<html>Service Unavailable</html>", "text/html")
 
 
-@pytest.mark.parametrize("script, tries, status", [
-    ([], 1, 201),
-    ([GATEWAY, (502, "bad gateway", "text/plain"), (504, "", "text/plain")], 4, 201),  # same key each time
-    ([GATEWAY] * 4, 4, 503),                                                            # bounded
-    ([(503, json.dumps({"detail": "this platform's backend has no job runner yet"}), "application/json")], 1, 503),
-    ([(422, json.dumps({"detail": "spec.command: Field required"}), "application/json")], 1, 422),
-])
+@pytest.mark.parametrize(
+    "script, tries, status",
+    [
+        ([], 1, 201),
+        ([GATEWAY, (502, "bad gateway", "text/plain"), (504, "", "text/plain")], 4, 201),  # same key each time
+        ([GATEWAY] * 4, 4, 503),  # bounded
+        ([(503, json.dumps({"detail": "this platform's backend has no job runner yet"}), "application/json")], 1, 503),
+        ([(422, json.dumps({"detail": "spec.command: Field required"}), "application/json")], 1, 422),
+    ],
+)
 def test_create_call_retries_gateway_errors_with_one_key(recorder, script, tries, status):
     server, url = recorder
     server.script = list(script)
@@ -89,8 +96,14 @@ async def test_server_extension_forwards_the_key_and_the_replay_header(recorder,
     server, url = recorder
     monkeypatch.setenv("YITONG_API_URL", url)
     monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-token")
-    response = await jp_fetch("yitong", "api", "jobs", method="POST", body=json.dumps({"name": "x"}),
-                              headers={"Idempotency-Key": "panel-key-1"})
+    response = await jp_fetch(
+        "yitong",
+        "api",
+        "jobs",
+        method="POST",
+        body=json.dumps({"name": "x"}),
+        headers={"Idempotency-Key": "panel-key-1"},
+    )
     assert response.code == 201 and json.loads(response.body) == {"key": "panel-key-1"}
     assert response.headers["Idempotent-Replayed"] == "true"
     assert server.seen == [("POST", "/services/yitong/api/v1/jobs", "panel-key-1")]

@@ -5,7 +5,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -37,43 +37,84 @@ def repo(tmp_path):
 
 # -- pure builders ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, value", [("2", 2), ("0.5", 0.5), ("null", None), ("true", True), ("2h", "2h"),
-                                        ('["python", "x.py"]', ["python", "x.py"]), ("007", "007"), ("", "")])
+
+@pytest.mark.parametrize(
+    "raw, value",
+    [
+        ("2", 2),
+        ("0.5", 0.5),
+        ("null", None),
+        ("true", True),
+        ("2h", "2h"),
+        ('["python", "x.py"]', ["python", "x.py"]),
+        ("007", "007"),
+        ("", ""),
+    ],
+)
 def test_parse_value(raw, value):
     assert parse_value(raw) == value
 
 
-@pytest.mark.parametrize("sets, envs, patch", [
-    ([], [], {}),
-    (["cpu=2"], [], {"cpu": 2}),
-    (["accelerator.count=2", "accelerator.type=nvidia.com/gpu"], [],
-     {"accelerator": {"count": 2, "type": "nvidia.com/gpu"}}),
-    (["command=python b.py --x=1"], ["LR=0.1", "A=b=c"], {"command": "python b.py --x=1", "env": {"LR": "0.1", "A": "b=c"}}),
-    (["env.X=1"], ["Y=2"], {"env": {"X": 1, "Y": "2"}}),
-])
+@pytest.mark.parametrize(
+    "sets, envs, patch",
+    [
+        ([], [], {}),
+        (["cpu=2"], [], {"cpu": 2}),
+        (
+            ["accelerator.count=2", "accelerator.type=nvidia.com/gpu"],
+            [],
+            {"accelerator": {"count": 2, "type": "nvidia.com/gpu"}},
+        ),
+        (
+            ["command=python b.py --x=1"],
+            ["LR=0.1", "A=b=c"],
+            {"command": "python b.py --x=1", "env": {"LR": "0.1", "A": "b=c"}},
+        ),
+        (["env.X=1"], ["Y=2"], {"env": {"X": 1, "Y": "2"}}),
+    ],
+)
 def test_clone_patch(sets, envs, patch):
     assert clone_patch(sets, envs) == patch
 
 
-@pytest.mark.parametrize("sets, envs, message", [
-    (["cpu"], [], "--set 'cpu': expected NAME=VALUE"),
-    (["a..b=1"], [], "empty field name"),
-    (["a=1", "a.b=2"], [], "a is set to a value and a map at once"),
-    ([], ["=x"], "--env '=x': expected NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    "sets, envs, message",
+    [
+        (["cpu"], [], "--set 'cpu': expected NAME=VALUE"),
+        (["a..b=1"], [], "empty field name"),
+        (["a=1", "a.b=2"], [], "a is set to a value and a map at once"),
+        ([], ["=x"], "--env '=x': expected NAME=VALUE"),
+    ],
+)
 def test_clone_patch_refusals(sets, envs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(".", r"\.")):
         clone_patch(sets, envs)
 
 
-@pytest.mark.parametrize("environ, api, url", [
-    ({"JUPYTERHUB_SERVICE_PREFIX": "/user/alice/"}, "", "/user/alice/yitong/jobs/12/tensorboard"),
-    ({"JUPYTERHUB_SERVICE_PREFIX": "/user/alice/gpu/", "JUPYTERHUB_PUBLIC_URL": ""}, "",
-     "/user/alice/gpu/yitong/jobs/12/tensorboard"),
-    ({"JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/user/alice/", "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/"},
-     "", "https://hub.example.org/user/alice/yitong/jobs/12/tensorboard"),
-    ({}, "https://hub.example.org/services/yitong/api/v1", "https://hub.example.org/user/alice/yitong/jobs/12/tensorboard"),
-])
+@pytest.mark.parametrize(
+    "environ, api, url",
+    [
+        ({"JUPYTERHUB_SERVICE_PREFIX": "/user/alice/"}, "", "/user/alice/yitong/jobs/12/tensorboard"),
+        (
+            {"JUPYTERHUB_SERVICE_PREFIX": "/user/alice/gpu/", "JUPYTERHUB_PUBLIC_URL": ""},
+            "",
+            "/user/alice/gpu/yitong/jobs/12/tensorboard",
+        ),
+        (
+            {
+                "JUPYTERHUB_PUBLIC_URL": "https://hub.example.org/user/alice/",
+                "JUPYTERHUB_SERVICE_PREFIX": "/user/alice/",
+            },
+            "",
+            "https://hub.example.org/user/alice/yitong/jobs/12/tensorboard",
+        ),
+        (
+            {},
+            "https://hub.example.org/services/yitong/api/v1",
+            "https://hub.example.org/user/alice/yitong/jobs/12/tensorboard",
+        ),
+    ],
+)
 def test_tensorboard_url(environ, api, url):
     assert tensorboard_url(12, environ, lambda: {"name": "alice"}, api) == url
 
@@ -85,16 +126,43 @@ def test_tensorboard_url_unknown_server():
 
 def test_cell_spec():
     assert cell_spec("/w/.yitong/cells/ab.py", vc="vision", name="cell-ab") == {
-        "name": "cell-ab", "vc": "vision", "environment": {"kernel": "python3"},
-        "command": ["python", "/w/.yitong/cells/ab.py"]}
-    spec = cell_spec("s.py", vc="nlp", name="ddp", procs=2, cpu="2", memory="4Gi", accelerator=accelerator(1, None),
-                     env=parse_pairs(["A=1"], "--env"), inputs=inputs(["vision/mnist@3:data", "vision/x"]),
-                     max_run_time="1h", priority="high", retries=1, kernel=None, image="img:1")
-    assert spec == {"name": "ddp", "vc": "nlp", "environment": {"image": "img:1"}, "command": ["python", "s.py"],
-                    "framework": "pytorch", "procs_per_node": 2, "cpu": "2", "memory": "4Gi",
-                    "accelerator": {"type": "nvidia.com/gpu", "count": 1}, "env": {"A": "1"},
-                    "inputs": [{"dataset": "vision/mnist@3", "mount": "data"}, {"dataset": "vision/x"}],
-                    "max_run_time": "1h", "priority": "high", "retries": 1}
+        "name": "cell-ab",
+        "vc": "vision",
+        "environment": {"kernel": "python3"},
+        "command": ["python", "/w/.yitong/cells/ab.py"],
+    }
+    spec = cell_spec(
+        "s.py",
+        vc="nlp",
+        name="ddp",
+        procs=2,
+        cpu="2",
+        memory="4Gi",
+        accelerator=accelerator(1, None),
+        env=parse_pairs(["A=1"], "--env"),
+        inputs=inputs(["vision/mnist@3:data", "vision/x"]),
+        max_run_time="1h",
+        priority="high",
+        retries=1,
+        kernel=None,
+        image="img:1",
+    )
+    assert spec == {
+        "name": "ddp",
+        "vc": "nlp",
+        "environment": {"image": "img:1"},
+        "command": ["python", "s.py"],
+        "framework": "pytorch",
+        "procs_per_node": 2,
+        "cpu": "2",
+        "memory": "4Gi",
+        "accelerator": {"type": "nvidia.com/gpu", "count": 1},
+        "env": {"A": "1"},
+        "inputs": [{"dataset": "vision/mnist@3", "mount": "data"}, {"dataset": "vision/x"}],
+        "max_run_time": "1h",
+        "priority": "high",
+        "retries": 1,
+    }
     assert cell_spec("s.py", vc="v", name="n", procs=4, framework="mpi")["framework"] == "mpi"
     assert accelerator(None, "huawei.com/Ascend910=2") == {"type": "huawei.com/Ascend910", "count": 2}
     assert accelerator(None, "huawei.com/Ascend910") == {"type": "huawei.com/Ascend910", "count": 1}
@@ -102,13 +170,16 @@ def test_cell_spec():
         accelerator(None, "x=two")
 
 
-@pytest.mark.parametrize("given, env_vc, vcs, expected", [
-    ("nlp", "vision", ["a", "b"], "nlp"),
-    (None, "vision", ["a", "b"], "vision"),
-    (None, None, ["only"], "only"),
-    (None, None, ["a", "b"], ValueError("you are in VCs a, b: choose one with --vc")),
-    (None, None, [], ValueError("you are in no VC")),
-])
+@pytest.mark.parametrize(
+    "given, env_vc, vcs, expected",
+    [
+        ("nlp", "vision", ["a", "b"], "nlp"),
+        (None, "vision", ["a", "b"], "vision"),
+        (None, None, ["only"], "only"),
+        (None, None, ["a", "b"], ValueError("you are in VCs a, b: choose one with --vc")),
+        (None, None, [], ValueError("you are in no VC")),
+    ],
+)
 def test_default_vc(monkeypatch, given, env_vc, vcs, expected):
     monkeypatch.delenv("YITONG_VC", raising=False)
     if env_vc:
@@ -121,32 +192,78 @@ def test_default_vc(monkeypatch, given, env_vc, vcs, expected):
 
 
 def test_tables():
-    now = datetime(2026, 1, 2, 3, 10, 5, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 2, 3, 10, 5, tzinfo=UTC)
     base = {"name": "train", "vc": "vision", "user": "alice", "exit_code": None, "created": "2026-01-02T03:04:05+00:00"}
-    jobs = [{**base, "id": 12, "state": "queued", "reason": "waiting: VC vision: 8 of 8 cpu in use", "position": 2},
-            {**base, "id": 11, "state": "failed", "reason": "process 9 vanished", "exit_code": 3,
-             "created": "2026-01-01T03:04:05Z"},
-            {**base, "id": 10, "state": "running", "reason": "", "created": "2026-01-02T03:10:00+00:00"}]
-    assert job_tables.jobs_table(jobs, now) == """\
+    jobs = [
+        {**base, "id": 12, "state": "queued", "reason": "waiting: VC vision: 8 of 8 cpu in use", "position": 2},
+        {
+            **base,
+            "id": 11,
+            "state": "failed",
+            "reason": "process 9 vanished",
+            "exit_code": 3,
+            "created": "2026-01-01T03:04:05Z",
+        },
+        {**base, "id": 10, "state": "running", "reason": "", "created": "2026-01-02T03:10:00+00:00"},
+    ]
+    assert (
+        job_tables.jobs_table(jobs, now)
+        == """\
 ID  NAME   VC      USER   STATE    POSITION/REASON                           AGE
 12  train  vision  alice  queued   #2 waiting: VC vision: 8 of 8 cpu in use  6m
 11  train  vision  alice  failed   exit code 3; process 9 vanished           1d
 10  train  vision  alice  running  -                                         5s"""
+    )
 
 
-RUN = {"run": 7, "job": 12, "name": "train", "vc": "vision", "user": "alice", "attempt": 1, "backend": "local",
-       "spec": {}, "parameters": {"command": ["python", "train.py", "--lr", "0.1"], "framework": "plain", "nodes": 1,
-                                  "procs_per_node": None, "accelerator": None, "cpu": 1, "memory": "2Gi", "env": {},
-                                  "retries": 0, "outputs": "outputs"},
-       "inputs": [{"dataset": "vision/mnist@latest", "mount": "mnist", "version": 3, "manifest": "6f1c" * 16}],
-       "code": {"commit": "a" * 40, "dirty_hash": "blake3:" + "b" * 8, "path": "/home/alice/proj"},
-       "environment": {"image": None, "digest": None, "kernel": "python3", "python": "/srv/venv/bin/python",
-                       "python_version": "3.11.2", "pip_freeze_sha256": "c" * 64, "packages": 210},
-       "devices": {"accelerator": None, "visible": [], "driver": None, "cpu_model": "AMD EPYC", "host": "node1",
-                   "machine": "x86_64", "kernel": "6.1.0"},
-       "started": "2026-01-02T03:04:05+00:00", "finished": "2026-01-02T03:05:15+00:00", "state": "succeeded",
-       "exit_code": 0, "metrics": {"loss": 0.1, "acc": 0.987654321},
-       "artifacts": [{"path": "model.pt", "size": 1234, "blake3": "d" * 64}]}
+RUN = {
+    "run": 7,
+    "job": 12,
+    "name": "train",
+    "vc": "vision",
+    "user": "alice",
+    "attempt": 1,
+    "backend": "local",
+    "spec": {},
+    "parameters": {
+        "command": ["python", "train.py", "--lr", "0.1"],
+        "framework": "plain",
+        "nodes": 1,
+        "procs_per_node": None,
+        "accelerator": None,
+        "cpu": 1,
+        "memory": "2Gi",
+        "env": {},
+        "retries": 0,
+        "outputs": "outputs",
+    },
+    "inputs": [{"dataset": "vision/mnist@latest", "mount": "mnist", "version": 3, "manifest": "6f1c" * 16}],
+    "code": {"commit": "a" * 40, "dirty_hash": "blake3:" + "b" * 8, "path": "/home/alice/proj"},
+    "environment": {
+        "image": None,
+        "digest": None,
+        "kernel": "python3",
+        "python": "/srv/venv/bin/python",
+        "python_version": "3.11.2",
+        "pip_freeze_sha256": "c" * 64,
+        "packages": 210,
+    },
+    "devices": {
+        "accelerator": None,
+        "visible": [],
+        "driver": None,
+        "cpu_model": "AMD EPYC",
+        "host": "node1",
+        "machine": "x86_64",
+        "kernel": "6.1.0",
+    },
+    "started": "2026-01-02T03:04:05+00:00",
+    "finished": "2026-01-02T03:05:15+00:00",
+    "state": "succeeded",
+    "exit_code": 0,
+    "metrics": {"loss": 0.1, "acc": 0.987654321},
+    "artifacts": [{"path": "model.pt", "size": 1234, "blake3": "d" * 64}],
+}
 
 RUN_TEXT = f"""\
 run:          7 (job 12 train, attempt 1)
@@ -201,12 +318,14 @@ def test_run_show_empty_record():
 
 # -- the commands against the stand-in -------------------------------------------------------------
 
+
 def test_submit_records_code_of_the_working_directory(yt_env, repo, monkeypatch, capsys):
     monkeypatch.chdir(repo)
     (repo / "train.py").write_text("print('changed')\n")
     assert run(["job", "submit", "spec.yaml"]) == 0
     assert capsys.readouterr().out == (
-        "submitted job 1 (train) in VC vision: queued, #1 waiting: VC vision: 8 of 8 cpu in use\n")
+        "submitted job 1 (train) in VC vision: queued, #1 waiting: VC vision: 8 of 8 cpu in use\n"
+    )
     ctype, body, query = yt_env.jobs.received[-1]
     assert ctype == "application/json" and query == {}
     assert body["code"]["commit"] == git(repo, "rev-parse", "HEAD")
@@ -220,25 +339,32 @@ def test_submit_options(yt_env, repo, tmp_path, monkeypatch, capsys):
     assert (job["vc"], job["code"]["path"]) == ("default", str(repo.resolve()))
     assert yt_env.jobs.received[-1][2] == {"vc": "default"}
     assert run(["job", "submit", str(repo / "spec.yaml"), "--no-code"]) == 0
-    assert yt_env.jobs.received[-1][:2] == ("application/yaml", {"name": "train", "vc": "vision", "environment": {
-        "kernel": "python3"}, "command": ["python", "train.py"]})
+    assert yt_env.jobs.received[-1][:2] == (
+        "application/yaml",
+        {"name": "train", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["python", "train.py"]},
+    )
     openpai = tmp_path / "pai.yaml"
-    openpai.write_text("protocolVersion: 2\nname: Pai_Job\ntype: job\ndefaults: {virtualCluster: vision}\n"
-                       "taskRoles: {main: {commands: [echo hi]}}\n")
+    openpai.write_text(
+        "protocolVersion: 2\nname: Pai_Job\ntype: job\ndefaults: {virtualCluster: vision}\n"
+        "taskRoles: {main: {commands: [echo hi]}}\n"
+    )
     assert run(["job", "submit", "--from", "openpai", str(openpai)]) == 0
     assert "submitted job 3 (pai-job)" in capsys.readouterr().out
     assert yt_env.jobs.received[-1][0] == "application/yaml" and yt_env.jobs.received[-1][2] == {"from": "openpai"}
 
 
-@pytest.mark.parametrize("argv, code, err", [
-    (["job", "submit"], 2, "yt: give a spec file"),
-    (["job", "submit", "missing.yaml"], 2, "yt: missing.yaml: no such spec file\n"),
-    (["job", "submit", "spec.yaml", "--procs", "2"], 2, "yt: --procs: only for %%yt job submit cells"),
-    (["job", "submit", "bad.yaml"], 1, "yt: spec: not valid YAML or JSON at line 2, column 1\n"),
-    (["job", "submit", "spec.yaml", "--vc", "nope"], 1, "yt: there is no VC nope\n"),
-    (["job", "show", "x"], 2, "argument ID: invalid int value: 'x'"),
-    (["job", "clone", "1", "--set", "cpu"], 2, "yt: --set 'cpu': expected NAME=VALUE\n"),
-])
+@pytest.mark.parametrize(
+    "argv, code, err",
+    [
+        (["job", "submit"], 2, "yt: give a spec file"),
+        (["job", "submit", "missing.yaml"], 2, "yt: missing.yaml: no such spec file\n"),
+        (["job", "submit", "spec.yaml", "--procs", "2"], 2, "yt: --procs: only for %%yt job submit cells"),
+        (["job", "submit", "bad.yaml"], 1, "yt: spec: not valid YAML or JSON at line 2, column 1\n"),
+        (["job", "submit", "spec.yaml", "--vc", "nope"], 1, "yt: there is no VC nope\n"),
+        (["job", "show", "x"], 2, "argument ID: invalid int value: 'x'"),
+        (["job", "clone", "1", "--set", "cpu"], 2, "yt: --set 'cpu': expected NAME=VALUE\n"),
+    ],
+)
 def test_submit_refusals(yt_env, repo, monkeypatch, capsys, argv, code, err):
     monkeypatch.chdir(repo)
     (repo / "bad.yaml").write_text("name: [unclosed\n")
@@ -248,9 +374,15 @@ def test_submit_refusals(yt_env, repo, monkeypatch, capsys, argv, code, err):
 
 
 def test_ls_show_cancel_retry_clone(yt_env, capsys):
-    yt_env.jobs.add(state="running", spec={"name": "mine"}, hosts=["node1"], ports={"master": 29500},
-                    devices={"type": "nvidia.com/gpu", "count": 1, "visible": [0]}, logs={0: b"x", 1: b"y"},
-                    code={"commit": "ab" * 20, "dirty_hash": None, "path": "/home/alice/proj"})
+    yt_env.jobs.add(
+        state="running",
+        spec={"name": "mine"},
+        hosts=["node1"],
+        ports={"master": 29500},
+        devices={"type": "nvidia.com/gpu", "count": 1, "visible": [0]},
+        logs={0: b"x", 1: b"y"},
+        code={"commit": "ab" * 20, "dirty_hash": None, "path": "/home/alice/proj"},
+    )
     yt_env.jobs.add(user="carol", spec={"name": "theirs"})
     assert run(["job", "ls"]) == 0
     out = capsys.readouterr().out
@@ -259,12 +391,18 @@ def test_ls_show_cancel_retry_clone(yt_env, capsys):
     assert "theirs" in (out := capsys.readouterr().out) and "mine" not in out
     assert run(["job", "show", "1"]) == 0
     shown = capsys.readouterr().out
-    for line in ["job:        1 (mine)", "state:      running", "hosts:      node1", "ports:      master=29500",
-                 "devices:    nvidia.com/gpu x1 (visible 0)",
-                 "access:     local processes on testhost, process group 4242",
-                 f"code:       commit {'ab' * 20}, clean in /home/alice/proj",
-                 "ranks:      0, 1  (yt job logs 1 --rank N)", "command:    python train.py",
-                 "resources:  1 node x (1 cpu, 2Gi), plain"]:
+    for line in [
+        "job:        1 (mine)",
+        "state:      running",
+        "hosts:      node1",
+        "ports:      master=29500",
+        "devices:    nvidia.com/gpu x1 (visible 0)",
+        "access:     local processes on testhost, process group 4242",
+        f"code:       commit {'ab' * 20}, clean in /home/alice/proj",
+        "ranks:      0, 1  (yt job logs 1 --rank N)",
+        "command:    python train.py",
+        "resources:  1 node x (1 cpu, 2Gi), plain",
+    ]:
         assert line in shown, line
     assert run(["job", "cancel", "1"]) == 0
     assert capsys.readouterr().out == "job 1: cancel requested (running; cancelled when its processes end)\n"
@@ -309,7 +447,9 @@ def test_submit_follow_until_it_ends(yt_env, repo, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith("submitted job 1 (train) in VC vision: queued")
     assert captured.out.endswith("step 1\ndone\n")
-    assert "job 1 (train): running\n" in captured.err and captured.err.endswith("job 1 (train): succeeded (exit code 0)\n")
+    assert "job 1 (train): running\n" in captured.err and captured.err.endswith(
+        "job 1 (train): succeeded (exit code 0)\n"
+    )
     yt_env.jobs.autostart = ([b"boom\n"], "failed")
     assert run(["job", "submit", "spec.yaml", "-f"]) == 1
     assert capsys.readouterr().err.endswith("yt: job 2 (train): failed (exit code 1)\n")
@@ -327,9 +467,19 @@ def test_tensorboard_prints_the_route(yt_env, monkeypatch, capsys):
 
 # -- magics ------------------------------------------------------------------------------------------
 
+
 def ipython(*lines, cwd=None, **env):
-    argv = [sys.executable, "-m", "IPython", "--no-banner", "--quick", "--colors=nocolor", "--ext=yitong_lab",
-            "-c", "\n".join(lines)]
+    argv = [
+        sys.executable,
+        "-m",
+        "IPython",
+        "--no-banner",
+        "--quick",
+        "--colors=nocolor",
+        "--ext=yitong_lab",
+        "-c",
+        "\n".join(lines),
+    ]
     environ = {k: v for k, v in os.environ.items() if k != "YITONG_VC"}
     return subprocess.run(argv, capture_output=True, text=True, env={**environ, **env}, timeout=60, cwd=cwd)
 
@@ -374,16 +524,23 @@ def test_cell_magic_default_vc_and_refusals(yt_env, repo):
     assert "Traceback" not in result.stderr + result.stdout
 
 
-@pytest.mark.parametrize("job, line", [
-    ({"state": "running", "reason": ""}, "job 1 (x): running"),
-    ({"state": "queued", "position": 2, "reason": "waiting: VC vision: 8 of 8 cpu in use"},
-     "job 1 (x): queued (#2; waiting: VC vision: 8 of 8 cpu in use)"),
-    ({"state": "failed", "exit_code": 1, "reason": "exit code 1"}, "job 1 (x): failed (exit code 1)"),
-    ({"state": "failed", "exit_code": 137, "reason": "max_run_time of 60s exceeded"},
-     "job 1 (x): failed (exit code 137; max_run_time of 60s exceeded)"),
-    ({"state": "cancelled", "exit_code": -15, "reason": "cancelled"}, "job 1 (x): cancelled (exit code -15)"),
-    ({"state": "succeeded", "exit_code": 0, "reason": ""}, "job 1 (x): succeeded (exit code 0)"),
-])
+@pytest.mark.parametrize(
+    "job, line",
+    [
+        ({"state": "running", "reason": ""}, "job 1 (x): running"),
+        (
+            {"state": "queued", "position": 2, "reason": "waiting: VC vision: 8 of 8 cpu in use"},
+            "job 1 (x): queued (#2; waiting: VC vision: 8 of 8 cpu in use)",
+        ),
+        ({"state": "failed", "exit_code": 1, "reason": "exit code 1"}, "job 1 (x): failed (exit code 1)"),
+        (
+            {"state": "failed", "exit_code": 137, "reason": "max_run_time of 60s exceeded"},
+            "job 1 (x): failed (exit code 137; max_run_time of 60s exceeded)",
+        ),
+        ({"state": "cancelled", "exit_code": -15, "reason": "cancelled"}, "job 1 (x): cancelled (exit code -15)"),
+        ({"state": "succeeded", "exit_code": 0, "reason": ""}, "job 1 (x): succeeded (exit code 0)"),
+    ],
+)
 def test_state_line(job, line):
     from yitong_lab.jobs.follow import state_line
 

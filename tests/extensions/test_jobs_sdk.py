@@ -22,15 +22,19 @@ CODE = {"commit": "ab" * 20, "dirty_hash": None, "path": "/work"}
 
 # -- submission body (pure) ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, code, expected_type, expected", [
-    (SPEC, None, "application/json", SPEC),
-    (SPEC, CODE, "application/json", {**SPEC, "code": CODE}),
-    ({**SPEC, "code": {"commit": "cd" * 20}}, CODE, "application/json", {**SPEC, "code": {"commit": "cd" * 20}}),
-    ("name: train\nvc: vision\ncommand: [python, train.py]\n", CODE, "application/json", {**SPEC, "code": CODE}),
-    ("name: train\nvc: vision\n", None, "application/yaml", "name: train\nvc: vision\n"),
-    ("name: [unclosed\n", CODE, "application/yaml", "name: [unclosed\n"),   # the service says why
-    ("- a list\n", CODE, "application/yaml", "- a list\n"),
-])
+
+@pytest.mark.parametrize(
+    "spec, code, expected_type, expected",
+    [
+        (SPEC, None, "application/json", SPEC),
+        (SPEC, CODE, "application/json", {**SPEC, "code": CODE}),
+        ({**SPEC, "code": {"commit": "cd" * 20}}, CODE, "application/json", {**SPEC, "code": {"commit": "cd" * 20}}),
+        ("name: train\nvc: vision\ncommand: [python, train.py]\n", CODE, "application/json", {**SPEC, "code": CODE}),
+        ("name: train\nvc: vision\n", None, "application/yaml", "name: train\nvc: vision\n"),
+        ("name: [unclosed\n", CODE, "application/yaml", "name: [unclosed\n"),  # the service says why
+        ("- a list\n", CODE, "application/yaml", "- a list\n"),
+    ],
+)
 def test_submission_body(spec, code, expected_type, expected):
     body, ctype = submission(spec, code)
     assert ctype == expected_type
@@ -38,6 +42,7 @@ def test_submission_body(spec, code, expected_type, expected):
 
 
 # -- the calls against the stand-in ---------------------------------------------------------------
+
 
 def test_submit_list_show(yt_env):
     c = Client()
@@ -47,7 +52,10 @@ def test_submit_list_show(yt_env):
     yaml_job = c.submit_job("name: two\nvc: default\ncommand: python x.py\n", vc="vision")
     assert (yaml_job["vc"], yaml_job["user"]) == ("vision", "alice")
     assert yt_env.jobs.received[-1] == (
-        "application/yaml", {"name": "two", "vc": "default", "command": "python x.py"}, {"vc": "vision"})
+        "application/yaml",
+        {"name": "two", "vc": "default", "command": "python x.py"},
+        {"vc": "vision"},
+    )
     assert [j["id"] for j in c.jobs()] == [2, 1]
     assert [j["id"] for j in c.jobs(user="bob")] == []
     detail = c.job(1)
@@ -102,8 +110,11 @@ def test_cancel_retry_clone_run_rerun(yt_env):
 
 
 def test_job_log_and_follow(yt_env):
-    job = yt_env.jobs.add(state="running", logs={0: b"epoch 1\n", 1: "rang \u00e9 1\n".encode()},
-                          pending=[b"epoch 2\n", "\u00e9".encode()[:1], "\u00e9".encode()[1:] + b"\n"])
+    job = yt_env.jobs.add(
+        state="running",
+        logs={0: b"epoch 1\n", 1: "rang \u00e9 1\n".encode()},
+        pending=[b"epoch 2\n", "\u00e9".encode()[:1], "\u00e9".encode()[1:] + b"\n"],
+    )
     c = Client()
     assert c.job_log(job["id"], rank=1) == "rang \u00e9 1\n"
     assert c.job_log(job["id"], offset=6) == "1\n"
@@ -127,6 +138,7 @@ def test_follow_refusal(yt_env):
 
 
 # -- code capture in real repositories -------------------------------------------------------------
+
 
 def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
@@ -155,7 +167,7 @@ def test_capture_clean_dirty_untracked(tmp_path):
     (repo / "train.py").write_text("print('changed')\n")
     dirty = codemod.capture(repo)
     assert dirty["commit"] == head and dirty["dirty_hash"].startswith("blake3:")
-    assert codemod.capture(repo) == dirty                       # stable
+    assert codemod.capture(repo) == dirty  # stable
     (repo / "train.py").write_text("print('changed again')\n")
     assert codemod.capture(repo)["dirty_hash"] != dirty["dirty_hash"]
 
@@ -164,12 +176,12 @@ def test_capture_clean_dirty_untracked(tmp_path):
     untracked = codemod.capture(repo)["dirty_hash"]
     assert untracked not in (None, dirty["dirty_hash"])
     (repo / "notes.txt").write_text("untracked, edited\n")
-    assert codemod.capture(repo)["dirty_hash"] != untracked    # untracked contents count
+    assert codemod.capture(repo)["dirty_hash"] != untracked  # untracked contents count
 
     sub = repo / "pkg"
     sub.mkdir()
     (sub / "m.py").write_text("x = 1\n")
-    inside = codemod.capture(sub)                               # whole repository, path = the subdir
+    inside = codemod.capture(sub)  # whole repository, path = the subdir
     assert inside["commit"] == head and inside["path"] == str(sub.resolve())
     assert inside["dirty_hash"] == codemod.capture(repo)["dirty_hash"]
 
@@ -203,7 +215,7 @@ def test_capture_not_a_repository(tmp_path, monkeypatch):
     assert codemod.capture(d) == first
     (d / "src" / "a.py").write_text("b\n")
     assert codemod.capture(d)["dirty_hash"] != first["dirty_hash"]
-    monkeypatch.setattr(codemod, "MAX_FILES", 0)                 # a home directory: no fingerprint
+    monkeypatch.setattr(codemod, "MAX_FILES", 0)  # a home directory: no fingerprint
     assert codemod.capture(d) == {"commit": None, "dirty_hash": None, "path": str(d.resolve())}
     with pytest.raises(NotADirectoryError):
         codemod.capture(d / "src" / "a.py")
@@ -211,12 +223,13 @@ def test_capture_not_a_repository(tmp_path, monkeypatch):
 
 def test_capture_without_git(tmp_path, monkeypatch):
     repo = git_repo(tmp_path / "repo")
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))          # no git at all: files are hashed
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no git at all: files are hashed
     found = codemod.capture(repo)
     assert found["commit"] is None and found["dirty_hash"].startswith("blake3:")
 
 
 # -- log_metrics -------------------------------------------------------------------------------------
+
 
 def job_env(monkeypatch, platform_api, job_id, token="job-secret"):
     platform_api.jobs.tokens[token] = job_id
@@ -233,7 +246,7 @@ def test_log_metrics_in_a_job(yt_env, monkeypatch):
     assert yitong_lab.log_metrics(loss=0.5) == {"run": job["id"], "metrics": {"loss": 0.5}}
     out = yitong_lab.log_metrics({"loss": 0.25, "nan": float("nan")}, epoch=3)
     assert out["metrics"] == {"loss": 0.25, "nan": "NaN", "epoch": 3}
-    assert yt_env.requests[-1][2] == "token job-secret"           # the job's token, not the user's
+    assert yt_env.requests[-1][2] == "token job-secret"  # the job's token, not the user's
 
 
 def test_log_metrics_numpy_and_torch_values(yt_env, monkeypatch):
@@ -242,8 +255,9 @@ def test_log_metrics_numpy_and_torch_values(yt_env, monkeypatch):
 
     from yitong_lab.metrics import jsonable, log_metrics
 
-    assert jsonable({"a": numpy.float32(0.5), "b": torch.tensor(2.0), "c": numpy.arange(3),
-                     "d": (1, float("inf"))}) == {"a": 0.5, "b": 2.0, "c": [0, 1, 2], "d": [1, "Infinity"]}
+    assert jsonable(
+        {"a": numpy.float32(0.5), "b": torch.tensor(2.0), "c": numpy.arange(3), "d": (1, float("inf"))}
+    ) == {"a": 0.5, "b": 2.0, "c": [0, 1, 2], "d": [1, "Infinity"]}
     job = yt_env.jobs.add(state="running")
     job_env(monkeypatch, yt_env, job["id"])
     assert log_metrics(acc=torch.tensor(0.75))["metrics"] == {"acc": 0.75}
@@ -279,10 +293,12 @@ def test_log_metrics_outside_a_job_warns_once(monkeypatch):
 
 
 def test_log_metrics_is_light():
-    code = ("import sys, yitong_lab; yitong_lab.log_metrics\n"
-            "import yitong_lab.metrics\n"
-            "print(sorted(m for m in ('httpx', 'yaml', 'blake3', 'urllib.request', 'yitong_lab.datasets')"
-            " if m in sys.modules))")
+    code = (
+        "import sys, yitong_lab; yitong_lab.log_metrics\n"
+        "import yitong_lab.metrics\n"
+        "print(sorted(m for m in ('httpx', 'yaml', 'blake3', 'urllib.request', 'yitong_lab.datasets')"
+        " if m in sys.modules))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("YITONG_")}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
@@ -295,11 +311,11 @@ def test_capture_large_files_count_by_size_and_edges(tmp_path, monkeypatch):
     data = bytearray(b"x" * 1000)
     (repo / "data.bin").write_bytes(bytes(data))
     first = codemod.capture(repo)["dirty_hash"]
-    data[500] = ord("y")                                        # the middle is not read
+    data[500] = ord("y")  # the middle is not read
     (repo / "data.bin").write_bytes(bytes(data))
     assert codemod.capture(repo)["dirty_hash"] == first
-    data[-1] = ord("z")                                         # the last bytes are
+    data[-1] = ord("z")  # the last bytes are
     (repo / "data.bin").write_bytes(bytes(data))
     assert codemod.capture(repo)["dirty_hash"] != first
-    (repo / "data.bin").write_bytes(bytes(data) + b"!")         # and the size
+    (repo / "data.bin").write_bytes(bytes(data) + b"!")  # and the size
     assert codemod.capture(repo)["dirty_hash"] != first

@@ -13,8 +13,13 @@ from tornado.httpclient import HTTPClientError
 
 from yitong_lab.proxies import tensorboard as tb
 
-globals().update({name: value for name, value in vars(_pj).items()
-                  if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"})
+globals().update(
+    {
+        name: value
+        for name, value in vars(_pj).items()
+        if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"
+    }
+)
 
 HAVE_TENSORBOARD = tb.find_tensorboard() is not None
 
@@ -61,18 +66,30 @@ def test_command_builders():
     assert tb.job_board_path("/user/alice/", 6123) == "/user/alice/proxy/absolute/6123/"
     assert tb.job_board_path("/", 6123) == "/proxy/absolute/6123/"
     assert tb.job_board_command("/bin/tensorboard", "/srv/jobs/1/outputs", 6123, "/user/alice/") == [
-        "/bin/tensorboard", "--logdir", "/srv/jobs/1/outputs", "--port", "6123", "--host", "127.0.0.1",
-        "--path_prefix", "/user/alice/proxy/absolute/6123", "--reload_interval", "15"]
+        "/bin/tensorboard",
+        "--logdir",
+        "/srv/jobs/1/outputs",
+        "--port",
+        "6123",
+        "--host",
+        "127.0.0.1",
+        "--path_prefix",
+        "/user/alice/proxy/absolute/6123",
+        "--reload_interval",
+        "15",
+    ]
 
 
-async def test_route_starts_tensorboard_behind_the_proxy(yt_env, jp_fetch, http_server_client, jp_auth_header,
-                                                         boards, outputs):
+async def test_route_starts_tensorboard_behind_the_proxy(
+    yt_env, jp_fetch, http_server_client, jp_auth_header, boards, outputs
+):
     from helpers import require
 
     require("tensorboard", HAVE_TENSORBOARD, "pip install -r requirements-dev.txt")
     job = yt_env.jobs.add(state="running", _outputs=str(outputs))
-    response = await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False,
-                              raise_error=False)
+    response = await jp_fetch(
+        "yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False, raise_error=False
+    )
     assert response.code == 302
     location = response.headers["Location"]
     port = boards.boards[job["id"]].port
@@ -89,12 +106,12 @@ async def test_route_starts_tensorboard_behind_the_proxy(yt_env, jp_fetch, http_
             break
         await asyncio.sleep(0.2)
     assert list(scalars) == ["tb"] and list(scalars["tb"]) == ["loss"]
-    reply = await http_server_client.fetch(f"{location}data/plugin/scalars/scalars?run=tb&tag=loss",
-                                           headers=jp_auth_header)
+    reply = await http_server_client.fetch(
+        f"{location}data/plugin/scalars/scalars?run=tb&tag=loss", headers=jp_auth_header
+    )
     assert [point[1] for point in json.loads(reply.body)] == [0, 1, 2, 3, 4]
 
-    again = await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False,
-                           raise_error=False)
+    again = await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False, raise_error=False)
     assert again.headers["Location"] == location  # one TensorBoard per job, reused
 
     with pytest.raises(HTTPClientError) as info:  # the proxy needs the server's login too
@@ -116,7 +133,8 @@ async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monke
     assert info.value.code == 409
     assert json.loads(info.value.response.body)["detail"] == (
         f"job {queued['id']} (queued) has no outputs directory at {tmp_path}/jobs/9/outputs "
-        "that this server can see yet")
+        "that this server can see yet"
+    )
 
     monkeypatch.setattr(tb, "find_tensorboard", lambda: None)
     with pytest.raises(HTTPClientError) as info:
@@ -129,10 +147,12 @@ async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monke
 async def test_board_limit_and_restart(tmp_path, outputs):
     """Least recently used boards stop first; a board whose process died is started again."""
     fake = tmp_path / "fake-tensorboard"
-    fake.write_text("#!/bin/sh\n" + f"exec {shutil.which('python3') or 'python3'} -c '"
-                    "import socket,sys; a=sys.argv; p=int(a[a.index(\"--port\")+1]); s=socket.socket(); "
-                    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"127.0.0.1\", p)); s.listen(); "
-                    "import time; time.sleep(60)' \"$@\"\n")
+    fake.write_text(
+        "#!/bin/sh\n" + f"exec {shutil.which('python3') or 'python3'} -c '"
+        'import socket,sys; a=sys.argv; p=int(a[a.index("--port")+1]); s=socket.socket(); '
+        's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", p)); s.listen(); '
+        'import time; time.sleep(60)\' "$@"\n'
+    )
     fake.chmod(0o755)
     boards = tb.JobBoards("/user/alice/", executable=str(fake))
     boards.limit = 2

@@ -34,5 +34,7 @@ def python3_kernel():
 def test_default_python3_kernel_has_yt_magic_lazily(python3_kernel):
     assert execute(python3_kernel, "print(get_ipython().find_line_magic('yt') is not None)") == ("ok", "True\n")
     # registering the magic imports neither the SDK nor its HTTP client
-    status, out = execute(python3_kernel, "import sys; print(sorted(m for m in ('httpx', 'yitong_lab.client') if m in sys.modules))")
+    status, out = execute(
+        python3_kernel, "import sys; print(sorted(m for m in ('httpx', 'yitong_lab.client') if m in sys.modules))"
+    )
     assert (status, out) == ("ok", "[]\n")

@@ -12,22 +12,32 @@ HEAVY = ("httpx", "jupyter_server", "ipywidgets", "tornado", "IPython", "traitle
 
 def python(code, **env):
     environ = {**os.environ, **env}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ,
-                          timeout=60)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=60)
 
 
 def test_import_is_cheap():
-    code = ("import sys, yitong_lab, yitong_lab.magics, yitong_lab.client, yitong_lab.cli.grammar\n"
-            "yitong_lab.cli.grammar.build_parser()\n"
-            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    code = (
+        "import sys, yitong_lab, yitong_lab.magics, yitong_lab.client, yitong_lab.cli.grammar\n"
+        "yitong_lab.cli.grammar.build_parser()\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     result = python(code)
     assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
 
 
 def ipython(*lines, **env):
     """Run lines in a real (terminal) IPython with the extension loaded."""
-    argv = [sys.executable, "-m", "IPython", "--no-banner", "--quick", "--colors=nocolor",
-            "--ext=yitong_lab", "-c", "\n".join(lines)]
+    argv = [
+        sys.executable,
+        "-m",
+        "IPython",
+        "--no-banner",
+        "--quick",
+        "--colors=nocolor",
+        "--ext=yitong_lab",
+        "-c",
+        "\n".join(lines),
+    ]
     return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
 
 

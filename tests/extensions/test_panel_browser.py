@@ -13,10 +13,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from helpers import free_port, require
 from tornado.httpclient import AsyncHTTPClient
 from tornado.websocket import websocket_connect
-
-from helpers import free_port, require
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -48,18 +47,33 @@ async def wait_for(probe, timeout=90.0, what="condition"):
 async def lab(yt_env, tmp_path):
     require("the yitong-lab labextension", labextension_installed(), "run: pip install -e extensions")
     port = free_port()
-    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "YITONG_VC": "vision"}
+    env = {**os.environ, "HOME": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "YITONG_VC": "vision"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.base_url={BASE}",
-         f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
-         "jupyterlab.NeverCheckForUpdate"],
-        env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "lab.log").open("w"))
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.base_url={BASE}",
+            f"--ServerApp.root_dir={tmp_path}",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "lab.log").open("w"),
+    )
     url = f"http://127.0.0.1:{port}{BASE}"
     try:
-        await wait_for(lambda: AsyncHTTPClient().fetch(f"{url}api/status?token={TOKEN}"),
-                       timeout=60, what=f"jupyter lab (log: {tmp_path / 'lab.log'})")
+        await wait_for(
+            lambda: AsyncHTTPClient().fetch(f"{url}api/status?token={TOKEN}"),
+            timeout=60,
+            what=f"jupyter lab (log: {tmp_path / 'lab.log'})",
+        )
         yield url
     finally:
         proc.terminate()
@@ -90,10 +104,22 @@ async def page(tmp_path):
     require("chromium", os.path.exists(CHROMIUM), "apt-get install chromium")
     port = free_port()
     proc = subprocess.Popen(
-        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--window-size=1280,800",
-         f"--remote-debugging-port={port}", f"--user-data-dir={tmp_path / 'chromium'}", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--window-size=1280,800",
+            f"--remote-debugging-port={port}",
+            f"--user-data-dir={tmp_path / 'chromium'}",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         async def target():
             listing = urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2).read()
             return next(t["webSocketDebuggerUrl"] for t in json.loads(listing) if t["type"] == "page")
@@ -144,8 +170,7 @@ async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
         if not await page.eval(is_open):  # while the shell is still laying itself out
             x, y = await page.eval(TAB_CENTER)
             for kind in ("mousePressed", "mouseReleased"):
-                await page.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left",
-                                clickCount=1)
+                await page.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
             await asyncio.sleep(1)
         return await page.eval(is_open)
 
@@ -181,8 +206,11 @@ async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
     for path, data in files.items():
         (folder / path).write_bytes(data)
     await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}")
-    await wait_for(lambda: page.eval("!!document.querySelector('#yitong-panel .yt-datasets .yt-upload')"),
-                   timeout=120, what="the Datasets section")
+    await wait_for(
+        lambda: page.eval("!!document.querySelector('#yitong-panel .yt-datasets .yt-upload')"),
+        timeout=120,
+        what="the Datasets section",
+    )
     await page.eval("""(() => {
       document.querySelector('.yt-upload-dataset').value = 'vision/web';
       document.querySelector('.yt-upload-message').value = 'from the panel';
@@ -193,8 +221,10 @@ async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
         root = (await page.send("DOM.getDocument"))["root"]["nodeId"]
         node = (await page.send("DOM.querySelector", nodeId=root, selector=".yt-upload input[type=file]"))["nodeId"]
         await page.send("DOM.setFileInputFiles", nodeId=node, files=[str(folder)])
-        return await page.eval("Array.from(document.querySelector('.yt-upload input[type=file]').files)"
-                               ".map(f => f.webkitRelativePath).sort()")
+        return await page.eval(
+            "Array.from(document.querySelector('.yt-upload input[type=file]').files)"
+            ".map(f => f.webkitRelativePath).sort()"
+        )
 
     picked = await wait_for(pick, timeout=30, what="the folder to be picked")
     assert picked == ["imgs/a.txt", "imgs/train/1.png"]
@@ -202,7 +232,9 @@ async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
 
     async def uploaded():
         state = json.loads(await page.eval(UPLOAD_STATE))
-        return state if state["state"] in ("done", "error") and (state["versions"] or state["state"] == "error") else None
+        return (
+            state if state["state"] in ("done", "error") and (state["versions"] or state["state"] == "error") else None
+        )
 
     state = await wait_for(uploaded, timeout=60, what="the upload")
     assert (state["state"], state["status"], state["versions"]) == ("done", "Committed vision/web v1.", ["1"])
@@ -212,6 +244,9 @@ async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
     assert version["message"] == "from the panel"
 
     await page.eval("document.querySelector('.yt-version[data-version=\"1\"] .yt-copy-path').click()")
-    path = await wait_for(lambda: page.eval("document.querySelector('.yt-version[data-version=\"1\"]').dataset.path"),
-                          timeout=30, what="the materialised path")
+    path = await wait_for(
+        lambda: page.eval("document.querySelector('.yt-version[data-version=\"1\"]').dataset.path"),
+        timeout=30,
+        what="the materialised path",
+    )
     assert Path(path, "train", "1.png").read_bytes() == files["train/1.png"]

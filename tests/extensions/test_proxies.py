@@ -19,8 +19,15 @@ def test_code_server(monkeypatch, tmp_path):
     monkeypatch.setenv("YITONG_CODE_SERVER_WORKDIR", str(tmp_path / "{odd}"))
     config = code_server.setup_code_server()
     assert render(config["command"], port=4321) == [
-        "/opt/bin/code-server", "--auth", "none", "--bind-addr", "127.0.0.1:4321",
-        "--disable-telemetry", "--disable-update-check", str(tmp_path / "{odd}")]
+        "/opt/bin/code-server",
+        "--auth",
+        "none",
+        "--bind-addr",
+        "127.0.0.1:4321",
+        "--disable-telemetry",
+        "--disable-update-check",
+        str(tmp_path / "{odd}"),
+    ]
     assert config["launcher_entry"]["enabled"] is True
     assert "absolute_url" not in config
     assert Path(config["launcher_entry"]["icon_path"]).read_text().startswith("<svg")
@@ -38,8 +45,18 @@ def test_tensorboard(monkeypatch, tmp_path):
     monkeypatch.setenv("YITONG_TB_LOGDIR", str(tmp_path))
     config = tensorboard.setup_tensorboard()
     assert render(config["command"], port=6006, base_url="/user/alice/") == [
-        "/opt/bin/tensorboard", "--logdir", str(tmp_path), "--port", "6006", "--host", "127.0.0.1",
-        "--path_prefix", "/user/alice/tensorboard", "--reload_interval", "15"]
+        "/opt/bin/tensorboard",
+        "--logdir",
+        str(tmp_path),
+        "--port",
+        "6006",
+        "--host",
+        "127.0.0.1",
+        "--path_prefix",
+        "/user/alice/tensorboard",
+        "--reload_interval",
+        "15",
+    ]
     assert config["absolute_url"] is True
     assert config["launcher_entry"]["enabled"] is True
     assert config["launcher_entry"]["path_info"] == "tensorboard/"

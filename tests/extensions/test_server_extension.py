@@ -6,6 +6,7 @@ import json
 import pytest
 from tornado.httpclient import HTTPClientError
 
+
 def decode(response):
     return json.loads(response.body) if response.body else None
 
@@ -31,8 +32,7 @@ async def test_post_patch_delete(yt_env, jp_fetch, monkeypatch):
     body = {"name": "nlp", "quota": {"cpu": 2.0}, "groups": [], "profiles": [], "user_caps": {}}
     response = await jp_fetch("yitong", "api", "vcs", method="POST", body=json.dumps(body))
     assert (response.code, decode(response)["free"]) == (201, {"cpu": 2.0})
-    response = await jp_fetch("yitong", "api", "vcs", "nlp", method="PATCH",
-                              body=json.dumps({"description": "d"}))
+    response = await jp_fetch("yitong", "api", "vcs", "nlp", method="PATCH", body=json.dumps({"description": "d"}))
     assert decode(response)["description"] == "d"
     response = await jp_fetch("yitong", "api", "vcs", "nlp", method="DELETE")
     assert (response.code, response.body) == (204, b"")
@@ -50,8 +50,7 @@ async def test_requires_login(yt_env, jp_fetch):
 
 
 @pytest.mark.parametrize("path", ["vcs/../../hub/api/users", "%2e%2e/hub", "vcs/%2E/x"])
-async def test_refuses_to_climb_out(yt_env, jp_serverapp, http_server_client, jp_auth_header,
-                                    jp_base_url, path):
+async def test_refuses_to_climb_out(yt_env, jp_serverapp, http_server_client, jp_auth_header, jp_base_url, path):
     with pytest.raises(HTTPClientError) as info:  # raw path: jp_fetch would escape it
         await http_server_client.fetch(f"{jp_base_url}yitong/api/{path}", headers=jp_auth_header)
     assert info.value.code == 400

@@ -43,7 +43,10 @@ def test_parse_quantity_refuses(resource, text, message):
 
 def test_parse_resources():
     assert parse_resources("cpu=8,memory=16Gi, nvidia.com/gpu=2") == {
-        "cpu": 8.0, "memory": 16 * GiB, "nvidia.com/gpu": 2}
+        "cpu": 8.0,
+        "memory": 16 * GiB,
+        "nvidia.com/gpu": 2,
+    }
     assert parse_resources("") == {}
     with pytest.raises(ValueError, match="resource=amount"):
         parse_resources("cpu")

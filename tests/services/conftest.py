@@ -31,10 +31,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from blake3 import blake3
 from helpers import free_port, require
 from sqlalchemy import create_engine, inspect, text
-
-from blake3 import blake3
 
 from yitong_services.core.app import create_app
 from yitong_services.core.settings import Settings
@@ -63,7 +62,11 @@ SETTINGS = {
             "profiles": ["cpu-small", "gpu-1", "ascend-1"],
             "user_caps": {"nvidia.com/gpu": 1},
         },
-        "nlp": {"quota": {"cpu": 4, "memory": "8Gi", "nvidia.com/gpu": 1}, "groups": ["nlp"], "profiles": ["cpu-small", "gpu-1"]},
+        "nlp": {
+            "quota": {"cpu": 4, "memory": "8Gi", "nvidia.com/gpu": 1},
+            "groups": ["nlp"],
+            "profiles": ["cpu-small", "gpu-1"],
+        },
         "default": {"quota": {"cpu": 4, "memory": "8Gi"}, "groups": ["everyone"], "profiles": ["cpu-small"]},
     },
 }
@@ -119,7 +122,10 @@ def hub(tmp_path_factory: pytest.TempPathFactory):
     with log.open("w") as out:
         proc = subprocess.Popen(
             [str(VENV_BIN / "jupyterhub"), "-f", str(Path(__file__).with_name("hub_config.py"))],
-            cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT,
+            cwd=tmp,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     api_url = f"http://127.0.0.1:{hub_port}/hub/api"
     try:
@@ -280,11 +286,20 @@ def s3_storage(endpoint: str) -> dict:
 
     bucket = f"yt-{secrets.token_hex(6)}"
     options = {
-        "endpoint_url": endpoint, "key": "testing", "secret": "testing",
-        "client_kwargs": {"region_name": "us-east-1"}, "use_listings_cache": False, "skip_instance_cache": True,
+        "endpoint_url": endpoint,
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"region_name": "us-east-1"},
+        "use_listings_cache": False,
+        "skip_instance_cache": True,
     }
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                 region_name="us-east-1").create_bucket(Bucket=bucket)
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    ).create_bucket(Bucket=bucket)
     return {"url": f"s3://{bucket}/store", "options": options}
 
 
@@ -344,5 +359,3 @@ class DataOps:
         latest = (await self.service.call(who, "GET", f"datasets/{dataset}")).json()["latest"]
         body = {"message": message, "parent": latest, "files": self.entries(files)}
         return await self.service.call(who, "POST", f"datasets/{dataset}/versions", json=body)
-
-

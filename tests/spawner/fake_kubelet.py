@@ -60,14 +60,27 @@ class FakeKubelet:
         self.started.append(pod)
         self.procs[key] = await asyncio.create_subprocess_exec(*argv, env=env, start_new_session=True)
         status = {
-            "phase": "Running", "podIP": "127.0.0.1", "hostIP": "127.0.0.1",
-            "conditions": [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-            "containerStatuses": [{"name": container["name"], "ready": True, "restartCount": 0,
-                                   "image": container.get("image", ""), "imageID": "", "state": {"running": {}}}],
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "hostIP": "127.0.0.1",
+            "conditions": [
+                {"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": container.get("image", ""),
+                    "imageID": "",
+                    "state": {"running": {}},
+                }
+            ],
         }
         url = f"{self.api_url}/api/v1/namespaces/{key[0]}/pods/{key[1]}/status"
-        async with self._session.patch(url, json={"status": status},
-                                       headers={"Content-Type": "application/merge-patch+json"}) as resp:
+        async with self._session.patch(
+            url, json={"status": status}, headers={"Content-Type": "application/merge-patch+json"}
+        ) as resp:
             resp.raise_for_status()
 
     async def _kill(self, key: tuple[str, str]) -> None:

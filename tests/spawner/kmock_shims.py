@@ -48,8 +48,13 @@ class Emulator(kmock.KubernetesEmulator):
         return await super()._handle(request)
 
 
-CORE_KINDS = {"pods": "Pod", "events": "Event", "services": "Service", "secrets": "Secret",
-              "persistentvolumeclaims": "PersistentVolumeClaim"}
+CORE_KINDS = {
+    "pods": "Pod",
+    "events": "Event",
+    "services": "Service",
+    "secrets": "Secret",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+}
 
 
 async def start_emulator():

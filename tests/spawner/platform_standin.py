@@ -21,11 +21,28 @@ BASE = "/services/yitong/api/v1"
 GiB = 1024**3
 
 
-def profile(name: str, cpu: float = 1, memory: int = 2 * GiB, accelerator: dict | None = None, arch: str | None = None,
-            available: bool = True, reason: str | None = None, **extra: Any) -> dict[str, Any]:
-    p = {"name": name, "display_name": extra.pop("display_name", name), "description": extra.pop("description", ""),
-         "image": extra.pop("image", "yitong/singleuser-cpu:latest"), "kernel": extra.pop("kernel", "python3"),
-         "cpu": float(cpu), "memory": memory, "accelerator": accelerator, "arch": arch, "available": available}
+def profile(
+    name: str,
+    cpu: float = 1,
+    memory: int = 2 * GiB,
+    accelerator: dict | None = None,
+    arch: str | None = None,
+    available: bool = True,
+    reason: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    p = {
+        "name": name,
+        "display_name": extra.pop("display_name", name),
+        "description": extra.pop("description", ""),
+        "image": extra.pop("image", "yitong/singleuser-cpu:latest"),
+        "kernel": extra.pop("kernel", "python3"),
+        "cpu": float(cpu),
+        "memory": memory,
+        "accelerator": accelerator,
+        "arch": arch,
+        "available": available,
+    }
     if reason:
         p["reason"] = reason
     return p
@@ -119,12 +136,14 @@ class HubVersion(web.RequestHandler):
 
 def start_standin() -> tuple[StandIn, httpserver.HTTPServer]:
     s = StandIn()
-    app = web.Application([
-        (BASE + "/spawn-options", SpawnOptions, {"standin": s}),
-        (BASE + "/allocations", Allocations, {"standin": s}),
-        (BASE + r"/allocations/(\d+)", Allocation, {"standin": s}),
-        (r"/hub/api", HubVersion),
-        (r"/hub/api/(.*)", HubVersion),
-    ])
+    app = web.Application(
+        [
+            (BASE + "/spawn-options", SpawnOptions, {"standin": s}),
+            (BASE + "/allocations", Allocations, {"standin": s}),
+            (BASE + r"/allocations/(\d+)", Allocation, {"standin": s}),
+            (r"/hub/api", HubVersion),
+            (r"/hub/api/(.*)", HubVersion),
+        ]
+    )
     server = app.listen(s.port, "127.0.0.1")
     return s, server

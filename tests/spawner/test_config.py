@@ -18,8 +18,10 @@ def test_entry_points():
     assert auths["yitong"] == "yitong_spawner.authenticator:YitongAuthenticator"
 
 
-@pytest.mark.parametrize("name, cls", [
-    ("local", "YitongLocalProcessSpawner"), ("kubernetes", "KubeSpawner"), ("slurm", "YitongSlurmSpawner")])
+@pytest.mark.parametrize(
+    "name, cls",
+    [("local", "YitongLocalProcessSpawner"), ("kubernetes", "KubeSpawner"), ("slurm", "YitongSlurmSpawner")],
+)
 def test_resolve_backend(name, cls):
     """Backends are entry points (group yitong.spawner_backends), resolved by name."""
     assert resolve_backend(name).__name__ == cls
@@ -38,9 +40,19 @@ def test_defaults_from_environment(monkeypatch):
     s = YitongSpawner()
     assert s.platform_api_url == s.user_api_url == "http://127.0.0.1:8010/services/yitong/api/v1"
     assert s.platform_api_token == "t0k"
-    assert s.server_token_scopes == ["users:activity!user", "access:servers!server", "access:services!service=yitong",
-                                     "read:users:name!user", "read:users:groups!user"]
-    assert (s.backend, s.kube_namespace_prefix, s.slurm_account_template, s.start_timeout) == ("local", "yitong-", "{vc}", 60)
+    assert s.server_token_scopes == [
+        "users:activity!user",
+        "access:servers!server",
+        "access:services!service=yitong",
+        "read:users:name!user",
+        "read:users:groups!user",
+    ]
+    assert (s.backend, s.kube_namespace_prefix, s.slurm_account_template, s.start_timeout) == (
+        "local",
+        "yitong-",
+        "{vc}",
+        60,
+    )
 
 
 def test_config_and_backend_class():

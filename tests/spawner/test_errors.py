@@ -1,6 +1,7 @@
 """What the hub shows for a refused spawn: the sentence, never ``409 SpawnException(reason=quota): ...``."""
 
 from jupyterhub.utils import format_exception
+
 from yitong_spawner.errors import spawn_error
 
 

@@ -8,12 +8,28 @@ from spawner.platform_standin import GiB, profile, vc
 
 from yitong_spawner.form import picker_model, render_picker
 
-OFFER = {"user": "alice", "vcs": [
-    vc("vision", [profile("cpu-small", display_name="CPU · 1 core", description="JupyterLab"),
-                  profile("gpu-2", cpu=4, memory=16 * GiB, accelerator={"type": "nvidia.com/gpu", "count": 2},
-                          arch="amd64", available=False, reason="VC vision: 2 of 2 nvidia.com/gpu in use")],
-       description="<script>alert('x')</script>", free={"cpu": 7.0, "memory": 14 * GiB, "nvidia.com/gpu": 0}),
-]}
+OFFER = {
+    "user": "alice",
+    "vcs": [
+        vc(
+            "vision",
+            [
+                profile("cpu-small", display_name="CPU · 1 core", description="JupyterLab"),
+                profile(
+                    "gpu-2",
+                    cpu=4,
+                    memory=16 * GiB,
+                    accelerator={"type": "nvidia.com/gpu", "count": 2},
+                    arch="amd64",
+                    available=False,
+                    reason="VC vision: 2 of 2 nvidia.com/gpu in use",
+                ),
+            ],
+            description="<script>alert('x')</script>",
+            free={"cpu": 7.0, "memory": 14 * GiB, "nvidia.com/gpu": 0},
+        ),
+    ],
+}
 
 
 class Collect(html.parser.HTMLParser):
@@ -56,8 +72,9 @@ def test_tenant_text_is_escaped():
 
 def test_previous_choice_is_checked():
     offer = {"vcs": [vc("a", [profile("p1"), profile("p2")])]}
-    radios = {a["id"]: a for t, a in parse(render_picker(picker_model(offer, {"vc": "a", "profile": "p2"})))
-              if t == "input"}
+    radios = {
+        a["id"]: a for t, a in parse(render_picker(picker_model(offer, {"vc": "a", "profile": "p2"}))) if t == "input"
+    }
     assert "checked" in radios["yt-profile-a__p2"] and "checked" not in radios["yt-profile-a__p1"]
 
 

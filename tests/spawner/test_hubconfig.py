@@ -8,8 +8,15 @@ from yitong_spawner.hubconfig import apply, hub_config, load_settings, read_or_c
 
 
 def build(settings, **kw):
-    return hub_config(settings, settings_path="/s.yaml", data_dir="/d", service_token="T",
-                      proxy_command=["/chp"], bin_dir="/venv/bin", **kw)
+    return hub_config(
+        settings,
+        settings_path="/s.yaml",
+        data_dir="/d",
+        service_token="T",
+        proxy_command=["/chp"],
+        bin_dir="/venv/bin",
+        **kw,
+    )
 
 
 def test_defaults_for_the_embedded_platform():
@@ -19,18 +26,30 @@ def test_defaults_for_the_embedded_platform():
     assert hub["db_url"] == "sqlite:////d/jupyterhub.sqlite"
     assert hub["load_groups"] == {"everyone": {"users": ["admin"]}}
     [service] = hub["services"]
-    assert service["command"] == ["/venv/bin/yitong-service", "--settings", "/s.yaml", "--data-dir", "/d",
-                                  "--port", "8010"]
+    assert service["command"] == [
+        "/venv/bin/yitong-service",
+        "--settings",
+        "/s.yaml",
+        "--data-dir",
+        "/d",
+        "--port",
+        "8010",
+    ]
     assert service["url"] == "http://127.0.0.1:8010" and service["api_token"] == "T"
     assert cfg["YitongSpawner"] == {
-        "backend": "local", "data_dir": "/d", "platform_api_token": "T",
+        "backend": "local",
+        "data_dir": "/d",
+        "platform_api_token": "T",
         "platform_api_url": "http://127.0.0.1:8010/services/yitong/api/v1",
         "user_api_url": "http://127.0.0.1:8010/services/yitong/api/v1",  # local: loopback, no proxy
     }
     assert cfg["Spawner"]["cmd"] == ["/venv/bin/jupyterhub-singleuser"]
     assert cfg["Spawner"]["environment"]["PATH"].startswith("/venv/bin:")
-    assert cfg["ConfigurableHTTPProxy"] == {"api_url": "http://127.0.0.1:8001", "command": ["/chp"],
-                                            "pid_file": "/d/jupyterhub-proxy.pid"}  # never the working directory
+    assert cfg["ConfigurableHTTPProxy"] == {
+        "api_url": "http://127.0.0.1:8001",
+        "command": ["/chp"],
+        "pid_file": "/d/jupyterhub-proxy.pid",
+    }  # never the working directory
     assert cfg["Authenticator"]["admin_users"] == {"admin"}
     user_role = next(r for r in hub["load_roles"] if r["name"] == "user")
     assert "access:services!service=yitong" in user_role["scopes"]
@@ -39,14 +58,26 @@ def test_defaults_for_the_embedded_platform():
 @pytest.mark.parametrize(
     "settings, cls, expected",
     [
-        ({"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}},
-         "YitongSpawner", {"kube_namespace_prefix": "ai-"}),
-        ({"backend": "slurm", "backends": {"slurm": {"partition": "gpu"}}},
-         "YitongSpawner", {"slurm_partition": "gpu"}),
-        ({"backend": "slurm"}, "YitongSlurmSpawner",
-         {"batchspawner_singleuser_cmd": "/venv/bin/batchspawner-singleuser"}),
-        ({"backend": "slurm", "hub": {"ip": "0.0.0.0", "port": 9000, "public_url": "https://ai.example.org"}},
-         "YitongSpawner", {"user_api_url": "https://ai.example.org/services/yitong/api/v1"}),
+        (
+            {"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}},
+            "YitongSpawner",
+            {"kube_namespace_prefix": "ai-"},
+        ),
+        (
+            {"backend": "slurm", "backends": {"slurm": {"partition": "gpu"}}},
+            "YitongSpawner",
+            {"slurm_partition": "gpu"},
+        ),
+        (
+            {"backend": "slurm"},
+            "YitongSlurmSpawner",
+            {"batchspawner_singleuser_cmd": "/venv/bin/batchspawner-singleuser"},
+        ),
+        (
+            {"backend": "slurm", "hub": {"ip": "0.0.0.0", "port": 9000, "public_url": "https://ai.example.org"}},
+            "YitongSpawner",
+            {"user_api_url": "https://ai.example.org/services/yitong/api/v1"},
+        ),
     ],
 )
 def test_backend_sections(settings, cls, expected):

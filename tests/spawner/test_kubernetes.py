@@ -21,10 +21,22 @@ from yitong_spawner.builders import BuildError, kube_security
 from yitong_spawner.hubconfig import hub_config
 
 CPU = profile("cpu-small", cpu=1, memory=2 * GiB)
-GPU2 = profile("gpu-2", cpu=4, memory=16 * GiB, accelerator={"type": "nvidia.com/gpu", "count": 2}, arch="amd64",
-               image="yitong/singleuser-cuda:latest")
-NPU = profile("npu-1", cpu=2, memory=8 * GiB, accelerator={"type": "huawei.com/Ascend910", "count": 1}, arch="arm64",
-              image="yitong/singleuser-ascend:latest")
+GPU2 = profile(
+    "gpu-2",
+    cpu=4,
+    memory=16 * GiB,
+    accelerator={"type": "nvidia.com/gpu", "count": 2},
+    arch="amd64",
+    image="yitong/singleuser-cuda:latest",
+)
+NPU = profile(
+    "npu-1",
+    cpu=2,
+    memory=8 * GiB,
+    accelerator={"type": "huawei.com/Ascend910", "count": 1},
+    arch="arm64",
+    image="yitong/singleuser-ascend:latest",
+)
 
 
 def kube_config(port: int = 8888) -> Config:
@@ -43,21 +55,60 @@ def offer(platform):
     platform.spawn_options["alice"] = [vc("vision", [CPU, GPU2, NPU])]
 
 
-@pytest.mark.parametrize("prof, container_resources, spec_parts", [
-    (CPU, {"limits": {"cpu": 1.0, "memory": 2 * GiB}, "requests": {"cpu": 1.0, "memory": 2 * GiB}}, {}),
-    (GPU2, {"limits": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"},
-            "requests": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"}},
-     {"nodeSelector": {"accelerator": "nvidia"},
-      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-          {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}]}]}}}}),
-    (NPU, {"limits": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"},
-           "requests": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"}},
-     {"nodeSelector": {"accelerator": "huawei-Ascend910"},
-      "tolerations": [{"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"}],
-      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-          {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]}]}}}}),
-])
+@pytest.mark.parametrize(
+    "prof, container_resources, spec_parts",
+    [
+        (CPU, {"limits": {"cpu": 1.0, "memory": 2 * GiB}, "requests": {"cpu": 1.0, "memory": 2 * GiB}}, {}),
+        (
+            GPU2,
+            {
+                "limits": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"},
+                "requests": {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"},
+            },
+            {
+                "nodeSelector": {"accelerator": "nvidia"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        ),
+        (
+            NPU,
+            {
+                "limits": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"},
+                "requests": {"cpu": 2.0, "memory": 8 * GiB, "huawei.com/Ascend910": "1"},
+            },
+            {
+                "nodeSelector": {"accelerator": "huawei-Ascend910"},
+                "tolerations": [{"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+        ),
+    ],
+)
 async def test_pod_manifest_is_valid(kube_api, make_spawner, platform, prof, container_resources, spec_parts):
     spawner = make_spawner("alice", config=kube_config())
     allocation = {"id": 7, "resources": {}}
@@ -69,7 +120,10 @@ async def test_pod_manifest_is_valid(kube_api, make_spawner, platform, prof, con
     assert child.namespace == "yitong-vision"
     labels = pod["metadata"]["labels"]
     assert {k: labels[k] for k in ("kueue.x-k8s.io/queue-name", "yitong.io/vc", "yitong.io/profile")} == {
-        "kueue.x-k8s.io/queue-name": "vision", "yitong.io/vc": "vision", "yitong.io/profile": prof["name"]}
+        "kueue.x-k8s.io/queue-name": "vision",
+        "yitong.io/vc": "vision",
+        "yitong.io/profile": prof["name"],
+    }
     [container] = pod["spec"]["containers"]
     assert container["image"] == prof["image"]
     assert container["resources"] == container_resources
@@ -112,8 +166,10 @@ async def test_start_poll_stop_in_emulator(kube_api, make_spawner, platform, off
     assert await spawner.poll() is not None
 
 
-@pytest.mark.parametrize("kwargs, uid, fs_group", [({}, 1000, 1000), ({"run_as_user": 4242, "fs_group": 100}, 4242, 100),
-                                                   ({"fs_group": None}, 1000, None)])
+@pytest.mark.parametrize(
+    "kwargs, uid, fs_group",
+    [({}, 1000, 1000), ({"run_as_user": 4242, "fs_group": 100}, 4242, 100), ({"fs_group": None}, 1000, None)],
+)
 async def test_notebook_pods_are_confined(kube_api, make_spawner, platform, kwargs, uid, fs_group):
     """The hub config's KubeSpawner traits (`builders.kube_security`) make a non-root pod without a
     service-account token that validates strictly."""
@@ -132,8 +188,13 @@ async def test_notebook_pods_are_confined(kube_api, make_spawner, platform, kwar
         expected_pod["fsGroup"] = fs_group
     assert pod["spec"]["securityContext"] == expected_pod
     [container] = pod["spec"]["containers"]
-    assert container["securityContext"] == {"runAsUser": uid, "runAsGroup": uid, "runAsNonRoot": True,
-                                            "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert container["securityContext"] == {
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def test_root_notebook_pods_are_refused():
@@ -141,9 +202,16 @@ def test_root_notebook_pods_are_refused():
         kube_security(run_as_user=0)
 
 
-@pytest.mark.parametrize("section, uid, fs_group", [({}, 1000, 1000), ({"run_as_user": 2000, "fs_group": 3000}, 2000, 3000)])
+@pytest.mark.parametrize(
+    "section, uid, fs_group", [({}, 1000, 1000), ({"run_as_user": 2000, "fs_group": 3000}, 2000, 3000)]
+)
 def test_hub_config_confines_kubernetes_pods(section, uid, fs_group):
-    cfg = hub_config({"backend": "kubernetes", "backends": {"kubernetes": section}}, settings_path="/s.yaml",
-                     data_dir="/d", service_token="t", bin_dir="/venv/bin")
+    cfg = hub_config(
+        {"backend": "kubernetes", "backends": {"kubernetes": section}},
+        settings_path="/s.yaml",
+        data_dir="/d",
+        service_token="t",
+        bin_dir="/venv/bin",
+    )
     assert cfg["KubeSpawner"] == kube_security(uid, fs_group)
     assert cfg["KubeSpawner"]["automount_service_account_token"] is False

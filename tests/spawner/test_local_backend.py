@@ -38,8 +38,11 @@ async def wait_http(url: str, timeout: float = 60) -> httpx.Response:
 @pytest.fixture
 def vision(platform):
     platform.spawn_options["alice"] = [
-        vc("vision", [profile("cpu-small"), profile("gpu-2", accelerator={"type": "nvidia.com/gpu", "count": 2})],
-           description="Vision team"),
+        vc(
+            "vision",
+            [profile("cpu-small"), profile("gpu-2", accelerator={"type": "nvidia.com/gpu", "count": 2})],
+            description="Vision team",
+        ),
     ]
 
 

@@ -18,13 +18,16 @@ from yitong_spawner.hubconfig import hub_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("env,prefix,cwd,expected", [
-    ({"YITONG_DATA_DIR": "/srv/yt"}, "/opt/venv", "/tmp", "/srv/yt"),
-    ({"YITONG_DATA_DIR": "/srv/yt"}, str(ROOT / ".venv"), "/tmp", "/srv/yt"),
-    ({}, str(ROOT / ".venv"), "/tmp", str(ROOT / ".yitong")),  # the README's .venv/bin/yitong-passwd
-    ({"YITONG_DATA_DIR": ""}, str(ROOT / ".venv"), "/", str(ROOT / ".yitong")),
-    ({}, "/opt/venv", "/home/a", "/home/a/.yitong"),  # installed elsewhere: like the authenticator
-])
+@pytest.mark.parametrize(
+    "env,prefix,cwd,expected",
+    [
+        ({"YITONG_DATA_DIR": "/srv/yt"}, "/opt/venv", "/tmp", "/srv/yt"),
+        ({"YITONG_DATA_DIR": "/srv/yt"}, str(ROOT / ".venv"), "/tmp", "/srv/yt"),
+        ({}, str(ROOT / ".venv"), "/tmp", str(ROOT / ".yitong")),  # the README's .venv/bin/yitong-passwd
+        ({"YITONG_DATA_DIR": ""}, str(ROOT / ".venv"), "/", str(ROOT / ".yitong")),
+        ({}, "/opt/venv", "/home/a", "/home/a/.yitong"),  # installed elsewhere: like the authenticator
+    ],
+)
 def test_default_data_dir(env, prefix, cwd, expected):
     assert passwords.default_data_dir(env, prefix, cwd) == expected
 
@@ -33,8 +36,14 @@ def test_hub_reads_what_the_cli_writes(tmp_path):
     cfg = hub_config({}, settings_path="s.yaml", data_dir=str(tmp_path), service_token="t")
     assert cfg["YitongAuthenticator"]["password_file"] == passwords.password_file(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "YITONG_DATA_DIR"} | {"YITONG_DATA_DIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "yitong_spawner.passwords", "set", "alice", "--generate"],
-                         env=env, cwd="/", capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "yitong_spawner.passwords", "set", "alice", "--generate"],
+        env=env,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     password = out.stdout.strip().rsplit(": ", 1)[1]
     stored = passwords.load(cfg["YitongAuthenticator"]["password_file"])
     assert passwords.verify_password(password, stored["alice"])

@@ -45,23 +45,35 @@ def test_ensure_admin_only_once(tmp_path):
 
 def test_cli_generate_prints_once(tmp_path):
     path = str(tmp_path / "p.json")
-    out = subprocess.run([sys.executable, "-m", "yitong_spawner.passwords", "set", "carol", "--generate",
-                          "--file", path], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "yitong_spawner.passwords", "set", "carol", "--generate", "--file", path],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     password = out.strip().rsplit(": ", 1)[1]
     assert passwords.verify_password(password, passwords.load(path)["carol"])
-    out = subprocess.run([sys.executable, "-m", "yitong_spawner.passwords", "set", "carol", "--file", path],
-                         input="another-secret\n", capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "yitong_spawner.passwords", "set", "carol", "--file", path],
+        input="another-secret\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "another-secret" not in out
     assert passwords.verify_password("another-secret", passwords.load(path)["carol"])
 
 
-@pytest.mark.parametrize("data, expected", [
-    ({"username": "alice", "password": "right-password"}, "alice"),
-    ({"username": "alice", "password": "wrong"}, None),
-    ({"username": "mallory", "password": "right-password"}, None),
-    ({"username": "alice", "password": ""}, None),
-    ({}, None),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        ({"username": "alice", "password": "right-password"}, "alice"),
+        ({"username": "alice", "password": "wrong"}, None),
+        ({"username": "mallory", "password": "right-password"}, None),
+        ({"username": "alice", "password": ""}, None),
+        ({}, None),
+    ],
+)
 async def test_authenticator(tmp_path, data, expected):
     path = str(tmp_path / "passwords.json")
     passwords.set_password(path, "alice", "right-password")

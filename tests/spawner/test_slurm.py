@@ -64,14 +64,29 @@ c.YitongSlurmSpawner.startup_poll_interval = 0.5
 async def hub(platform, tmp_path):
     ports = {k: free_port() for k in ("proxy_port", "hub_port", "proxy_api_port")}
     config = tmp_path / "jupyterhub_config.py"
-    config.write_text(textwrap.dedent(HUB_CONFIG.format(
-        **ports, chp=os.path.abspath(CHP), tmp=tmp_path, platform_url=platform.url, platform_token=platform.token,
-        singleuser=os.path.join(VENV_BIN, "jupyterhub-singleuser"),
-        bs_singleuser=os.path.join(VENV_BIN, "batchspawner-singleuser"))))
+    config.write_text(
+        textwrap.dedent(
+            HUB_CONFIG.format(
+                **ports,
+                chp=os.path.abspath(CHP),
+                tmp=tmp_path,
+                platform_url=platform.url,
+                platform_token=platform.token,
+                singleuser=os.path.join(VENV_BIN, "jupyterhub-singleuser"),
+                bs_singleuser=os.path.join(VENV_BIN, "batchspawner-singleuser"),
+            )
+        )
+    )
     log = open(tmp_path / "hub.log", "w")
     proc = await asyncio.create_subprocess_exec(
-        os.path.join(VENV_BIN, "jupyterhub"), "-f", str(config), cwd=tmp_path, stdout=log, stderr=log,
-        env={**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ["PATH"]})
+        os.path.join(VENV_BIN, "jupyterhub"),
+        "-f",
+        str(config),
+        cwd=tmp_path,
+        stdout=log,
+        stderr=log,
+        env={**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ["PATH"]},
+    )
     api = f"http://127.0.0.1:{ports['hub_port']}/hub/api"
     client = httpx.AsyncClient(base_url=api, headers={"Authorization": "token tester-token-0123456789"}, timeout=30)
     for _ in range(120):
@@ -98,7 +113,7 @@ async def wait_server(client, name: str, ready: bool, timeout: float = 120) -> d
     for _ in range(int(timeout * 2)):
         model = (await client.get(f"/users/{name}")).json()
         server = model["servers"].get("")
-        if (bool(server and server["ready"]) if ready else not server):
+        if bool(server and server["ready"]) if ready else not server:
             return model
         await asyncio.sleep(0.5)
     raise TimeoutError(client.log_path.read_text()[-4000:])
@@ -124,8 +139,9 @@ async def test_slurm_spawn_through_hub(hub, platform):
     async with httpx.AsyncClient() as web:
         r = await web.get(f"{hub.proxy_url}/user/alice/api")
     assert r.status_code == 200 and "version" in r.json()
-    jobs = subprocess.run(["squeue", "-h", "-n", "spawner-jupyterhub", "-o", "%i %T %P %a %C"],
-                          capture_output=True, text=True).stdout.split("\n")
+    jobs = subprocess.run(
+        ["squeue", "-h", "-n", "spawner-jupyterhub", "-o", "%i %T %P %a %C"], capture_output=True, text=True
+    ).stdout.split("\n")
     job_id, state, partition, account, cpus = [j for j in jobs if j][-1].split()
     # Slurm 22.05 without an accounting database accepts --account without checking it
     assert (state, partition, account, cpus) == ("RUNNING", "debug", "vision", "1")

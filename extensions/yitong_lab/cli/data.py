@@ -64,8 +64,7 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("dataset", metavar="VC/NAME")
     sub = verb("show", show, "one version and its files")
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
-    sub = verb("diff", diff, "files added, removed, changed between two versions "
-                             "(one version: against its parent)")
+    sub = verb("diff", diff, "files added, removed, changed between two versions (one version: against its parent)")
     sub.add_argument("ref", metavar="VC/NAME@A")
     sub.add_argument("other", metavar="@B", nargs="?")
     sub = verb("tag", tag, "name a version (tags move); --delete removes a tag")
@@ -97,9 +96,15 @@ def ls(args: Any, client: Any, out: Any) -> None:
 
 
 def commit(args: Any, client: Any, out: Any) -> None:
-    v = _datasets(client).commit(args.path, args.dataset, args.message, progress=out.progress,
-                                 description=args.description, private=args.private,
-                                 stat_cache=not args.no_cache)
+    v = _datasets(client).commit(
+        args.path,
+        args.dataset,
+        args.message,
+        progress=out.progress,
+        description=args.description,
+        private=args.private,
+        stat_cache=not args.no_cache,
+    )
     out.show(v, text.commit_text(v))
 
 
@@ -131,8 +136,9 @@ def tag(args: Any, client: Any, out: Any) -> None:
 
 
 def pull(args: Any, client: Any, out: Any) -> None:
-    r = _datasets(client).pull(args.ref, args.directory, delete=args.delete, progress=out.progress,
-                               stat_cache=not args.no_cache)
+    r = _datasets(client).pull(
+        args.ref, args.directory, delete=args.delete, progress=out.progress, stat_cache=not args.no_cache
+    )
     out.show(r, text.pull_text(r))
 
 
@@ -165,6 +171,9 @@ def verify(args: Any, client: Any, out: Any) -> None:
     if r.get("corrupt") or r.get("missing") or cached:
         from yitong_lab.client import YitongError
 
-        raise YitongError(1, f"the store has {len(r.get('corrupt') or [])} corrupt and "
-                             f"{len(r.get('missing') or [])} missing objects"
-                          + (f"; {cached} objects of the materialise cache were changed" if cached else ""))
+        raise YitongError(
+            1,
+            f"the store has {len(r.get('corrupt') or [])} corrupt and "
+            f"{len(r.get('missing') or [])} missing objects"
+            + (f"; {cached} objects of the materialise cache were changed" if cached else ""),
+        )

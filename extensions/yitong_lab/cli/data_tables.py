@@ -31,31 +31,50 @@ def datasets_table(datasets: list[dict[str, Any]]) -> str:
     for d in datasets:
         latest = d.get("latest")
         number = latest.get("number") if isinstance(latest, dict) else latest
-        rows.append([d.get("full_name") or f"{d['vc']}/{d['name']}", d.get("visibility") or "-",
-                     str(d.get("versions", "-")), vnum(number), size(d.get("bytes")) if number else "-",
-                     d.get("description") or "-"])
+        rows.append(
+            [
+                d.get("full_name") or f"{d['vc']}/{d['name']}",
+                d.get("visibility") or "-",
+                str(d.get("versions", "-")),
+                vnum(number),
+                size(d.get("bytes")) if number else "-",
+                d.get("description") or "-",
+            ]
+        )
     return table(["DATASET", "VISIBILITY", "VERSIONS", "LATEST", "SIZE", "DESCRIPTION"], rows)
 
 
 def versions_table(versions: list[dict[str, Any]]) -> str:
-    rows = [[vnum(v["number"]), v.get("created") or "-", v.get("author") or "-", str(v.get("files", "-")),
-             size(v.get("bytes")), vnum(v.get("parent")), tags_text(v.get("tags")), v.get("message") or "-"]
-            for v in versions]
+    rows = [
+        [
+            vnum(v["number"]),
+            v.get("created") or "-",
+            v.get("author") or "-",
+            str(v.get("files", "-")),
+            size(v.get("bytes")),
+            vnum(v.get("parent")),
+            tags_text(v.get("tags")),
+            v.get("message") or "-",
+        ]
+        for v in versions
+    ]
     return table(["VERSION", "CREATED", "AUTHOR", "FILES", "SIZE", "PARENT", "TAGS", "MESSAGE"], rows)
 
 
 def version_fields(v: dict[str, Any]) -> str:
-    return fields([
-        ("dataset", v["dataset"]),
-        ("version", vnum(v["number"])),
-        ("parent", vnum(v.get("parent"))),
-        ("author", v.get("author") or "-"),
-        ("created", v.get("created") or "-"),
-        ("message", v.get("message") or "-"),
-        ("tags", tags_text(v.get("tags"))),
-        ("files", f"{v.get('files', '-')} ({size(v.get('bytes'))})"),
-        ("manifest", v.get("manifest") or "-"),
-    ])
+    return fields(
+        [
+            ("dataset", v["dataset"]),
+            ("version", vnum(v["number"])),
+            ("parent", vnum(v.get("parent"))),
+            ("author", v.get("author") or "-"),
+            ("created", v.get("created") or "-"),
+            ("message", v.get("message") or "-"),
+            ("tags", tags_text(v.get("tags"))),
+            ("files", f"{v.get('files', '-')} ({size(v.get('bytes'))})"),
+            ("manifest", v.get("manifest") or "-"),
+        ]
+    )
 
 
 def version_details(v: dict[str, Any], files: list[dict[str, Any]]) -> str:
@@ -67,8 +86,10 @@ def diff_text(dataset: str, d: dict[str, Any]) -> str:
     def label(ref: Any) -> str:
         return "(nothing)" if ref is None else (f"v{ref}" if str(ref).isdigit() else str(ref))
 
-    head = (f"{dataset} {label(d.get('from'))} -> {label(d.get('to'))}: {len(d['added'])} added, "
-            f"{len(d['removed'])} removed, {len(d['changed'])} changed")
+    head = (
+        f"{dataset} {label(d.get('from'))} -> {label(d.get('to'))}: {len(d['added'])} added, "
+        f"{len(d['removed'])} removed, {len(d['changed'])} changed"
+    )
     lines = [head]
     lines += [f"+ {f['path']}  ({size(f['size'])})" for f in d["added"]]
     lines += [f"- {f['path']}  ({size(f['size'])})" for f in d["removed"]]
@@ -81,19 +102,25 @@ def commit_text(v: dict[str, Any]) -> str:
     if v.get("unchanged"):
         return f"nothing changed: {v['dataset']} {vnum(v['number'])} already has this content ({what})"
     up = v.get("uploaded") or {}
-    return (f"committed {v['dataset']} {vnum(v['number'])}: {what} "
-            f"(uploaded {plural(up.get('objects', 0), 'object')}, {size(up.get('bytes', 0))})")
+    return (
+        f"committed {v['dataset']} {vnum(v['number'])}: {what} "
+        f"(uploaded {plural(up.get('objects', 0), 'object')}, {size(up.get('bytes', 0))})"
+    )
 
 
 def pull_text(r: dict[str, Any]) -> str:
-    return (f"pulled {r['dataset']} {vnum(r['number'])} into {r['path']}: "
-            f"{plural(r['fetched'], 'file')} fetched ({size(r['bytes'])}), {r['unchanged']} unchanged, "
-            f"{r['deleted']} deleted")
+    return (
+        f"pulled {r['dataset']} {vnum(r['number'])} into {r['path']}: "
+        f"{plural(r['fetched'], 'file')} fetched ({size(r['bytes'])}), {r['unchanged']} unchanged, "
+        f"{r['deleted']} deleted"
+    )
 
 
 def gc_text(r: dict[str, Any]) -> str:
-    return (f"removed {plural(r.get('objects', 0), 'object')} ({size(r.get('bytes', 0))}) and "
-            f"{plural(r.get('packs', 0), 'pack')}")
+    return (
+        f"removed {plural(r.get('objects', 0), 'object')} ({size(r.get('bytes', 0))}) and "
+        f"{plural(r.get('packs', 0), 'pack')}"
+    )
 
 
 def verify_text(r: dict[str, Any]) -> str:
@@ -101,8 +128,10 @@ def verify_text(r: dict[str, Any]) -> str:
     cached = r.get("cache_corrupt") or []
     if not corrupt and not missing and not cached:
         return f"checked {plural(r.get('checked', 0), 'object')}: all intact"
-    lines = [f"checked {plural(r.get('checked', 0), 'object')}: {len(corrupt)} corrupt, {len(missing)} missing"
-             + (f", {len(cached)} changed in the materialise cache" if cached else "")]
+    lines = [
+        f"checked {plural(r.get('checked', 0), 'object')}: {len(corrupt)} corrupt, {len(missing)} missing"
+        + (f", {len(cached)} changed in the materialise cache" if cached else "")
+    ]
     lines += [f"corrupt  {h}" for h in corrupt] + [f"missing  {h}" for h in missing]
     lines += [f"changed  {h} (materialise cache)" for h in cached]
     return "\n".join(lines)

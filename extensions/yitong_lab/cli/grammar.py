@@ -78,8 +78,7 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
     except ParserExit as stop:
         return stop.status
     if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
-        print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands",
-              file=sys.stderr)
+        print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands", file=sys.stderr)
         return 2
     args.cell = cell
     from yitong_lab.cli.output import Output

@@ -57,17 +57,24 @@ def register(nouns: Any, common: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
 
     def verb(name: str, func: Callable, help: str, json_flag: bool = True, description: str = "") -> Any:
-        sub = verbs.add_parser(name, parents=[common] if json_flag else [], help=help,
-                               description=description or help)
+        sub = verbs.add_parser(name, parents=[common] if json_flag else [], help=help, description=description or help)
         sub.set_defaults(func=refusing(func))
         return sub
 
-    sub = verb("submit", submit, "submit a job spec file (in a notebook, the cell magic submits a cell)",
-               description="Submit a job spec (a YAML or JSON file, '-' for stdin; docs/jobs-spec.md). "
-                           "In a notebook, '%%yt job submit [cell options]' submits the cell itself.")
+    sub = verb(
+        "submit",
+        submit,
+        "submit a job spec file (in a notebook, the cell magic submits a cell)",
+        description="Submit a job spec (a YAML or JSON file, '-' for stdin; docs/jobs-spec.md). "
+        "In a notebook, '%%yt job submit [cell options]' submits the cell itself.",
+    )
     sub.add_argument("spec", metavar="SPEC", nargs="?", help="the spec file (docs/jobs-spec.md)")
-    sub.add_argument("--from", dest="source", choices=["openpai", "pytorchjob"],
-                     help="SPEC is an OpenPAI (protocol v2) job or a Kubeflow PyTorchJob")
+    sub.add_argument(
+        "--from",
+        dest="source",
+        choices=["openpai", "pytorchjob"],
+        help="SPEC is an OpenPAI (protocol v2) job or a Kubeflow PyTorchJob",
+    )
     sub.add_argument("--vc", help="the VC (overrides the spec's)")
     sub.add_argument("--dir", metavar="DIR", help="the job's code directory (default: the current one)")
     sub.add_argument("--no-code", action="store_true", help="do not record the code (commit, changes)")
@@ -80,8 +87,11 @@ def register(nouns: Any, common: Any) -> None:
 
     sub = verb("ls", ls, "your jobs (--all: everyone's in your VCs), newest first")
     sub.add_argument("--vc", help="only this VC")
-    sub.add_argument("--state", choices=["queued", "admitted", "running", "succeeded", "failed",
-                                         "cancelled", "preempted"], help="only jobs in this state")
+    sub.add_argument(
+        "--state",
+        choices=["queued", "admitted", "running", "succeeded", "failed", "cancelled", "preempted"],
+        help="only jobs in this state",
+    )
     sub.add_argument("--all", "-a", action="store_true", help="every user's jobs in your VCs")
     sub = verb("show", show, "one job: state, reason, hosts, ports, devices, access, runs, ranks")
     sub.add_argument("id", type=int, metavar="ID")
@@ -95,14 +105,20 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("id", type=int, metavar="ID")
     sub = verb("clone", clone, "submit a copy of a job, changed by --set and --env")
     sub.add_argument("id", type=int, metavar="ID")
-    sub.add_argument("--set", dest="sets", action="append", metavar="KEY=VALUE",
-                     help="a spec field (dotted for nested: accelerator.count=2); VALUE is JSON or text")
+    sub.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a spec field (dotted for nested: accelerator.count=2); VALUE is JSON or text",
+    )
     sub.add_argument("--env", action="append", metavar="K=V", help="an environment variable of the job")
     sub = verb("tensorboard", tensorboard, "the URL of TensorBoard on the job's outputs directory")
     sub.add_argument("id", type=int, metavar="ID")
 
 
 # -- pure helpers --------------------------------------------------------------------------------
+
 
 def parse_value(raw: str) -> Any:
     """``--set`` values: JSON when they parse (``2``, ``null``, ``["python", "x.py"]``), else text."""
@@ -136,8 +152,9 @@ def clone_patch(sets: list[str] | None, envs: list[str] | None) -> dict[str, Any
     return patch
 
 
-def tensorboard_url(job_id: int, environ: dict[str, str], me: Callable[[], dict[str, Any]] | None = None,
-                    api: str = "") -> str:
+def tensorboard_url(
+    job_id: int, environ: dict[str, str], me: Callable[[], dict[str, Any]] | None = None, api: str = ""
+) -> str:
     """The server-extension route ``<server>/yitong/jobs/<id>/tensorboard``: under this server
     (``JUPYTERHUB_PUBLIC_URL`` when the hub knows its public URL, else the path
     ``JUPYTERHUB_SERVICE_PREFIX``); outside one, your default server at the hub the API is under."""
@@ -157,6 +174,7 @@ def tensorboard_url(job_id: int, environ: dict[str, str], me: Callable[[], dict[
 
 
 # -- commands ------------------------------------------------------------------------------------
+
 
 def _read_spec(path: str) -> str:
     if path == "-":
@@ -183,8 +201,10 @@ def submit(args: Any, client: Any, out: Any) -> None:
     if cell is not None:
         return submit_cell(args, client, out, cell)
     if not args.spec:
-        raise UsageError("give a spec file (yt job submit train.yaml), or in a notebook put the "
-                         "script in a cell under %%yt job submit")
+        raise UsageError(
+            "give a spec file (yt job submit train.yaml), or in a notebook put the "
+            "script in a cell under %%yt job submit"
+        )
     given = _cell_options_given(args)
     if given:
         raise UsageError(f"{', '.join(given)}: only for %%yt job submit cells; put them in the spec file")
@@ -208,11 +228,23 @@ def submit_cell(args: Any, client: Any, out: Any, cell: str) -> None:
     name = args.name or f"cell-{cells.cell_name(cell)[:8]}"
     script = directory / cells.CELLS / f"{cells.cell_name(cell)}.py"
     spec = cells.cell_spec(
-        str(script), vc=vc, name=name, kernel=args.kernel, image=args.image, procs=args.procs,
-        framework=args.framework, cpu=args.cpu, memory=args.memory,
-        accelerator=cells.accelerator(args.gpus, args.accelerator), env=cells.parse_pairs(args.env, "--env"),
-        inputs=cells.inputs(args.input), max_run_time=args.max_run_time, priority=args.priority,
-        retries=args.retries, outputs=args.outputs)
+        str(script),
+        vc=vc,
+        name=name,
+        kernel=args.kernel,
+        image=args.image,
+        procs=args.procs,
+        framework=args.framework,
+        cpu=args.cpu,
+        memory=args.memory,
+        accelerator=cells.accelerator(args.gpus, args.accelerator),
+        env=cells.parse_pairs(args.env, "--env"),
+        inputs=cells.inputs(args.input),
+        max_run_time=args.max_run_time,
+        priority=args.priority,
+        retries=args.retries,
+        outputs=args.outputs,
+    )
     if args.dry_run:
         out.show(spec, json.dumps(spec, indent=2))
         return

@@ -57,8 +57,18 @@ def wait_or_reason(job: dict[str, Any]) -> str:
 
 
 def jobs_table(jobs: list[dict[str, Any]], now: datetime | None = None) -> str:
-    rows = [[str(j["id"]), j.get("name") or "-", j.get("vc") or "-", j.get("user") or "-", j["state"],
-             wait_or_reason(j), age(j.get("created"), now)] for j in jobs]
+    rows = [
+        [
+            str(j["id"]),
+            j.get("name") or "-",
+            j.get("vc") or "-",
+            j.get("user") or "-",
+            j["state"],
+            wait_or_reason(j),
+            age(j.get("created"), now),
+        ]
+        for j in jobs
+    ]
     return table(["ID", "NAME", "VC", "USER", "STATE", "POSITION/REASON", "AGE"], rows)
 
 
@@ -107,8 +117,15 @@ def ports_text(ports: dict[str, Any] | None) -> str:
 
 
 def inputs_rows(inputs: list[dict[str, Any]] | None) -> list[list[str]]:
-    return [[i.get("dataset") or "-", i.get("mount") or "-", f"v{i['version']}" if i.get("version") else "-",
-             (i.get("manifest") or "-")[:16]] for i in inputs or []]
+    return [
+        [
+            i.get("dataset") or "-",
+            i.get("mount") or "-",
+            f"v{i['version']}" if i.get("version") else "-",
+            (i.get("manifest") or "-")[:16],
+        ]
+        for i in inputs or []
+    ]
 
 
 def job_details(job: dict[str, Any]) -> str:
@@ -146,8 +163,10 @@ def job_details(job: dict[str, Any]) -> str:
 
 
 def submitted_text(job: dict[str, Any]) -> str:
-    lines = [f"submitted job {job['id']} ({job.get('name')}) in VC {job.get('vc')}: {job['state']}"
-             + (f", {wait_or_reason(job)}" if job["state"] == "queued" and wait_or_reason(job) != "-" else "")]
+    lines = [
+        f"submitted job {job['id']} ({job.get('name')}) in VC {job.get('vc')}: {job['state']}"
+        + (f", {wait_or_reason(job)}" if job["state"] == "queued" and wait_or_reason(job) != "-" else "")
+    ]
     lines += [f"note: {note}" for note in job.get("notes") or []]
     return "\n".join(lines)
 
@@ -192,31 +211,43 @@ def run_details(run: dict[str, Any]) -> str:
     state = run.get("state") or "-"
     if run.get("exit_code") is not None:
         state += f" (exit code {run['exit_code']})"
-    head = fields([
-        ("run", f"{run['run']} (job {run.get('job')} {run.get('name')}, attempt {run.get('attempt')})"),
-        ("vc", run.get("vc") or "-"),
-        ("user", run.get("user") or "-"),
-        ("state", state),
-        ("started", run.get("started") or "-"),
-        ("finished", run.get("finished") or "-"),
-        ("duration", duration(run.get("started"), run.get("finished"))),
-        ("backend", run.get("backend") or "-"),
-        ("code", code_text(run.get("code"))),
-        ("environment", environment_text(run.get("environment"))),
-        ("devices", machine_text(run.get("devices"))),
-    ])
+    head = fields(
+        [
+            ("run", f"{run['run']} (job {run.get('job')} {run.get('name')}, attempt {run.get('attempt')})"),
+            ("vc", run.get("vc") or "-"),
+            ("user", run.get("user") or "-"),
+            ("state", state),
+            ("started", run.get("started") or "-"),
+            ("finished", run.get("finished") or "-"),
+            ("duration", duration(run.get("started"), run.get("finished"))),
+            ("backend", run.get("backend") or "-"),
+            ("code", code_text(run.get("code"))),
+            ("environment", environment_text(run.get("environment"))),
+            ("devices", machine_text(run.get("devices"))),
+        ]
+    )
     blocks = [head]
     rows = inputs_rows(run.get("inputs"))
     blocks.append(table(["DATASET", "MOUNT", "VERSION", "MANIFEST"], rows) if rows else "datasets:  none")
     params = run.get("parameters") or {}
-    rows = [[k, command_text(v) if k == "command" else value_text(v)] for k, v in params.items() if v not in (None, {}, [])]
+    rows = [
+        [k, command_text(v) if k == "command" else value_text(v)] for k, v in params.items() if v not in (None, {}, [])
+    ]
     if rows:
         blocks.append(table(["PARAMETER", "VALUE"], rows))
     metrics = run.get("metrics") or {}
-    blocks.append(table(["METRIC", "VALUE"], [[k, value_text(v)] for k, v in sorted(metrics.items())])
-                  if metrics else "metrics:   none (a job records them with yitong_lab.log_metrics)")
+    blocks.append(
+        table(["METRIC", "VALUE"], [[k, value_text(v)] for k, v in sorted(metrics.items())])
+        if metrics
+        else "metrics:   none (a job records them with yitong_lab.log_metrics)"
+    )
     artifacts = run.get("artifacts") or []
-    blocks.append(table(["ARTIFACT", "SIZE", "BLAKE3"], [[a["path"], format_amount("memory", a.get("size")),
-                                                         (a.get("blake3") or "-")[:16]] for a in artifacts])
-                  if artifacts else "artifacts: none")
+    blocks.append(
+        table(
+            ["ARTIFACT", "SIZE", "BLAKE3"],
+            [[a["path"], format_amount("memory", a.get("size")), (a.get("blake3") or "-")[:16]] for a in artifacts],
+        )
+        if artifacts
+        else "artifacts: none"
+    )
     return "\n\n".join(blocks)

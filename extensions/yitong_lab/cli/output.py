@@ -15,8 +15,7 @@ _FIRST = ("cpu", "memory")
 def table(headers: list[str], rows: list[list[str]]) -> str:
     """Left-aligned columns separated by two spaces, no trailing blanks."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
-             for row in [headers, *rows]]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() for row in [headers, *rows]]
     return "\n".join(lines)
 
 
@@ -29,9 +28,15 @@ def resource_names(*maps: dict[str, Any] | None) -> list[str]:
 def resource_rows(vc: dict[str, Any]) -> list[list[str]]:
     """``[resource, quota, used, free]`` per resource of a VC model."""
     quota, used, free = vc.get("quota") or {}, vc.get("used") or {}, vc.get("free") or {}
-    return [[name, format_amount(name, quota.get(name)), format_amount(name, used.get(name)),
-             format_amount(name, free.get(name))]
-            for name in resource_names(quota, used, free)]
+    return [
+        [
+            name,
+            format_amount(name, quota.get(name)),
+            format_amount(name, used.get(name)),
+            format_amount(name, free.get(name)),
+        ]
+        for name in resource_names(quota, used, free)
+    ]
 
 
 def vcs_table(vcs: list[dict[str, Any]]) -> str:
@@ -55,13 +60,15 @@ def names(values: list[str] | None) -> str:
 
 
 def vc_details(vc: dict[str, Any]) -> str:
-    head = fields([
-        ("name", vc["name"]),
-        ("description", vc.get("description") or "-"),
-        ("groups", names(vc.get("groups"))),
-        ("profiles", names(vc.get("profiles"))),
-        ("user caps", format_resources(vc.get("user_caps"))),
-    ])
+    head = fields(
+        [
+            ("name", vc["name"]),
+            ("description", vc.get("description") or "-"),
+            ("groups", names(vc.get("groups"))),
+            ("profiles", names(vc.get("profiles"))),
+            ("user caps", format_resources(vc.get("user_caps"))),
+        ]
+    )
     rows = resource_rows(vc)
     return head + ("\n\n" + table(["RESOURCE", "QUOTA", "USED", "FREE"], rows) if rows else "")
 
@@ -72,9 +79,17 @@ def accelerator(profile: dict[str, Any]) -> str:
 
 
 def profiles_table(profiles: list[dict[str, Any]]) -> str:
-    rows = [[p["name"], p.get("display_name") or "-", format_amount("cpu", p.get("cpu")),
-             format_amount("memory", p.get("memory")), accelerator(p), p.get("arch") or "any"]
-            for p in profiles]
+    rows = [
+        [
+            p["name"],
+            p.get("display_name") or "-",
+            format_amount("cpu", p.get("cpu")),
+            format_amount("memory", p.get("memory")),
+            accelerator(p),
+            p.get("arch") or "any",
+        ]
+        for p in profiles
+    ]
     return table(["PROFILE", "DISPLAY NAME", "CPU", "MEMORY", "ACCELERATOR", "ARCH"], rows)
 
 

@@ -10,12 +10,18 @@ from yitong_lab.cli import job_tables as text
 def register(nouns: Any, common: Any) -> None:
     parser = nouns.add_parser("run", help="the ledger: what a job attempt ran on, and rerunning it")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    sub = verbs.add_parser("show", parents=[common], help="datasets, code, environment, devices, "
-                           "parameters, metrics and artifacts of one run")
+    sub = verbs.add_parser(
+        "show",
+        parents=[common],
+        help="datasets, code, environment, devices, parameters, metrics and artifacts of one run",
+    )
     sub.add_argument("id", type=int, metavar="ID", help="a run id (yt job show lists a job's runs)")
     sub.set_defaults(func=show)
-    sub = verbs.add_parser("rerun", parents=[common], help="submit the run again as a new job: same spec "
-                           "and code, inputs pinned to the same dataset versions")
+    sub = verbs.add_parser(
+        "rerun",
+        parents=[common],
+        help="submit the run again as a new job: same spec and code, inputs pinned to the same dataset versions",
+    )
     sub.add_argument("id", type=int, metavar="ID")
     sub.set_defaults(func=rerun)
 

@@ -34,26 +34,41 @@ def _settings(parser: argparse.ArgumentParser, editing: bool) -> None:
     parser.add_argument("name", metavar="NAME", help="VC name (a-z, 0-9, -)")
     parser.add_argument("--description", help="a sentence shown to members")
     parser.add_argument("--quota", type=resources, action=MergeResources, help=RESOURCES_HELP)
-    parser.add_argument("--user-cap", dest="user_caps", type=resources, action=MergeResources,
-                        help="per-user cap inside the VC, e.g. nvidia.com/gpu=1")
+    parser.add_argument(
+        "--user-cap",
+        dest="user_caps",
+        type=resources,
+        action=MergeResources,
+        help="per-user cap inside the VC, e.g. nvidia.com/gpu=1",
+    )
     verb = "replace the groups with" if editing else "hub group whose members belong (repeatable)"
     parser.add_argument("--group", dest="groups", action="append", metavar="G", help=verb)
     verb = "replace the profiles with" if editing else "profile the VC offers (repeatable)"
     parser.add_argument("--profile", dest="profiles", action="append", metavar="P", help=verb)
     if editing:
         for noun in ("group", "profile"):
-            parser.add_argument(f"--add-{noun}", dest=f"add_{noun}s", action="append", default=[],
-                                metavar=noun[0].upper(), help=f"add a {noun} (repeatable)")
-            parser.add_argument(f"--remove-{noun}", dest=f"remove_{noun}s", action="append",
-                                default=[], metavar=noun[0].upper(), help=f"remove a {noun}")
+            parser.add_argument(
+                f"--add-{noun}",
+                dest=f"add_{noun}s",
+                action="append",
+                default=[],
+                metavar=noun[0].upper(),
+                help=f"add a {noun} (repeatable)",
+            )
+            parser.add_argument(
+                f"--remove-{noun}",
+                dest=f"remove_{noun}s",
+                action="append",
+                default=[],
+                metavar=noun[0].upper(),
+                help=f"remove a {noun}",
+            )
 
 
 def register(nouns: Any, common: Any) -> None:
     parser = nouns.add_parser("vc", help="virtual clusters: quotas, usage, membership")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    verbs.add_parser("ls", parents=[common], help="your VCs with quota, used and free").set_defaults(
-        func=ls
-    )
+    verbs.add_parser("ls", parents=[common], help="your VCs with quota, used and free").set_defaults(func=ls)
     show_parser = verbs.add_parser("show", parents=[common], help="one VC in detail")
     show_parser.add_argument("name", metavar="NAME")
     show_parser.set_defaults(func=show)
@@ -101,17 +116,18 @@ def _edited(current: list[str], replace: list[str] | None, add: list[str], remov
 
 def edit(args: Any, client: Any, out: Any) -> None:
     """PATCH what was given; quota and user caps merge into the current ones."""
-    needs_current = args.quota or args.user_caps or any(
-        (args.add_groups, args.remove_groups, args.add_profiles, args.remove_profiles))
+    needs_current = (
+        args.quota
+        or args.user_caps
+        or any((args.add_groups, args.remove_groups, args.add_profiles, args.remove_profiles))
+    )
     current = client.vc(args.name) if needs_current else {}
     changes = {
         "description": args.description,
         "quota": {**current.get("quota", {}), **args.quota} if args.quota else None,
         "user_caps": {**current.get("user_caps", {}), **args.user_caps} if args.user_caps else None,
-        "groups": _edited(current.get("groups", []), args.groups, args.add_groups,
-                          args.remove_groups),
-        "profiles": _edited(current.get("profiles", []), args.profiles, args.add_profiles,
-                            args.remove_profiles),
+        "groups": _edited(current.get("groups", []), args.groups, args.add_groups, args.remove_groups),
+        "profiles": _edited(current.get("profiles", []), args.profiles, args.add_profiles, args.remove_profiles),
     }
     if all(value is None for value in changes.values()):
         raise UsageError("nothing to change: give --description, --quota, --group, ... (see --help)")

@@ -14,9 +14,14 @@ def register(nouns: Any, common: Any) -> None:
 
 def whoami(args: Any, client: Any, out: Any) -> None:
     me = client.me()
-    out.show(me, fields([
-        ("name", me["name"]),
-        ("admin", "yes" if me.get("admin") else "no"),
-        ("groups", names(me.get("groups"))),
-        ("vcs", names(me.get("vcs"))),
-    ]))
+    out.show(
+        me,
+        fields(
+            [
+                ("name", me["name"]),
+                ("admin", "yes" if me.get("admin") else "no"),
+                ("groups", names(me.get("groups"))),
+                ("vcs", names(me.get("vcs"))),
+            ]
+        ),
+    )

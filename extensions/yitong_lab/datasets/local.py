@@ -31,7 +31,8 @@ class LinkRefused(ValueError):
         self.path = path
         super().__init__(
             f"{path} is a symbolic link (to {target}): a commit never follows links; copy what it "
-            "points to into the directory, or remove the link")
+            "points to into the directory, or remove the link"
+        )
 
 
 def _target(path: str) -> str:
@@ -125,7 +126,7 @@ def hash_path(path: str, size: int, progress: Callable[[int], None] | None = Non
             view = memoryview(mm)
             try:
                 for offset in range(0, length, WINDOW):
-                    block = view[offset:offset + WINDOW]
+                    block = view[offset : offset + WINDOW]
                     hasher.update(block)
                     block.release()
                     if progress:
@@ -159,8 +160,9 @@ def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, 
     return blake3(data).hexdigest(), after, data
 
 
-def _hash_checked(root: str, file: Scanned,
-                  progress: Callable[[int], None] | None) -> tuple[str, tuple[int, int, int], bytes | None]:
+def _hash_checked(
+    root: str, file: Scanned, progress: Callable[[int], None] | None
+) -> tuple[str, tuple[int, int, int], bytes | None]:
     """Hash, then stat again: a file written meanwhile is hashed once more, then refused.
     ``(hash, stat, the bytes read)``; the bytes only for small files (read whole anyway)."""
     path = local_path(root, file[0])
@@ -180,9 +182,14 @@ def _hash_checked(root: str, file: Scanned,
     raise OSError(f"{path} keeps changing while it is being read: commit it once it is written")
 
 
-def hash_files(root: str, files: list[Scanned], cache, progress=None,
-               workers: int | None = None, sink: Callable[[list[tuple]], None] | None = None,
-               ) -> dict[str, str]:
+def hash_files(
+    root: str,
+    files: list[Scanned],
+    cache,
+    progress=None,
+    workers: int | None = None,
+    sink: Callable[[list[tuple]], None] | None = None,
+) -> dict[str, str]:
     """``{path: hash}`` for ``files`` (scanned under ``root``): stat-cache hits cost nothing, the
     rest are hashed and go into ``cache`` in one transaction. ``progress``: a
     :class:`~yitong_lab.datasets.progress.Progress` (phase ``hash``, in bytes). ``sink`` gets

@@ -55,8 +55,12 @@ def check_paths(paths: list[str]) -> None:
     blob = "\n".join(paths)
     try:
         blob.encode("utf-8")
-        ok = (blob.count("\n") == len(paths) - 1 and not _BAD_CHAR.search(blob)
-              and not _BAD_SEGMENT.search(blob) and max(map(len, paths), default=0) <= MAX_PATH_BYTES // 4)
+        ok = (
+            blob.count("\n") == len(paths) - 1
+            and not _BAD_CHAR.search(blob)
+            and not _BAD_SEGMENT.search(blob)
+            and max(map(len, paths), default=0) <= MAX_PATH_BYTES // 4
+        )
     except UnicodeEncodeError:
         ok = False
     if not ok:
@@ -91,8 +95,9 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     separators=(",", ":"), ensure_ascii=False)`` form of a canonical manifest, written out
     entry by entry (the generic encoder sorts the keys of 70,000 dicts; tests compare)."""
     quote = encode_basestring  # what json.dumps(..., ensure_ascii=False) uses for a str, in C
-    body = ",".join(f'{{"hash":"{f["hash"]}","path":{quote(f["path"])},"size":{int(f["size"])}}}'
-                    for f in manifest["files"])
+    body = ",".join(
+        f'{{"hash":"{f["hash"]}","path":{quote(f["path"])},"size":{int(f["size"])}}}' for f in manifest["files"]
+    )
     return f'{{"files":[{body}]}}'.encode()
 
 
@@ -119,8 +124,11 @@ def diff(old: Iterable[File], new: Iterable[File]) -> dict[str, list[dict[str, A
     after = {f["path"]: f for f in new}
     added = [{"path": p, "size": after[p]["size"]} for p in sorted(after.keys() - before.keys())]
     removed = [{"path": p, "size": before[p]["size"]} for p in sorted(before.keys() - after.keys())]
-    changed = [{"path": p, "old_size": before[p]["size"], "size": after[p]["size"]}
-               for p in sorted(before.keys() & after.keys()) if before[p]["hash"] != after[p]["hash"]]
+    changed = [
+        {"path": p, "old_size": before[p]["size"], "size": after[p]["size"]}
+        for p in sorted(before.keys() & after.keys())
+        if before[p]["hash"] != after[p]["hash"]
+    ]
     return {"added": added, "removed": removed, "changed": changed}
 
 

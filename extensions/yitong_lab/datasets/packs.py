@@ -35,7 +35,7 @@ def _read_into(fd: int, view: memoryview) -> int:
     if hasattr(os, "readv"):
         return os.readv(fd, [view])
     data = os.read(fd, len(view))  # Windows
-    view[:len(data)] = data
+    view[: len(data)] = data
     return len(data)
 
 
@@ -50,8 +50,7 @@ def body_length(items: Iterable[Item]) -> int:
     return sum(HEADER + item.size for item in items)
 
 
-def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
-              block: int = CHUNK) -> Iterator[bytes]:
+def pack_body(items: list[Item], sent: Callable[[int], None] | None = None, block: int = CHUNK) -> Iterator[bytes]:
     """Yield the pack of ``items`` in blocks of about ``block`` bytes (many small records per
     block: one socket write per block, not two per file); ``sent(n)`` after each block.
 
@@ -69,7 +68,7 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
             if sent:
                 sent(pos)
             pos = 0
-        view[pos:pos + HEADER] = header(item.hash, item.size)
+        view[pos : pos + HEADER] = header(item.hash, item.size)
         pos += HEADER
         if item.data is not None:
             data = memoryview(item.data)
@@ -82,12 +81,14 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
                         sent(pos)
                     pos = 0
                 take = min(block - pos, len(data))
-                view[pos:pos + take] = data[:take]
+                view[pos : pos + take] = data[:take]
                 pos += take
                 data = data[take:]
             continue
         left = item.size
-        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))  # no file object: 70k of them cost
+        fd = os.open(
+            item.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        )  # no file object: 70k of them cost
         try:
             while left:
                 room = min(left, block - pos)
@@ -97,7 +98,7 @@ def pack_body(items: list[Item], sent: Callable[[int], None] | None = None,
                         sent(pos)
                     pos = 0
                     continue
-                n = _read_into(fd, view[pos:pos + room])
+                n = _read_into(fd, view[pos : pos + room])
                 if not n:
                     break
                 pos += n
@@ -141,8 +142,8 @@ class PackDecoder:
                 if len(view) - pos < HEADER:
                     self._buffer = bytes(view[pos:])
                     return
-                self._hash = bytes(view[pos:pos + 32]).hex()
-                self._size = self._left = int.from_bytes(view[pos + 32:pos + HEADER], "big")
+                self._hash = bytes(view[pos : pos + 32]).hex()
+                self._size = self._left = int.from_bytes(view[pos + 32 : pos + HEADER], "big")
                 pos += HEADER
                 if self._left == 0:
                     yield Record(self._hash, 0, b"", True)
@@ -150,7 +151,7 @@ class PackDecoder:
                 continue
             take = min(self._left, len(view) - pos)
             self._left -= take
-            data = bytes(view[pos:pos + take])
+            data = bytes(view[pos : pos + take])
             pos += take
             yield Record(self._hash, self._size, data, self._left == 0)
             if self._left == 0:

@@ -60,9 +60,17 @@ class TqdmProgress(Progress):
         from tqdm import tqdm
 
         self._closed()
-        self._bar = tqdm(total=self.total, desc=LABELS.get(self.phase, self.phase), unit="B",
-                         unit_scale=True, unit_divisor=1024, file=sys.stderr, leave=False,
-                         disable=None if not self._force else False, dynamic_ncols=True)
+        self._bar = tqdm(
+            total=self.total,
+            desc=LABELS.get(self.phase, self.phase),
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            file=sys.stderr,
+            leave=False,
+            disable=None if not self._force else False,
+            dynamic_ncols=True,
+        )
 
     def _advanced(self, n: int) -> None:
         if self._bar is not None:

@@ -67,9 +67,16 @@ class Datasets:
 
     def create(self, dataset: str, description: str = "", private: bool = False) -> dict[str, Any]:
         ref = parse_ref(dataset, allow_version=False)
-        return self.client.request("POST", "/datasets", json={
-            "vc": ref.vc, "name": ref.name, "description": description,
-            "visibility": "private" if private else "vc"})
+        return self.client.request(
+            "POST",
+            "/datasets",
+            json={
+                "vc": ref.vc,
+                "name": ref.name,
+                "description": description,
+                "visibility": "private" if private else "vc",
+            },
+        )
 
     def update(self, dataset: str, **changes: Any) -> dict[str, Any]:
         body = {k: v for k, v in changes.items() if v is not None}
@@ -135,9 +142,18 @@ class Datasets:
 
     # -- transfers -----------------------------------------------------------------------------
 
-    def commit(self, path: str | os.PathLike, dataset: str, message: str = "", *,
-               progress: Any = "auto", create: bool = True, description: str = "",
-               private: bool = False, stat_cache: bool = True) -> dict[str, Any]:
+    def commit(
+        self,
+        path: str | os.PathLike,
+        dataset: str,
+        message: str = "",
+        *,
+        progress: Any = "auto",
+        create: bool = True,
+        description: str = "",
+        private: bool = False,
+        stat_cache: bool = True,
+    ) -> dict[str, Any]:
         """Make the directory (or single file) ``path`` the next version of ``dataset``; returns the version model
         plus ``unchanged`` (nothing was sent when the content equals the latest version) and
         ``uploaded: {objects, bytes}``. Creates the dataset when missing (``create``)."""
@@ -177,30 +193,44 @@ class Datasets:
                 sending = manifest["files"]
                 if base is not None and parent is not None:  # committed from here: send only the changes
                     put, delete = changes(base, manifest)
-                    body = {"message": message, "parent": number, "base": parent["manifest"], "put": put,
-                            "delete": delete, "manifest": digest}
+                    body = {
+                        "message": message,
+                        "parent": number,
+                        "base": parent["manifest"],
+                        "put": put,
+                        "delete": delete,
+                        "manifest": digest,
+                    }
                     sending = put
                 objects, sent = uploader.finish(
-                    Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending)
+                    Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in sending
+                )
                 try:
                     # one key for this commit: a retry after a dropped connection gets the version
                     # the first try made instead of "parent is not the latest"
                     version = self.client.create_call("POST", self._base(ref) + "/versions", json=body)
                 except YitongError as error:
                     if error.status == 409:
-                        raise YitongError(409, f"someone committed to {ref.dataset} meanwhile (your parent was "
-                                               f"{'v' + str(number) if number else 'no version'}): commit again "
-                                               f"to build on the new version ({error.detail})") from None
+                        raise YitongError(
+                            409,
+                            f"someone committed to {ref.dataset} meanwhile (your parent was "
+                            f"{'v' + str(number) if number else 'no version'}): commit again "
+                            f"to build on the new version ({error.detail})",
+                        ) from None
                     raise
                 cache.remember_manifest(digest, data)
-            return {**version, "unchanged": bool(version.get("unchanged")),
-                    "uploaded": {"objects": objects, "bytes": sent}}
+            return {
+                **version,
+                "unchanged": bool(version.get("unchanged")),
+                "uploaded": {"objects": objects, "bytes": sent},
+            }
         finally:
             bar.close()
 
     @staticmethod
-    def _local_manifest(root: str, files: builtins.list, cache: Any, bar: Any, memo: bool = True,
-                        sink: Any = None) -> tuple[str, Any]:
+    def _local_manifest(
+        root: str, files: builtins.list, cache: Any, bar: Any, memo: bool = True, sink: Any = None
+    ) -> tuple[str, Any]:
         """``(manifest hash, (manifest, its bytes))`` of the scanned tree ``files`` at ``root``.
         With ``memo``, a tree identical to the one last committed from here gives its hash and
         ``None`` (nothing is hashed or built). ``sink``: see :func:`~.local.hash_files`."""
@@ -221,8 +251,15 @@ class Datasets:
         cache.remember_tree(root, snapshot, digest)
         return digest, (manifest, data)
 
-    def pull(self, ref: str, directory: str | os.PathLike, *, delete: bool = False,
-             progress: Any = "auto", stat_cache: bool = True) -> dict[str, Any]:
+    def pull(
+        self,
+        ref: str,
+        directory: str | os.PathLike,
+        *,
+        delete: bool = False,
+        progress: Any = "auto",
+        stat_cache: bool = True,
+    ) -> dict[str, Any]:
         """Make ``directory`` hold the version ``ref``: only missing or changed files are
         fetched (checked by size, then hash via the stat cache); ``delete`` removes files the
         version does not have. Returns ``{dataset, number, path, fetched, bytes, unchanged, deleted}``."""
@@ -252,8 +289,9 @@ class Datasets:
             blocking = self._blocking(root, files, by_path)
             if blocking and not delete:
                 raise YitongError(409, f"{blocking} is in the way of {pinned}: move it or pull with --delete")
-            same_size = [by_path[f["path"]] for f in files
-                         if f["path"] in by_path and by_path[f["path"]][1] == f["size"]]
+            same_size = [
+                by_path[f["path"]] for f in files if f["path"] in by_path and by_path[f["path"]][1] == f["size"]
+            ]
             with open_cache(stat_cache) as cache:
                 local_hashes = hash_files(root, same_size, cache, bar)
                 need: dict[str, list[str]] = {}
@@ -267,9 +305,15 @@ class Datasets:
                 download(self.client, base, targets, sizes, bar)
                 cache.store(root, [(p, stat_of(local_path(root, p)), h) for h, ps in need.items() for p in ps])
             fetched = sum(len(ps) for ps in need.values())
-            return {"dataset": parsed.dataset, "number": version["number"], "path": root,
-                    "fetched": fetched, "bytes": sum(sizes[h] * len(need[h]) for h in need),
-                    "unchanged": len(files) - fetched, "deleted": deleted}
+            return {
+                "dataset": parsed.dataset,
+                "number": version["number"],
+                "path": root,
+                "fetched": fetched,
+                "bytes": sum(sizes[h] * len(need[h]) for h in need),
+                "unchanged": len(files) - fetched,
+                "deleted": deleted,
+            }
         finally:
             bar.close()
 

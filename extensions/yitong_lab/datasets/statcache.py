@@ -46,19 +46,20 @@ class StatCache:
     def __init__(self, path: str | os.PathLike | None = None):
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS stat (path TEXT PRIMARY KEY, size INTEGER NOT NULL,"
-            " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID")
+            " mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, hash TEXT NOT NULL) WITHOUT ROWID"
+        )
         self._db.execute(
-            "CREATE TABLE IF NOT EXISTS tree (root TEXT PRIMARY KEY, snapshot BLOB NOT NULL,"
-            " manifest TEXT NOT NULL)")
+            "CREATE TABLE IF NOT EXISTS tree (root TEXT PRIMARY KEY, snapshot BLOB NOT NULL, manifest TEXT NOT NULL)"
+        )
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS manifest (id INTEGER PRIMARY KEY, hash TEXT UNIQUE NOT NULL,"
-            " body BLOB NOT NULL)")
+            " body BLOB NOT NULL)"
+        )
 
     def load(self, root: str) -> dict[str, tuple[int, int, int, str]]:
         """Every entry under the absolute directory ``root``, keyed by the path relative to it:
@@ -67,8 +68,8 @@ class StatCache:
         high = root.rstrip(os.sep) + chr(ord(os.sep) + 1)
         cut = len(low)
         rows = self._db.execute(
-            "SELECT path, size, mtime_ns, inode, hash FROM stat WHERE path >= ? AND path < ?",
-            (low, high))
+            "SELECT path, size, mtime_ns, inode, hash FROM stat WHERE path >= ? AND path < ?", (low, high)
+        )
         return {row[0][cut:]: row[1:] for row in rows}
 
     def store(self, root: str, rows: Iterable[tuple[str, tuple[int, int, int], str]]) -> int:
@@ -108,10 +109,12 @@ class StatCache:
         import zlib
 
         with self._transaction():
-            self._db.execute("INSERT OR REPLACE INTO manifest (hash, body) VALUES (?, ?)",
-                             (digest, zlib.compress(data, 1)))
-            self._db.execute("DELETE FROM manifest WHERE id NOT IN"
-                             " (SELECT id FROM manifest ORDER BY id DESC LIMIT ?)", (keep,))
+            self._db.execute(
+                "INSERT OR REPLACE INTO manifest (hash, body) VALUES (?, ?)", (digest, zlib.compress(data, 1))
+            )
+            self._db.execute(
+                "DELETE FROM manifest WHERE id NOT IN (SELECT id FROM manifest ORDER BY id DESC LIMIT ?)", (keep,)
+            )
 
     def _transaction(self):
         from contextlib import contextmanager

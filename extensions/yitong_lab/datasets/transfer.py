@@ -67,7 +67,7 @@ def _retrying(what: str, attempt: Callable[[], Any]) -> Any:
         except httpx.TransportError as error:
             if tries == RETRIES:
                 raise YitongError(0, f"{what} failed after {RETRIES} retries: {error}") from None
-            time.sleep(min(0.2 * 2 ** tries, 5.0))
+            time.sleep(min(0.2 * 2**tries, 5.0))
 
 
 def _ask_missing(client: Any, hashes: list[str]) -> Any:
@@ -77,7 +77,7 @@ def _ask_missing(client: Any, hashes: list[str]) -> Any:
 def missing(client: Any, hashes: list[str]) -> set[str]:
     out: set[str] = set()
     for i in range(0, len(hashes), MISSING_CHUNK):
-        chunk = hashes[i:i + MISSING_CHUNK]
+        chunk = hashes[i : i + MISSING_CHUNK]
         out.update(_retrying("asking for missing objects", partial(_ask_missing, client, chunk))["missing"])
     return out
 
@@ -92,10 +92,12 @@ def upload_pack(client: Any, items: list[Item], progress: Any) -> None:
     def attempt() -> None:
         progress.update(-sent[0])
         sent[0] = 0
-        response = http.post(client.url + "/objects/pack", content=pack_body(items, counted),
-                             headers={"Content-Type": "application/octet-stream",
-                                      "Content-Length": str(body_length(items))},
-                             timeout=_timeout())
+        response = http.post(
+            client.url + "/objects/pack",
+            content=pack_body(items, counted),
+            headers={"Content-Type": "application/octet-stream", "Content-Length": str(body_length(items))},
+            timeout=_timeout(),
+        )
         client.check(response)
 
     _retrying(f"uploading a pack of {len(items)} files", attempt)
@@ -141,16 +143,22 @@ def upload_large(client: Any, item: Item, progress: Any, block: int | None = Non
                 advance(offset - credited[0])
             end = min(item.size, offset + block)
             response = http.patch(
-                url, content=_file_range(item.path, offset, end, advance), timeout=_timeout(),
-                headers={"Upload-Offset": str(offset), "Upload-Length": str(item.size),
-                         "Content-Length": str(end - offset),
-                         "Content-Type": "application/offset+octet-stream"})
+                url,
+                content=_file_range(item.path, offset, end, advance),
+                timeout=_timeout(),
+                headers={
+                    "Upload-Offset": str(offset),
+                    "Upload-Length": str(item.size),
+                    "Content-Length": str(end - offset),
+                    "Content-Type": "application/offset+octet-stream",
+                },
+            )
             if response.status_code == 409:  # another offset, or our dropped PATCH still runs there
                 offset = None
                 failures += 1
                 if failures > RETRIES:
                     client.check(response)
-                time.sleep(min(0.2 * 2 ** failures, 5.0))
+                time.sleep(min(0.2 * 2**failures, 5.0))
                 continue
             body = client.check(response)
             if body.get("complete"):
@@ -161,7 +169,7 @@ def upload_large(client: Any, item: Item, progress: Any, block: int | None = Non
             failures += 1
             if failures > RETRIES:
                 raise YitongError(0, f"uploading {item.path} failed after {RETRIES} retries: {error}") from None
-            time.sleep(min(0.2 * 2 ** failures, 5.0))
+            time.sleep(min(0.2 * 2**failures, 5.0))
             offset = None  # the service kept what arrived: resume from its Upload-Offset
 
 
@@ -325,8 +333,7 @@ def place(tmp: str, targets: list[str]) -> None:
     os.replace(tmp, first)
 
 
-def fetch_small(client: Any, base: str, wanted: dict[str, list[str]], sizes: dict[str, int],
-                progress: Any) -> None:
+def fetch_small(client: Any, base: str, wanted: dict[str, list[str]], sizes: dict[str, int], progress: Any) -> None:
     """``wanted``: hash -> local target paths. One pack stream per batch; a dropped stream is
     asked again for what did not arrive."""
     import blake3
@@ -340,8 +347,9 @@ def fetch_small(client: Any, base: str, wanted: dict[str, list[str]], sizes: dic
         hasher: Any = None
         tmp: str | None = None
         try:
-            with client.http().stream("POST", client.url + base + "/fetch", json={"hashes": hashes},
-                                      timeout=_timeout()) as response:
+            with client.http().stream(
+                "POST", client.url + base + "/fetch", json={"hashes": hashes}, timeout=_timeout()
+            ) as response:
                 if response.is_error:
                     response.read()
                     client.check(response)
@@ -390,8 +398,9 @@ def fetch_large(client: Any, base: str, digest: str, size: int, targets: list[st
     while have < size:
         try:
             headers = {"Range": f"bytes={have}-"} if have else {}
-            with client.http().stream("GET", f"{client.url}{base}/objects/{digest}", headers=headers,
-                                      timeout=_timeout()) as response:
+            with client.http().stream(
+                "GET", f"{client.url}{base}/objects/{digest}", headers=headers, timeout=_timeout()
+            ) as response:
                 if response.is_error:
                     response.read()
                     client.check(response)
@@ -408,15 +417,16 @@ def fetch_large(client: Any, base: str, digest: str, size: int, targets: list[st
             failures += 1
             if failures > RETRIES:
                 raise YitongError(0, f"downloading {targets[0]} failed after {RETRIES} retries: {error}") from None
-            time.sleep(min(0.2 * 2 ** failures, 5.0))
+            time.sleep(min(0.2 * 2**failures, 5.0))
     if hash_path(part, size) != digest:
         os.unlink(part)
         raise YitongError(0, f"object {digest} arrived corrupt (for {targets[0]}): pull again")
     place(part, targets)
 
 
-def download(client: Any, base: str, wanted: dict[str, list[str]], sizes: dict[str, int],
-             progress: Any, workers: int = WORKERS) -> None:
+def download(
+    client: Any, base: str, wanted: dict[str, list[str]], sizes: dict[str, int], progress: Any, workers: int = WORKERS
+) -> None:
     """Fetch every hash of ``wanted`` (hash -> local targets) of the version at ``base``."""
     if not wanted:
         return
@@ -428,8 +438,7 @@ def download(client: Any, base: str, wanted: dict[str, list[str]], sizes: dict[s
     batches: list[list[str]] = []
     for pack in plan_packs([Item(h, sizes[h], "") for h in small]):
         hashes = [item.hash for item in pack]
-        batches += [hashes[i:i + FETCH_HASHES] for i in range(0, len(hashes), FETCH_HASHES)]
+        batches += [hashes[i : i + FETCH_HASHES] for i in range(0, len(hashes), FETCH_HASHES)]
     tasks = [lambda h=h: fetch_large(client, base, h, sizes[h], wanted[h], progress) for h in large]
-    tasks += [lambda b=b: fetch_small(client, base, {h: wanted[h] for h in b}, sizes, progress)
-              for b in batches]
+    tasks += [lambda b=b: fetch_small(client, base, {h: wanted[h] for h in b}, sizes, progress) for b in batches]
     run_parallel(tasks, workers)

@@ -67,22 +67,49 @@ def inputs(items: list[str] | None) -> list[dict[str, str]]:
     return out
 
 
-def cell_spec(script: str, *, vc: str, name: str, kernel: str | None = "python3", image: str | None = None,
-              procs: int | None = None, framework: str | None = None, cpu: str | None = None,
-              memory: str | None = None, accelerator: dict[str, Any] | None = None,
-              env: dict[str, str] | None = None, inputs: list[dict[str, str]] | None = None,
-              max_run_time: str | None = None, priority: str | None = None, retries: int | None = None,
-              outputs: str | None = None) -> dict[str, Any]:
+def cell_spec(
+    script: str,
+    *,
+    vc: str,
+    name: str,
+    kernel: str | None = "python3",
+    image: str | None = None,
+    procs: int | None = None,
+    framework: str | None = None,
+    cpu: str | None = None,
+    memory: str | None = None,
+    accelerator: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    inputs: list[dict[str, str]] | None = None,
+    max_run_time: str | None = None,
+    priority: str | None = None,
+    retries: int | None = None,
+    outputs: str | None = None,
+) -> dict[str, Any]:
     """The job spec running ``python <script>``; options left ``None`` take the spec's defaults.
     More than one process per node means ``framework: pytorch`` (torchrun) unless given."""
     environment = {k: v for k, v in (("kernel", kernel), ("image", image)) if v}
-    spec: dict[str, Any] = {"name": name, "vc": vc, "environment": environment or {"kernel": "python3"},
-                            "command": ["python", str(script)]}
+    spec: dict[str, Any] = {
+        "name": name,
+        "vc": vc,
+        "environment": environment or {"kernel": "python3"},
+        "command": ["python", str(script)],
+    }
     if framework is None and procs and procs > 1:
         framework = "pytorch"
-    optional = {"framework": framework, "procs_per_node": procs, "cpu": cpu, "memory": memory,
-                "accelerator": accelerator, "env": env or None, "inputs": inputs or None,
-                "max_run_time": max_run_time, "priority": priority, "retries": retries, "outputs": outputs}
+    optional = {
+        "framework": framework,
+        "procs_per_node": procs,
+        "cpu": cpu,
+        "memory": memory,
+        "accelerator": accelerator,
+        "env": env or None,
+        "inputs": inputs or None,
+        "max_run_time": max_run_time,
+        "priority": priority,
+        "retries": retries,
+        "outputs": outputs,
+    }
     spec.update({k: v for k, v in optional.items() if v is not None})
     return spec
 

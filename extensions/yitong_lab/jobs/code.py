@@ -30,8 +30,16 @@ MAX_BYTES = 256 * 2**20
 LARGE = 64 * 2**20
 EDGE = 2**20
 SKIP_DIRS = {"__pycache__", "node_modules"}
-GIT_DIFF = ["diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/",
-            "--dst-prefix=b/", "HEAD"]
+GIT_DIFF = [
+    "diff",
+    "--binary",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "HEAD",
+]
 
 
 class TooBig(Exception):
@@ -43,8 +51,9 @@ def git(directory: Path, *args: str) -> bytes | None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}  # no outer GIT_DIR
     env["LC_ALL"] = "C"
     try:
-        result = subprocess.run(["git", "-C", str(directory), *args], capture_output=True, env=env,
-                                timeout=120, check=False)
+        result = subprocess.run(
+            ["git", "-C", str(directory), *args], capture_output=True, env=env, timeout=120, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout if result.returncode == 0 else None

@@ -83,8 +83,16 @@ def make(kind: Any = "auto") -> StateDisplay:
     return WidgetDisplay() if kind == "widget" else StateDisplay()
 
 
-def follow(client: Any, job_id: int, *, rank: int = 0, logs: bool = True, display: Any = "auto",
-           out: TextIO | None = None, poll: float = 1.0) -> dict[str, Any]:
+def follow(
+    client: Any,
+    job_id: int,
+    *,
+    rank: int = 0,
+    logs: bool = True,
+    display: Any = "auto",
+    out: TextIO | None = None,
+    poll: float = 1.0,
+) -> dict[str, Any]:
     """Show state changes (and rank ``rank``'s log on ``out``) until the job ends; returns the
     last job model. Ctrl-C (a kernel interrupt) stops watching, not the job."""
     shown = make(display)

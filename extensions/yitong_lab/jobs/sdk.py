@@ -130,8 +130,17 @@ class JobCalls:
 
         def http(self) -> Any: ...
         def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
-        def create_call(self, method: str, path: str, *, json: Any = None, content: bytes | None = None,
-                        content_type: str | None = None, params: dict | None = None, key: str | None = None) -> Any: ...
+        def create_call(
+            self,
+            method: str,
+            path: str,
+            *,
+            json: Any = None,
+            content: bytes | None = None,
+            content_type: str | None = None,
+            params: dict | None = None,
+            key: str | None = None,
+        ) -> Any: ...
         @staticmethod
         def check(response: Any) -> Any: ...
 
@@ -195,15 +204,15 @@ class JobCalls:
 
         import httpx
 
-
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         timeout = httpx.Timeout(self.timeout, read=None)  # a quiet job sends nothing for a while
         tries, answered = 0, False
         while True:
             params = {"rank": rank, "offset": offset, "follow": 1}
             try:
-                with self.http().stream("GET", self.url + f"/jobs/{_q(job_id)}/logs", params=params,
-                                        timeout=timeout) as response:
+                with self.http().stream(
+                    "GET", self.url + f"/jobs/{_q(job_id)}/logs", params=params, timeout=timeout
+                ) as response:
                     answered = True
                     if response.is_error:
                         response.read()
@@ -226,7 +235,7 @@ class JobCalls:
                     raise YitongError(0, f"lost the log stream of job {job_id}: {exc}") from None
                 import time
 
-                time.sleep(min(2.0 ** tries, 10.0))
+                time.sleep(min(2.0**tries, 10.0))
 
     def run(self, run_id: int) -> Run:
         """The ledger record of one attempt."""
@@ -239,7 +248,6 @@ class JobCalls:
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         """The raw ``httpx.Response`` (not checked); a connection failure is a ``YitongError``."""
         import httpx
-
 
         http = self.http()
         try:

@@ -16,8 +16,10 @@ from yitong_lab.proxies import ICONS, escape_template
 def code_server_command(executable: str, workdir: str) -> list[str]:
     return [
         executable,
-        "--auth", "none",
-        "--bind-addr", "127.0.0.1:{port}",
+        "--auth",
+        "none",
+        "--bind-addr",
+        "127.0.0.1:{port}",
         "--disable-telemetry",
         "--disable-update-check",
         escape_template(workdir),

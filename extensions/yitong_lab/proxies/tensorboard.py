@@ -36,11 +36,16 @@ NAME = "tensorboard"
 def tensorboard_command(executable: str, logdir: str) -> list[str]:
     return [
         executable,
-        "--logdir", escape_template(logdir),
-        "--port", "{port}",
-        "--host", "127.0.0.1",
-        "--path_prefix", "{base_url}" + NAME,
-        "--reload_interval", "15",
+        "--logdir",
+        escape_template(logdir),
+        "--port",
+        "{port}",
+        "--host",
+        "127.0.0.1",
+        "--path_prefix",
+        "{base_url}" + NAME,
+        "--reload_interval",
+        "15",
     ]
 
 
@@ -64,6 +69,7 @@ def setup_tensorboard() -> dict[str, Any]:
 
 # -- one TensorBoard per job -------------------------------------------------------------------
 
+
 def find_tensorboard() -> str | None:
     """``tensorboard`` on PATH, else next to this Python (a venv not on PATH)."""
     found = shutil.which("tensorboard")
@@ -75,8 +81,19 @@ def find_tensorboard() -> str | None:
 
 def job_board_command(executable: str, logdir: str, port: int, base_url: str) -> list[str]:
     """The argv of a job's TensorBoard (no shell, no proxy templating)."""
-    return [executable, "--logdir", logdir, "--port", str(port), "--host", "127.0.0.1",
-            "--path_prefix", job_board_path(base_url, port).rstrip("/"), "--reload_interval", "15"]
+    return [
+        executable,
+        "--logdir",
+        logdir,
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--path_prefix",
+        job_board_path(base_url, port).rstrip("/"),
+        "--reload_interval",
+        "15",
+    ]
 
 
 def job_board_path(base_url: str, port: int) -> str:
@@ -155,15 +172,22 @@ class JobBoards:
     async def _start(self, logdir: str) -> Board:
         executable = self.executable or find_tensorboard()
         if executable is None:
-            raise BoardError(501, "TensorBoard is not installed in this server's environment "
-                                  "(pip install tensorboard, then open this page again)")
+            raise BoardError(
+                501,
+                "TensorBoard is not installed in this server's environment "
+                "(pip install tensorboard, then open this page again)",
+            )
         last = ""
         for _ in range(3):  # a port taken between choosing and binding: try another
             port = free_port()
             log = tempfile.TemporaryFile()
             process = await asyncio.create_subprocess_exec(
                 *job_board_command(executable, logdir, port, self.base_url),
-                stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
             _PIDS.add(process.pid)
             board = Board(logdir, port, process, log)
             if await self._ready(board):

@@ -14,9 +14,10 @@ def _load_jupyter_server_extension(serverapp) -> None:
     base_url = web_app.settings["base_url"]
     web_app.settings["yitong_tensorboards"] = JobBoards(base_url)  # yitong/jobs/<id>/tensorboard
     web_app.add_handlers(
-        ".*$", [(url_path_join(base_url, route), handler)
-                for route, handler in default_handlers + upload_handlers]
+        ".*$", [(url_path_join(base_url, route), handler) for route, handler in default_handlers + upload_handlers]
     )
-    serverapp.log.info("yitong_lab: /yitong/api/ forwards to the platform API; "
-                       "/yitong/datasets/uploads takes browser uploads; "
-                       "/yitong/jobs/<id>/tensorboard opens TensorBoard on a job's outputs")
+    serverapp.log.info(
+        "yitong_lab: /yitong/api/ forwards to the platform API; "
+        "/yitong/datasets/uploads takes browser uploads; "
+        "/yitong/jobs/<id>/tensorboard opens TensorBoard on a job's outputs"
+    )

@@ -99,8 +99,13 @@ class ForwardHandler(YitongHandler):
     async def forward(self, path: str) -> None:
         base = api_url()
         if not base:
-            self.send(503, {"detail": "the platform API is not configured: YITONG_API_URL is not set"
-                                      " in this server's environment"})
+            self.send(
+                503,
+                {
+                    "detail": "the platform API is not configured: YITONG_API_URL is not set"
+                    " in this server's environment"
+                },
+            )
             return
         url = upstream_url(base, path, self.request.query)
         if url is None:
@@ -118,10 +123,18 @@ class ForwardHandler(YitongHandler):
         # arrive; JSON answers are collected and decoded as before
         relay = _Relay(self)
         follow = "follow=1" in self.request.query or "follow=true" in self.request.query
-        request = HTTPRequest(url, method=self.request.method, headers=headers, body=body,
-                              allow_nonstandard_methods=True, follow_redirects=False,
-                              connect_timeout=10, request_timeout=3600 if follow else 60,
-                              header_callback=relay.header, streaming_callback=relay.chunk)
+        request = HTTPRequest(
+            url,
+            method=self.request.method,
+            headers=headers,
+            body=body,
+            allow_nonstandard_methods=True,
+            follow_redirects=False,
+            connect_timeout=10,
+            request_timeout=3600 if follow else 60,
+            header_callback=relay.header,
+            streaming_callback=relay.chunk,
+        )
         try:
             response = await AsyncHTTPClient().fetch(request, raise_error=False)
         except (OSError, HTTPClientError) as error:
@@ -168,19 +181,23 @@ class InfoHandler(YitongHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.send(200, {
-            "configured": bool(api_url()),
-            "vc": os.environ.get("YITONG_VC") or None,
-            "profile": os.environ.get("YITONG_PROFILE") or None,
-        })
+        self.send(
+            200,
+            {
+                "configured": bool(api_url()),
+                "vc": os.environ.get("YITONG_VC") or None,
+                "profile": os.environ.get("YITONG_PROFILE") or None,
+            },
+        )
 
 
 async def platform_get(path: str) -> tuple[int, object]:
     """``(status, JSON body)`` of ``GET $YITONG_API_URL/<path>`` with the server's token."""
     base = api_url()
     if not base:
-        return 503, {"detail": "the platform API is not configured: YITONG_API_URL is not set"
-                               " in this server's environment"}
+        return 503, {
+            "detail": "the platform API is not configured: YITONG_API_URL is not set in this server's environment"
+        }
     headers = {"Accept": "application/json"}
     if api_token():
         headers["Authorization"] = f"token {api_token()}"
@@ -209,9 +226,14 @@ class JobTensorBoardHandler(YitongHandler):
             return
         outputs = job.get("outputs_path") or ""
         if not outputs or not await asyncio.to_thread(os.path.isdir, outputs):  # a stat may block (network fs)
-            self.send(409, {"detail": f"job {job_id} ({job.get('state')}) has no outputs directory at "
-                                      f"{outputs or '?'} that this server can see"
-                                      + (" yet" if job.get("state") in ("queued", "admitted") else "")})
+            self.send(
+                409,
+                {
+                    "detail": f"job {job_id} ({job.get('state')}) has no outputs directory at "
+                    f"{outputs or '?'} that this server can see"
+                    + (" yet" if job.get("state") in ("queued", "admitted") else "")
+                },
+            )
             return
         boards = self.settings["yitong_tensorboards"]  # set by the extension's loader
         try:

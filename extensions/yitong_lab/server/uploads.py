@@ -48,10 +48,10 @@ def run_commit(task: dict[str, Any], upload: dict[str, Any]) -> None:
 
     try:
         with Client() as client:
-            version = Datasets(client).commit(upload["dir"], upload["dataset"], upload["message"],
-                                              progress=progress, stat_cache=False)
-        task.update(state="done", version=version["number"], unchanged=version.get("unchanged", False),
-                    phase="done")
+            version = Datasets(client).commit(
+                upload["dir"], upload["dataset"], upload["message"], progress=progress, stat_cache=False
+            )
+        task.update(state="done", version=version["number"], unchanged=version.get("unchanged", False), phase="done")
     except (YitongError, ValueError, OSError) as error:
         task.update(state="error", error=str(error))
     except Exception as error:
@@ -72,7 +72,8 @@ class UploadsHandler(YitongHandler):
         except ValueError as error:
             return self.send(400, {"detail": str(error)})
         directory = await asyncio.get_running_loop().run_in_executor(
-            _POOL, lambda: tempfile.mkdtemp(prefix="yt-upload-"))
+            _POOL, lambda: tempfile.mkdtemp(prefix="yt-upload-")
+        )
         upload_id = uuid.uuid4().hex
         UPLOADS[upload_id] = {"dataset": dataset, "message": str(body.get("message") or ""), "dir": directory}
         self.send(201, {"id": upload_id, "dataset": dataset})
@@ -86,7 +87,8 @@ class UploadHandler(YitongHandler):
         if upload is None:
             return self.send(404, {"detail": f"no upload {upload_id}"})
         await asyncio.get_running_loop().run_in_executor(
-            _POOL, lambda: shutil.rmtree(upload["dir"], ignore_errors=True))
+            _POOL, lambda: shutil.rmtree(upload["dir"], ignore_errors=True)
+        )
         self.send(204, None)
 
 
@@ -98,9 +100,17 @@ class CommitHandler(YitongHandler):
         if upload is None:
             return self.send(404, {"detail": f"no upload {upload_id} (committed or deleted already?)"})
         task_id = uuid.uuid4().hex
-        task = TASKS[task_id] = {"id": task_id, "dataset": upload["dataset"], "state": "running",
-                                 "phase": "hash", "done": 0, "total": 0, "version": None,
-                                 "unchanged": False, "error": None}
+        task = TASKS[task_id] = {
+            "id": task_id,
+            "dataset": upload["dataset"],
+            "state": "running",
+            "phase": "hash",
+            "done": 0,
+            "total": 0,
+            "version": None,
+            "unchanged": False,
+            "error": None,
+        }
         _COMMITS.submit(run_commit, task, upload)
         self.send(202, {"task": task_id})
 

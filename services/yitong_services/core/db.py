@@ -45,16 +45,12 @@ class Database:
         if self.is_sqlite:
             if self.url.database and self.url.database != ":memory:":
                 Path(self.url.database).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = create_engine(
-                self.url, connect_args={"check_same_thread": False, "timeout": 30}
-            )
+            self.engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             _sqlite_events(self.engine)
         else:
             self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=10, max_overflow=20)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        self._locking = sessionmaker(
-            self.engine.execution_options(yitong_immediate=True), expire_on_commit=False
-        )
+        self._locking = sessionmaker(self.engine.execution_options(yitong_immediate=True), expire_on_commit=False)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 

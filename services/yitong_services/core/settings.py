@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from .limits import LimitsSettings
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
+from .limits import LimitsSettings
 
 DEFAULT_SETTINGS = "yitong.example.yaml"
 DEFAULT_DATA_DIR = ".yitong"
@@ -31,9 +31,7 @@ class Lenient(BaseModel):
 class ServiceSettings(Lenient):
     ip: str = "127.0.0.1"
     port: int = 8010
-    reconcile_interval: float = Field(
-        30.0, ge=0, description="seconds between reconciler runs (0: only at start)"
-    )
+    reconcile_interval: float = Field(30.0, ge=0, description="seconds between reconciler runs (0: only at start)")
     limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
     idempotency_ttl: float = Field(
         86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
@@ -55,7 +53,9 @@ class StorageSettings(BaseModel):
     max_upload_bytes: Bytes = Field(100 * 2**30, description="largest pack body or Upload-Length (413 above)")
     cache_dir: Path | None = Field(None, description="null = <data_dir>/cache")
     materialize_dir: Path | None = Field(None, description="null = <data_dir>/materialized")
-    gc_grace: float = Field(3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected")
+    gc_grace: float = Field(
+        3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected"
+    )
 
 
 class JobsSettings(BaseModel):
@@ -63,11 +63,18 @@ class JobsSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    api_url: str | None = Field(None, description="the API base URL jobs POST metrics to (YITONG_API_URL); null = http://<service ip>:<port><prefix>api/v1")
+    api_url: str | None = Field(
+        None,
+        description="the API base URL jobs POST metrics to (YITONG_API_URL); null = http://<service ip>:<port><prefix>api/v1",
+    )
     poll_interval: float = Field(1.0, gt=0, le=60, description="seconds between admission passes and job polls")
     enabled: bool = Field(True, description="run the job manager in this service (one service per database)")
-    token_lifetime: int = Field(86400, ge=60, description="seconds a job's own hub token lives when its spec has no max_run_time")
-    token_grace: int = Field(3600, ge=0, description="seconds a job's token outlives its max_run_time (time queued in the engine)")
+    token_lifetime: int = Field(
+        86400, ge=60, description="seconds a job's own hub token lives when its spec has no max_run_time"
+    )
+    token_grace: int = Field(
+        3600, ge=0, description="seconds a job's token outlives its max_run_time (time queued in the engine)"
+    )
 
 
 class BackendSettings(BaseModel):

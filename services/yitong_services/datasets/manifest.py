@@ -20,9 +20,9 @@ MAX_PATH_BYTES = 4096
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-
 class CorruptManifest(Exception):
     """A stored manifest that does not parse or does not match its hash."""
+
 
 def path_refusal(path: object) -> str | None:
     """Why ``path`` may not name a file in a dataset (None: it may)."""

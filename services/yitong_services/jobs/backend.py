@@ -36,21 +36,21 @@ class Launch:
     job_id: int
     attempt: int
     spec: JobSpec
-    workdir: Path                      # <data_dir>/jobs/<id>: outputs live under it
-    cwd: Path                          # the submitted code directory, else workdir
-    env: dict[str, str]                # platform additions (token, API URL)
+    workdir: Path  # <data_dir>/jobs/<id>: outputs live under it
+    cwd: Path  # the submitted code directory, else workdir
+    env: dict[str, str]  # platform additions (token, API URL)
     input_paths: dict[str, str] = field(default_factory=dict)
     visible_devices: list[int] = field(default_factory=list)
-    vc_quota: dict[str, Any] | None = None   # the VC's quota (Kubernetes: its Kueue ClusterQueue)
-    user: str = ""                     # the job's owner (hub name): whose account runs it
+    vc_quota: dict[str, Any] | None = None  # the VC's quota (Kubernetes: its Kueue ClusterQueue)
+    user: str = ""  # the job's owner (hub name): whose account runs it
 
 
 @dataclass
 class Polled:
-    state: str                         # "running" | "succeeded" | "failed" | "vanished"
+    state: str  # "running" | "succeeded" | "failed" | "vanished"
     exit_code: int | None = None
     reason: str = ""
-    finished: str | None = None        # ISO time, when known
+    finished: str | None = None  # ISO time, when known
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -98,9 +98,11 @@ class Backend(abc.ABC):
 
 
 def builtin() -> dict[str, str]:
-    return {"local": "yitong_services.jobs.runner_local:LocalBackend",
-            "kubernetes": "yitong_services.jobs.runner_kube:KubeBackend",
-            "slurm": "yitong_services.jobs.runner_slurm:SlurmBackend"}
+    return {
+        "local": "yitong_services.jobs.runner_local:LocalBackend",
+        "kubernetes": "yitong_services.jobs.runner_kube:KubeBackend",
+        "slurm": "yitong_services.jobs.runner_slurm:SlurmBackend",
+    }
 
 
 def load_backend(name: str) -> type[Backend]:
@@ -108,7 +110,9 @@ def load_backend(name: str) -> type[Backend]:
     targets = {ep.name: ep.value for ep in entry_points(group=GROUP)}
     target = targets.get(name) or builtin().get(name)
     if target is None:
-        raise LookupError(f"no job backend {name!r} (entry-point group {GROUP}: {', '.join(sorted(targets)) or 'none'})")
+        raise LookupError(
+            f"no job backend {name!r} (entry-point group {GROUP}: {', '.join(sorted(targets)) or 'none'})"
+        )
     module, _, attr = target.partition(":")
     import importlib
 

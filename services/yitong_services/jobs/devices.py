@@ -18,27 +18,33 @@ from .spec import JobSpec
 
 @dataclass(frozen=True)
 class DeviceMap:
-    type: str                                   # also the Kubernetes device-plugin resource name
-    gres: str                                   # Slurm GRES name: --gres=<gres>:<count>
-    visible_env: tuple[str, ...]                # local backend: variables listing visible devices
+    type: str  # also the Kubernetes device-plugin resource name
+    gres: str  # Slurm GRES name: --gres=<gres>:<count>
+    visible_env: tuple[str, ...]  # local backend: variables listing visible devices
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    dist_backend: str = "gloo"                  # torch.distributed backend the device wants
-    flavor: str = ""                            # Kueue ResourceFlavor name
+    dist_backend: str = "gloo"  # torch.distributed backend the device wants
+    flavor: str = ""  # Kueue ResourceFlavor name
 
 
 DEVICES: Mapping[str, DeviceMap] = {
     "nvidia.com/gpu": DeviceMap(
-        type="nvidia.com/gpu", gres="gpu", visible_env=("CUDA_VISIBLE_DEVICES",),
+        type="nvidia.com/gpu",
+        gres="gpu",
+        visible_env=("CUDA_VISIBLE_DEVICES",),
         node_selector={"accelerator": "nvidia"},
         tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
-        dist_backend="nccl", flavor="nvidia",
+        dist_backend="nccl",
+        flavor="nvidia",
     ),
     "huawei.com/Ascend910": DeviceMap(
-        type="huawei.com/Ascend910", gres="npu", visible_env=("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"),
+        type="huawei.com/Ascend910",
+        gres="npu",
+        visible_env=("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"),
         node_selector={"accelerator": "huawei-Ascend910"},
         tolerations=({"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"},),
-        dist_backend="hccl", flavor="ascend910",
+        dist_backend="hccl",
+        flavor="ascend910",
     ),
 }
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -22,7 +22,7 @@ RESERVED_ENV_PREFIX = "YITONG_"
 MAX_NODES = 1024
 
 
-class Framework(str, Enum):
+class Framework(StrEnum):
     pytorch = "pytorch"
     tensorflow = "tensorflow"
     mpi = "mpi"
@@ -67,7 +67,9 @@ class Input(StrictModel):
     @classmethod
     def _dataset(cls, v: str) -> str:
         if not isinstance(v, str) or not DATASET_RE.match(v):
-            raise ValueError(f"{v!r} is not a dataset version like vision/mnist@3, vision/mnist@v3 or vision/mnist@latest")
+            raise ValueError(
+                f"{v!r} is not a dataset version like vision/mnist@3, vision/mnist@v3 or vision/mnist@latest"
+            )
         return v if "@" in v else f"{v}@latest"
 
     @model_validator(mode="after")

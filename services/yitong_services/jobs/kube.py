@@ -58,9 +58,14 @@ def container_command(spec: JobSpec, host0: str) -> list[str]:
     argv = [literal(a) for a in user_argv(spec)]
     if spec.framework is Framework.pytorch:
         return [
-            "torchrun", f"--nnodes={spec.nodes}", f"--nproc-per-node={procs}",
-            "--node-rank=$(JOB_COMPLETION_INDEX)", f"--master-addr={host0}", f"--master-port={RDZV_PORT}",
-            "--no-python", *argv,
+            "torchrun",
+            f"--nnodes={spec.nodes}",
+            f"--nproc-per-node={procs}",
+            "--node-rank=$(JOB_COMPLETION_INDEX)",
+            f"--master-addr={host0}",
+            f"--master-port={RDZV_PORT}",
+            "--no-python",
+            *argv,
         ]
     if spec.framework is Framework.mpi:
         if spec.nodes > 1:
@@ -73,8 +78,12 @@ def pod_security(run_as_user: int = 1000, fs_group: int | None = 1000) -> tuple[
     """``(pod securityContext, container securityContext)`` of a confined pod (uid 0 is refused)."""
     if run_as_user < 1:
         raise BuildError(f"run_as_user {run_as_user}: user pods never run as root")
-    pod: dict[str, Any] = {"runAsNonRoot": True, "runAsUser": run_as_user, "runAsGroup": run_as_user,
-                           "seccompProfile": {"type": "RuntimeDefault"}}
+    pod: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": run_as_user,
+        "runAsGroup": run_as_user,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
     if fs_group is not None:
         pod["fsGroup"] = fs_group
     container = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
@@ -117,7 +126,11 @@ def job_manifests(
     }
     subpaths = dict(input_subpaths or {})
     env = job_env(
-        spec, job_id, output_dir=OUTPUT_DIR, master_addr=host0, devices=devices,
+        spec,
+        job_id,
+        output_dir=OUTPUT_DIR,
+        master_addr=host0,
+        devices=devices,
         input_paths={str(i.mount): f"{INPUTS_DIR}/{i.mount}" for i in spec.inputs},
     )
     missing = [str(i.mount) for i in spec.inputs if str(i.mount) not in subpaths]
@@ -128,8 +141,10 @@ def job_manifests(
     env_list = [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": INDEX_ANNOTATION}}}]
     env_list += [{"name": k, "value": literal(v)} for k, v in env.items()]
     env_list.append({"name": "YITONG_NODE_RANK", "value": "$(JOB_COMPLETION_INDEX)"})
-    mounts = [{"name": "data", "mountPath": f"{INPUTS_DIR}/{i.mount}", "subPath": subpaths[str(i.mount)], "readOnly": True}
-              for i in spec.inputs]
+    mounts = [
+        {"name": "data", "mountPath": f"{INPUTS_DIR}/{i.mount}", "subPath": subpaths[str(i.mount)], "readOnly": True}
+        for i in spec.inputs
+    ]
     mounts += [
         {"name": "data", "mountPath": OUTPUT_DIR, "subPath": f"jobs/{job_id}/{spec.outputs}"},
         {"name": "dshm", "mountPath": "/dev/shm"},
@@ -183,8 +198,11 @@ def job_manifests(
             "ports": [{"name": "rdzv", "port": RDZV_PORT, "targetPort": RDZV_PORT, "protocol": "TCP"}],
         },
     }
-    job_labels = {**labels, "kueue.x-k8s.io/queue-name": queue,
-                  "kueue.x-k8s.io/priority-class": priority_class_name(spec.priority_value)}
+    job_labels = {
+        **labels,
+        "kueue.x-k8s.io/queue-name": queue,
+        "kueue.x-k8s.io/priority-class": priority_class_name(spec.priority_value),
+    }
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -36,8 +36,14 @@ def default_flavors(devices: Mapping[str, DeviceMap] = DEVICES) -> list[Flavor]:
     """``default`` for cpu and memory, one flavor per device type placed like the jobs are."""
     out = [Flavor("default", ("cpu", "memory"))]
     for kind, dev in sorted(devices.items()):
-        out.append(Flavor(dev.flavor or kind.replace("/", "-").replace(".", "-").lower(), (kind,),
-                          dict(dev.node_selector), tuple(dev.tolerations)))
+        out.append(
+            Flavor(
+                dev.flavor or kind.replace("/", "-").replace(".", "-").lower(),
+                (kind,),
+                dict(dev.node_selector),
+                tuple(dev.tolerations),
+            )
+        )
     return out
 
 
@@ -48,8 +54,13 @@ def priority_class_name(priority: int) -> str:
 
 def priority_class_manifests() -> list[dict[str, Any]]:
     return [
-        {"apiVersion": KUEUE, "kind": "WorkloadPriorityClass", "metadata": {"name": name},
-         "value": value, "description": f"Yitong job priority {name.removeprefix('yitong-')}"}
+        {
+            "apiVersion": KUEUE,
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": f"Yitong job priority {name.removeprefix('yitong-')}",
+        }
         for name, value in PRIORITY_CLASSES.items()
     ]
 
@@ -67,7 +78,9 @@ def _quota(resource: str, amount: Amount) -> str | int:
     return format_amount(resource, amount) if resource in ("cpu", "memory") else int(amount)
 
 
-def resource_groups(quota: Resources, flavors: Sequence[Flavor], borrowing_limits: Resources | None = None) -> list[dict[str, Any]]:
+def resource_groups(
+    quota: Resources, flavors: Sequence[Flavor], borrowing_limits: Resources | None = None
+) -> list[dict[str, Any]]:
     """One group per flavor that covers a resource of the quota; its other resources get 0."""
     covered = {r for f in flavors for r in f.resources}
     if stray := sorted(set(quota) - covered):
@@ -82,7 +95,9 @@ def resource_groups(quota: Resources, flavors: Sequence[Flavor], borrowing_limit
             if borrowing_limits and r in borrowing_limits:
                 item["borrowingLimit"] = _quota(r, borrowing_limits[r])
             resources.append(item)
-        groups.append({"coveredResources": list(flavor.resources), "flavors": [{"name": flavor.name, "resources": resources}]})
+        groups.append(
+            {"coveredResources": list(flavor.resources), "flavors": [{"name": flavor.name, "resources": resources}]}
+        )
     return groups
 
 
@@ -112,7 +127,16 @@ def vc_queue_manifests(
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
         *[flavor_manifest(f) for f in flavors if f.name in used],
-        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": namespace, "labels": labels}, "spec": cq_spec},
-        {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": vc, "namespace": namespace, "labels": labels},
-         "spec": {"clusterQueue": namespace}},
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": namespace, "labels": labels},
+            "spec": cq_spec,
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "LocalQueue",
+            "metadata": {"name": vc, "namespace": namespace, "labels": labels},
+            "spec": {"clusterQueue": namespace},
+        },
     ]

@@ -55,16 +55,18 @@ def job_env(
     """User ``env`` first, then the platform's variables (the spec refuses ``YITONG_*`` names)."""
     check_inputs(spec, input_paths)
     env = dict(spec.env)
-    env.update({
-        "YITONG_JOB_ID": str(job_id),
-        "YITONG_JOB_NAME": spec.name,
-        "YITONG_VC": spec.vc,
-        "YITONG_NNODES": str(spec.nodes),
-        "YITONG_NPROC_PER_NODE": str(spec.procs_per_node),
-        "YITONG_MASTER_PORT": str(RDZV_PORT),
-        "YITONG_DIST_BACKEND": dist_backend(spec, devices),
-        "YITONG_OUTPUT_DIR": output_dir,
-    })
+    env.update(
+        {
+            "YITONG_JOB_ID": str(job_id),
+            "YITONG_JOB_NAME": spec.name,
+            "YITONG_VC": spec.vc,
+            "YITONG_NNODES": str(spec.nodes),
+            "YITONG_NPROC_PER_NODE": str(spec.procs_per_node),
+            "YITONG_MASTER_PORT": str(RDZV_PORT),
+            "YITONG_DIST_BACKEND": dist_backend(spec, devices),
+            "YITONG_OUTPUT_DIR": output_dir,
+        }
+    )
     if master_addr is not None:
         env["YITONG_MASTER_ADDR"] = master_addr
     if node_rank is not None:

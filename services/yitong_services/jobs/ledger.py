@@ -22,13 +22,34 @@ from typing import Any
 
 from blake3 import blake3
 
-PARAMETERS = ("command", "framework", "nodes", "procs_per_node", "accelerator", "cpu", "memory", "env",
-              "retries", "priority", "max_run_time", "outputs")
+PARAMETERS = (
+    "command",
+    "framework",
+    "nodes",
+    "procs_per_node",
+    "accelerator",
+    "cpu",
+    "memory",
+    "env",
+    "retries",
+    "priority",
+    "max_run_time",
+    "outputs",
+)
 
 
 def start_record(
-    *, run_id: int, job: dict[str, Any], attempt: int, spec: dict[str, Any], inputs: list[dict[str, Any]],
-    code: dict[str, Any], environment: dict[str, Any], devices: dict[str, Any], backend: str, started: str,
+    *,
+    run_id: int,
+    job: dict[str, Any],
+    attempt: int,
+    spec: dict[str, Any],
+    inputs: list[dict[str, Any]],
+    code: dict[str, Any],
+    environment: dict[str, Any],
+    devices: dict[str, Any],
+    backend: str,
+    started: str,
 ) -> dict[str, Any]:
     return {
         "run": run_id,
@@ -54,11 +75,22 @@ def start_record(
 
 
 def finish_record(
-    record: dict[str, Any], *, state: str, exit_code: int | None, finished: str, metrics: dict[str, Any],
+    record: dict[str, Any],
+    *,
+    state: str,
+    exit_code: int | None,
+    finished: str,
+    metrics: dict[str, Any],
     artifacts: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    return {**record, "state": state, "exit_code": exit_code, "finished": finished, "metrics": metrics,
-            "artifacts": artifacts}
+    return {
+        **record,
+        "state": state,
+        "exit_code": exit_code,
+        "finished": finished,
+        "metrics": metrics,
+        "artifacts": artifacts,
+    }
 
 
 def pinned_inputs(record: dict[str, Any]) -> list[dict[str, str]]:
@@ -67,6 +99,7 @@ def pinned_inputs(record: dict[str, Any]) -> list[dict[str, str]]:
 
 
 # ---- I/O: call from a worker thread ----
+
 
 @functools.cache
 def local_environment() -> dict[str, Any]:
@@ -91,9 +124,18 @@ def device_info(spec: dict[str, Any], visible: list[int]) -> dict[str, Any]:
     nvidia = Path("/proc/driver/nvidia/version")
     if nvidia.exists():
         driver = nvidia.read_text().splitlines()[0].strip()
-    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), None)
-    return {"accelerator": spec.get("accelerator"), "visible": visible, "driver": driver, "cpu_model": cpu,
-            "host": socket.gethostname(), "machine": platform.machine(), "kernel": platform.release()}
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), None
+    )
+    return {
+        "accelerator": spec.get("accelerator"),
+        "visible": visible,
+        "driver": driver,
+        "cpu_model": cpu,
+        "host": socket.gethostname(),
+        "machine": platform.machine(),
+        "kernel": platform.release(),
+    }
 
 
 def _lines(path: str) -> list[str]:

@@ -61,10 +61,13 @@ def local_command(
     if spec.accelerator is not None and spec.accelerator.type not in devices:
         raise BuildError(f"this machine has no {spec.accelerator.type}")
     env = job_env(
-        spec, job_id,
+        spec,
+        job_id,
         output_dir=posixpath.join(workdir, spec.outputs),
         input_paths=input_paths or {},
-        master_addr="127.0.0.1", node_rank="0", devices=devices,
+        master_addr="127.0.0.1",
+        node_rank="0",
+        devices=devices,
     )
     env.update(visible_device_env(spec, visible_devices, devices))
     return launcher_argv(spec, torchrun, mpirun), env

@@ -43,8 +43,17 @@ def token_hash(token: str) -> str:
 class JobManager:
     launch_concurrency = 8  # attempts started at once (sbatch / API calls overlap; local spawns too)
 
-    def __init__(self, db: Database, storage: Storage, backend: Backend, inventory: Resources,
-                 data_dir: Path, api_url: str, poll_interval: float, tokens: JobTokens | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        storage: Storage,
+        backend: Backend,
+        inventory: Resources,
+        data_dir: Path,
+        api_url: str,
+        poll_interval: float,
+        tokens: JobTokens | None = None,
+    ) -> None:
         self.db, self.storage, self.backend, self.inventory = db, storage, backend, inventory
         self.data_dir, self.api_url, self.poll_interval = Path(data_dir).absolute(), api_url, poll_interval
         self.tokens = tokens  # None: jobs get no hub token of their own (a service without a hub)
@@ -115,8 +124,11 @@ class JobManager:
                 if result.state != "running":
                     await to_thread.run_sync(self.finish, running[ref], result)
                     ended = True
-            seen = {running[ref]: (r.reason, r.info.get("hosts") or None) for ref, r in polled.items()
-                    if r.state == "running"}
+            seen = {
+                running[ref]: (r.reason, r.info.get("hosts") or None)
+                for ref, r in polled.items()
+                if r.state == "running"
+            }
             await to_thread.run_sync(self._engine_news, seen)
         if ended or to_launch or time.monotonic() - self._swept > 60:
             await self.sweep_tokens()
@@ -141,8 +153,10 @@ class JobManager:
         for Kueue admission", Slurm's pending reason; cleared once the engine says nothing) and
         its ``hosts`` once the engine has placed it."""
         with self.db.session() as s:
-            current = {i: (r, h) for i, r, h in s.execute(
-                select(Job.id, Job.reason, Job.hosts).where(Job.id.in_(list(seen)))).all()}
+            current = {
+                i: (r, h)
+                for i, r, h in s.execute(select(Job.id, Job.reason, Job.hosts).where(Job.id.in_(list(seen)))).all()
+            }
         changed = {}
         for i, (reason, hosts) in seen.items():
             if i not in current:
@@ -175,8 +189,18 @@ class JobManager:
         cwd = code_path if facts["code"].get("path") and code_path.is_dir() else self.workdir(job_id)
         self.workdir(job_id).mkdir(parents=True, exist_ok=True)
         env = {"YITONG_JOB_TOKEN": token, "YITONG_API_URL": self.api_url, "YITONG_ATTEMPT": str(facts["attempt"])}
-        launch = Launch(job_id, facts["attempt"], spec, self.workdir(job_id), cwd, env, paths, facts["visible"],
-                        vc_quota=dict(vc_quota) if vc_quota is not None else None, user=facts["job"]["user"])
+        launch = Launch(
+            job_id,
+            facts["attempt"],
+            spec,
+            self.workdir(job_id),
+            cwd,
+            env,
+            paths,
+            facts["visible"],
+            vc_quota=dict(vc_quota) if vc_quota is not None else None,
+            user=facts["job"]["user"],
+        )
         return launch, facts
 
     def adopted(self, job_id: int, ref: str) -> None:
@@ -198,9 +222,15 @@ class JobManager:
             s.add(run)
             s.flush()
             run.record = ledger.start_record(
-                run_id=run.id, job=facts["job"], attempt=facts["attempt"], spec=facts["spec"], inputs=facts["inputs"],
-                code=facts["code"], environment=ledger.environment(facts["spec"]),
-                devices=ledger.device_info(facts["spec"], facts["visible"]), backend=self.backend.name,
+                run_id=run.id,
+                job=facts["job"],
+                attempt=facts["attempt"],
+                spec=facts["spec"],
+                inputs=facts["inputs"],
+                code=facts["code"],
+                environment=ledger.environment(facts["spec"]),
+                devices=ledger.device_info(facts["spec"], facts["visible"]),
+                backend=self.backend.name,
                 started=job.started.isoformat(),
             )
             return job.cancel_requested
@@ -227,11 +257,16 @@ class JobManager:
             if job is None or job.state not in states.ACTIVE:
                 return job.state if job else "gone"
             if polled.state == "vanished":
-                new, reason = (states.CANCELLED, "cancelled") if job.cancel_requested else (states.FAILED, polled.reason)
+                new, reason = (
+                    (states.CANCELLED, "cancelled") if job.cancel_requested else (states.FAILED, polled.reason)
+                )
             else:
                 new = states.final_state(polled.exit_code, job.cancel_requested)
-                reason = "cancelled" if new == states.CANCELLED else polled.reason or (
-                    f"exit code {polled.exit_code}" if new == states.FAILED else "")
+                reason = (
+                    "cancelled"
+                    if new == states.CANCELLED
+                    else polled.reason or (f"exit code {polled.exit_code}" if new == states.FAILED else "")
+                )
             job.state = states.check_move(job.state, new)
             job.reason, job.exit_code, job.finished = reason, polled.exit_code, utcnow()
             s.execute(delete(Allocation).where(Allocation.kind == "job", Allocation.ref == str(job.id)))
@@ -239,8 +274,12 @@ class JobManager:
             if run is not None:
                 outputs = self.workdir(job.id) / job.spec.get("outputs", "outputs")
                 run.record = ledger.finish_record(
-                    run.record, state=new, exit_code=polled.exit_code, finished=job.finished.isoformat(),
-                    metrics=dict(run.metrics), artifacts=ledger.artifacts(outputs),
+                    run.record,
+                    state=new,
+                    exit_code=polled.exit_code,
+                    finished=job.finished.isoformat(),
+                    metrics=dict(run.metrics),
+                    artifacts=ledger.artifacts(outputs),
                 )
             retries = int(job.spec.get("retries") or 0)
             if new == states.FAILED and job.attempts <= retries:
@@ -279,6 +318,11 @@ class JobManager:
 
 
 def _facts(job: Job) -> dict[str, Any]:
-    return {"job": {"id": job.id, "name": job.name, "vc": job.vc, "user": job.user},
-            "attempt": job.attempts, "spec": job.spec, "inputs": [dict(i) for i in job.inputs], "code": dict(job.code),
-            "visible": list((job.devices or {}).get("visible") or [])}
+    return {
+        "job": {"id": job.id, "name": job.name, "vc": job.vc, "user": job.user},
+        "attempt": job.attempts,
+        "spec": job.spec,
+        "inputs": [dict(i) for i in job.inputs],
+        "code": dict(job.code),
+        "visible": list((job.devices or {}).get("visible") or []),
+    }

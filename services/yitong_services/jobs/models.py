@@ -28,7 +28,9 @@ class Job(Base):
     user: Mapped[str] = mapped_column(String(255), index=True)
     spec: Mapped[dict[str, Any]] = mapped_column(default=dict)
     code: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    inputs: Mapped[list[dict[str, Any]]] = mapped_column(default=list)  # resolved: [{dataset, mount, version, manifest, version_id}]
+    inputs: Mapped[list[dict[str, Any]]] = mapped_column(
+        default=list
+    )  # resolved: [{dataset, mount, version, manifest, version_id}]
     state: Mapped[str] = mapped_column(String(16), index=True)
     reason: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=0)

@@ -32,15 +32,18 @@ class Fence:
     proxy_labels: Mapping[str, str] = field(default_factory=lambda: {"app": "jupyterhub", "component": "proxy"})
     proxy_port: int = 8000
     hub_access_labels: Mapping[str, str] = field(
-        default_factory=lambda: {"hub.jupyter.org/network-access-singleuser": "true"})
+        default_factory=lambda: {"hub.jupyter.org/network-access-singleuser": "true"}
+    )
     dns_namespace: str = "kube-system"
     dns_labels: Mapping[str, str] = field(default_factory=lambda: {"k8s-app": "kube-dns"})
     extra_egress: Sequence[str] = ()
 
 
 def _in_namespace(namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            "podSelector": {"matchLabels": dict(labels)}}
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+        "podSelector": {"matchLabels": dict(labels)},
+    }
 
 
 def vc_network_policies(vc: str, fence: Fence = Fence(), *, namespace_prefix: str = "yitong-") -> list[dict[str, Any]]:
@@ -48,15 +51,20 @@ def vc_network_policies(vc: str, fence: Fence = Fence(), *, namespace_prefix: st
     namespace = f"{namespace_prefix}{vc}"
     labels = {"app.kubernetes.io/managed-by": "yitong", "yitong.io/vc": vc}
     egress: list[dict[str, Any]] = [
-        {"to": [_in_namespace(fence.hub_namespace, fence.proxy_labels)],
-         "ports": [{"protocol": "TCP", "port": fence.proxy_port}]},
-        {"to": [_in_namespace(fence.dns_namespace, fence.dns_labels)],
-         "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+        {
+            "to": [_in_namespace(fence.hub_namespace, fence.proxy_labels)],
+            "ports": [{"protocol": "TCP", "port": fence.proxy_port}],
+        },
+        {
+            "to": [_in_namespace(fence.dns_namespace, fence.dns_labels)],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
     ]
     if fence.extra_egress:
         egress.append({"to": [{"ipBlock": {"cidr": cidr}} for cidr in fence.extra_egress]})
     fenced = {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": FENCE, "namespace": namespace, "labels": dict(labels)},
         "spec": {
             "podSelector": {},
@@ -66,7 +74,8 @@ def vc_network_policies(vc: str, fence: Fence = Fence(), *, namespace_prefix: st
         },
     }
     jobs = {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": JOBS, "namespace": namespace, "labels": dict(labels)},
         "spec": {
             "podSelector": JOB_PODS,

@@ -19,7 +19,7 @@ def _stat_fields(pid: int) -> list[str] | None:
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses
-    return raw[raw.rindex(")") + 2:].split()
+    return raw[raw.rindex(")") + 2 :].split()
 
 
 def start_time(pid: int) -> int | None:

@@ -64,9 +64,7 @@ def fair_order(jobs: Sequence[Waiting]) -> list[Waiting]:
 
 def queued(db: Database) -> list[Waiting]:
     with db.session() as s:
-        rows = s.execute(
-            select(Job.id, Job.vc, Job.priority, Job.created).where(Job.state == states.QUEUED)
-        ).all()
+        rows = s.execute(select(Job.id, Job.vc, Job.priority, Job.created).where(Job.state == states.QUEUED)).all()
     return fair_order([Waiting(*r) for r in rows])
 
 
@@ -106,8 +104,14 @@ def _usage(session, inventory: Resources) -> Usage:
     return usage
 
 
-def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, blocked: dict[str, tuple[int, str]],
-                 reasons: dict[int, str], admitted: list[int]) -> None:
+def _admit_chunk(
+    db: Database,
+    chunk: list[Waiting],
+    inventory: Resources,
+    blocked: dict[str, tuple[int, str]],
+    reasons: dict[int, str],
+    admitted: list[int],
+) -> None:
     names = sorted({w.vc for w in chunk})
     with db.locked_many(["~jobs", *names]) as s:
         vcs = {v.name: v for v in s.scalars(select(VC).where(VC.name.in_(names)).with_for_update())}
@@ -115,7 +119,9 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
             for name in sorted(r for r in inventory if quota.is_device(r)):
                 s.execute(select(func.pg_advisory_xact_lock(zlib.crc32(name.encode()))))
         ids = [w.id for w in chunk]
-        jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids), Job.state == states.QUEUED).with_for_update())}
+        jobs = {
+            j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids), Job.state == states.QUEUED).with_for_update())
+        }
         usage = _usage(s, inventory)
         now = utcnow()
         rows: list[dict[str, Any]] = []
@@ -129,15 +135,31 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
                 continue
             request, accelerator = admission_request(job)
             limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
-            why = quota.check_usage(request, limits, usage.vc.get(vc.name, {}), usage.user.get((vc.name, job.user), {}),
-                                    job.user, inventory, usage.cluster)
+            why = quota.check_usage(
+                request,
+                limits,
+                usage.vc.get(vc.name, {}),
+                usage.user.get((vc.name, job.user), {}),
+                job.user,
+                inventory,
+                usage.cluster,
+            )
             if why:
                 blocked[w.vc] = (w.id, why)
                 reasons[w.id] = f"waiting: {why}"
                 continue
             usage.take(vc.name, job.user, request)
-            rows.append({"user": job.user, "vc": vc.name, "profile": "job", "kind": "job", "ref": str(job.id),
-                         "resources": request, "created": now})
+            rows.append(
+                {
+                    "user": job.user,
+                    "vc": vc.name,
+                    "profile": "job",
+                    "kind": "job",
+                    "ref": str(job.id),
+                    "resources": request,
+                    "created": now,
+                }
+            )
             job.devices = {}
             if accelerator:
                 visible = usage.devices(accelerator["type"], accelerator["count"], inventory)
@@ -152,8 +174,11 @@ def _admit_chunk(db: Database, chunk: list[Waiting], inventory: Resources, block
             # A queued job holds no allocation, so a row already naming it is foreign (written by
             # hand or by an older release): it must not make the insert fail for every VC.
             refs = [r["ref"] for r in rows]
-            stale = s.execute(delete(Allocation).where(Allocation.kind == "job", Allocation.ref.in_(refs))
-                              .returning(Allocation.id, Allocation.ref)).all()
+            stale = s.execute(
+                delete(Allocation)
+                .where(Allocation.kind == "job", Allocation.ref.in_(refs))
+                .returning(Allocation.id, Allocation.ref)
+            ).all()
             for alloc_id, ref in stale:
                 log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
             s.execute(insert(Allocation), rows)
@@ -169,7 +194,7 @@ def admit_pass(db: Database, inventory: Resources) -> list[int]:
     blocked: dict[str, tuple[int, str]] = {}
     waiting = queued(db)
     for start in range(0, len(waiting), CHUNK):
-        chunk = waiting[start:start + CHUNK]
+        chunk = waiting[start : start + CHUNK]
         if all(w.vc in blocked for w in chunk):
             reasons = {w.id: f"waiting: behind job {blocked[w.vc][0]}: {blocked[w.vc][1]}" for w in chunk}
             _store_reasons(db, reasons)

@@ -39,11 +39,12 @@ async def reconcile_jobs(manager: Reconciled) -> dict[str, int]:
     def active() -> list[tuple[int, str, str | None, int]]:
         with manager.db.session() as s:
             query = select(Job.id, Job.state, Job.backend_ref, Job.attempts).where(
-                Job.state.in_(states.ACTIVE), Job.backend == manager.backend.name)
+                Job.state.in_(states.ACTIVE), Job.backend == manager.backend.name
+            )
             return list(s.execute(query))
 
     counts = {"watched": 0, "adopted": 0, "relaunch": 0, "ended": 0}
-    for job_id, state, ref, attempt in await to_thread.run_sync(active):
+    for job_id, _state, ref, attempt in await to_thread.run_sync(active):
         if ref is None:
             ref = await manager.backend.adopt(job_id, attempt)
             if ref is None:

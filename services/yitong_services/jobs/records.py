@@ -43,8 +43,9 @@ class Submission(JobSpec):
     the platform's own token the ``user`` it submits for."""
 
     code: Code | None = None
-    user: str | None = Field(None, min_length=1, max_length=MAX_SHORT,
-                             description="the platform's own token only: whose job this is")
+    user: str | None = Field(
+        None, min_length=1, max_length=MAX_SHORT, description="the platform's own token only: whose job this is"
+    )
 
 
 def _doc(body: bytes, content_type: str, max_depth: int = MAX_DEPTH) -> Any:
@@ -69,8 +70,9 @@ def _doc(body: bytes, content_type: str, max_depth: int = MAX_DEPTH) -> Any:
         raise Refusal(422, f"spec: not valid JSON: {e}") from None
 
 
-def parse_submission(body: bytes, content_type: str, source: str | None, vc: str | None,
-                     max_depth: int = MAX_DEPTH) -> tuple[JobSpec, dict, str | None, list[str]]:
+def parse_submission(
+    body: bytes, content_type: str, source: str | None, vc: str | None, max_depth: int = MAX_DEPTH
+) -> tuple[JobSpec, dict, str | None, list[str]]:
     """``(spec, code, user, notes)`` from a JSON or YAML body, or an OpenPAI/PyTorchJob document."""
     try:
         if source:
@@ -122,12 +124,34 @@ def create(session: Session, person: Person, spec: JobSpec, code: dict, inventor
         dvc, name, ref = item.parts()
         d = datasets.visible(session, person, dvc, name)
         v = datasets.resolve(session, d, ref)
-        inputs.append({"dataset": item.dataset, "mount": str(item.mount), "version": v.number,
-                       "manifest": v.manifest, "version_id": v.id})
-    job = Job(name=spec.name, vc=vc.name, user=person.name, spec=spec.model_dump(mode="json"), code=code,
-              inputs=inputs, state=states.QUEUED, reason="waiting for admission", priority=spec.priority_value,
-              attempts=0, backend=backend, hosts=[], ports={}, devices={}, token_hash="", cancel_requested=False,
-              request=request_of(spec))
+        inputs.append(
+            {
+                "dataset": item.dataset,
+                "mount": str(item.mount),
+                "version": v.number,
+                "manifest": v.manifest,
+                "version_id": v.id,
+            }
+        )
+    job = Job(
+        name=spec.name,
+        vc=vc.name,
+        user=person.name,
+        spec=spec.model_dump(mode="json"),
+        code=code,
+        inputs=inputs,
+        state=states.QUEUED,
+        reason="waiting for admission",
+        priority=spec.priority_value,
+        attempts=0,
+        backend=backend,
+        hosts=[],
+        ports={},
+        devices={},
+        token_hash="",
+        cancel_requested=False,
+        request=request_of(spec),
+    )
     session.add(job)
     session.flush()
     pin_inputs(session, job)
@@ -139,8 +163,11 @@ def pin_inputs(session: Session, job: Job) -> None:
     for i in job.inputs:
         if session.get(DatasetVersion, i["version_id"]) is None:
             raise Refusal(409, f"input {i['dataset']} (version {i['version']}) was deleted")
-        exists = session.scalar(select(DatasetRef.id).where(
-            DatasetRef.version_id == i["version_id"], DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
+        exists = session.scalar(
+            select(DatasetRef.id).where(
+                DatasetRef.version_id == i["version_id"], DatasetRef.kind == "job", DatasetRef.ref == str(job.id)
+            )
+        )
         if exists is None:
             session.add(DatasetRef(version_id=i["version_id"], kind="job", ref=str(job.id)))
 
@@ -159,13 +186,29 @@ def require_owner(person: Person, job: Job, what: str) -> None:
 
 def job_dict(job: Job, position: int | None = None, runs: list[int] | None = None) -> dict[str, Any]:
     return {
-        "id": job.id, "name": job.name, "vc": job.vc, "user": job.user, "state": job.state, "reason": job.reason,
-        "priority": job.priority, "position": position if job.state == states.QUEUED else None,
-        "spec": job.spec, "code": job.code,
+        "id": job.id,
+        "name": job.name,
+        "vc": job.vc,
+        "user": job.user,
+        "state": job.state,
+        "reason": job.reason,
+        "priority": job.priority,
+        "position": position if job.state == states.QUEUED else None,
+        "spec": job.spec,
+        "code": job.code,
         "inputs": [{k: i[k] for k in ("dataset", "mount", "version", "manifest")} for i in job.inputs],
-        "created": job.created, "admitted": job.admitted, "started": job.started, "finished": job.finished,
-        "exit_code": job.exit_code, "attempts": job.attempts, "backend": job.backend, "backend_ref": job.backend_ref,
-        "hosts": job.hosts, "ports": job.ports, "devices": job.devices, "runs": runs or [],
+        "created": job.created,
+        "admitted": job.admitted,
+        "started": job.started,
+        "finished": job.finished,
+        "exit_code": job.exit_code,
+        "attempts": job.attempts,
+        "backend": job.backend,
+        "backend_ref": job.backend_ref,
+        "hosts": job.hosts,
+        "ports": job.ports,
+        "devices": job.devices,
+        "runs": runs or [],
     }
 
 

@@ -50,14 +50,22 @@ MANAGED = "app.kubernetes.io/managed-by=yitong"
 ATTEMPT = "yitong.io/attempt"
 INDEX = "batch.kubernetes.io/job-completion-index"
 JOB_NAME = "batch.kubernetes.io/job-name"
-SECRET_ENV = {"YITONG_JOB_TOKEN": "token", "JUPYTERHUB_API_TOKEN": "hub-token", "YT_TOKEN": "hub-token"}  # via the Secret
+SECRET_ENV = {
+    "YITONG_JOB_TOKEN": "token",
+    "JUPYTERHUB_API_TOKEN": "hub-token",
+    "YT_TOKEN": "hub-token",
+}  # via the Secret
 LOG_CHUNK = 1 << 20
 KUEUE = "/apis/kueue.x-k8s.io/v1beta1"
 PATHS = {  # kind -> (API prefix, plural, namespaced)
-    "Namespace": ("/api/v1", "namespaces", False), "Service": ("/api/v1", "services", True),
-    "Secret": ("/api/v1", "secrets", True), "Pod": ("/api/v1", "pods", True),
-    "Job": ("/apis/batch/v1", "jobs", True), "LocalQueue": (KUEUE, "localqueues", True),
-    "ResourceFlavor": (KUEUE, "resourceflavors", False), "ClusterQueue": (KUEUE, "clusterqueues", False),
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Service": ("/api/v1", "services", True),
+    "Secret": ("/api/v1", "secrets", True),
+    "Pod": ("/api/v1", "pods", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
+    "LocalQueue": (KUEUE, "localqueues", True),
+    "ResourceFlavor": (KUEUE, "resourceflavors", False),
+    "ClusterQueue": (KUEUE, "clusterqueues", False),
     "WorkloadPriorityClass": (KUEUE, "workloadpriorityclasses", False),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
 }
@@ -69,15 +77,22 @@ class NetworkPolicySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hub_namespace: str = Field("jupyterhub", description="namespace of the hub and its proxy")
-    proxy_labels: dict[str, str] = Field(default_factory=lambda: {"app": "jupyterhub", "component": "proxy"},
-                                         description="labels of the proxy pods (zero-to-jupyterhub's)")
+    proxy_labels: dict[str, str] = Field(
+        default_factory=lambda: {"app": "jupyterhub", "component": "proxy"},
+        description="labels of the proxy pods (zero-to-jupyterhub's)",
+    )
     proxy_port: int = Field(8000, ge=1, le=65535, description="the proxy pods' public HTTP port")
     hub_access_labels: dict[str, str] = Field(
         default_factory=lambda: {"hub.jupyter.org/network-access-singleuser": "true"},
-        description="labels of the pods that may reach notebook servers (the hub and the proxy)")
+        description="labels of the pods that may reach notebook servers (the hub and the proxy)",
+    )
     dns_namespace: str = Field("kube-system", description="namespace of the cluster DNS")
-    dns_labels: dict[str, str] = Field(default_factory=lambda: {"k8s-app": "kube-dns"}, description="labels of the DNS pods")
-    extra_egress: list[str] = Field(default_factory=list, description="CIDRs pods may also reach (a public URL outside the cluster)")
+    dns_labels: dict[str, str] = Field(
+        default_factory=lambda: {"k8s-app": "kube-dns"}, description="labels of the DNS pods"
+    )
+    extra_egress: list[str] = Field(
+        default_factory=list, description="CIDRs pods may also reach (a public URL outside the cluster)"
+    )
 
     def fence(self) -> Fence:
         return Fence(**{**self.model_dump(), "extra_egress": tuple(self.extra_egress)})
@@ -89,18 +104,27 @@ class KubeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     namespace_prefix: str = Field("yitong-", description="namespace per VC: <prefix><vc> (shared with the hub)")
-    data_volume: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_DATA_VOLUME),
-                                        description="volume source holding the data directory (inputs, outputs)")
-    images: dict[str, str] = Field(default_factory=dict, description="kernel name -> image, for specs without environment.image")
+    data_volume: dict[str, Any] = Field(
+        default_factory=lambda: dict(DEFAULT_DATA_VOLUME),
+        description="volume source holding the data directory (inputs, outputs)",
+    )
+    images: dict[str, str] = Field(
+        default_factory=dict, description="kernel name -> image, for specs without environment.image"
+    )
     cohort: str | None = Field("yitong", description="Kueue cohort of every VC's ClusterQueue (null: no borrowing)")
-    ttl_seconds_after_finished: int | None = Field(None, ge=0, description="delete finished Jobs (and their pods and logs) after this long")
+    ttl_seconds_after_finished: int | None = Field(
+        None, ge=0, description="delete finished Jobs (and their pods and logs) after this long"
+    )
     kubeconfig: str | None = Field(None, description="null: $KUBECONFIG, else in-cluster, else ~/.kube/config")
     delete_timeout: float = Field(120.0, gt=0, description="seconds a retry waits for the previous attempt's Job to go")
     run_as_user: int = Field(1000, ge=1, description="uid (and gid) of job pods: never root (runAsNonRoot)")
-    fs_group: int | None = Field(1000, ge=0, description="fsGroup of job pods (group of the files they write); null: none")
+    fs_group: int | None = Field(
+        1000, ge=0, description="fsGroup of job pods (group of the files they write); null: none"
+    )
     network_policy: NetworkPolicySettings | None = Field(
         default_factory=lambda: NetworkPolicySettings.model_validate({}),
-        description="the VC namespace's NetworkPolicies (netpol.py): where the hub's proxy and DNS are; null: none")
+        description="the VC namespace's NetworkPolicies (netpol.py): where the hub's proxy and DNS are; null: none",
+    )
 
 
 class KubeError(Exception):
@@ -127,6 +151,7 @@ class KubeRef:
 
 # ---- pure helpers ----
 
+
 def object_path(kind: str, namespace: str | None = None, name: str | None = None) -> str:
     prefix, plural, namespaced = PATHS[kind]
     path = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced and namespace else f"{prefix}/{plural}"
@@ -141,8 +166,9 @@ def input_subpaths(input_paths: dict[str, str], data_dir: Path) -> dict[str, str
         try:
             out[mount] = Path(path).absolute().relative_to(root).as_posix()
         except ValueError:
-            raise ValueError(f"input {mount}: {path} is not under the data directory {root}, "
-                             "which is what the data volume holds") from None
+            raise ValueError(
+                f"input {mount}: {path} is not under the data directory {root}, which is what the data volume holds"
+            ) from None
     return out
 
 
@@ -163,17 +189,27 @@ def attempt_manifests(manifests: list[dict[str, Any]], attempt: int, env: dict[s
         else:
             container["env"].append({"name": key, "value": literal(value)})
     secret = {
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-        "metadata": {"name": secret_name, "namespace": namespace,
-                     "labels": {k: v for k, v in job["metadata"]["labels"].items() if not k.startswith("kueue.x-k8s.io/")}},
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": secret_name,
+            "namespace": namespace,
+            "labels": {k: v for k, v in job["metadata"]["labels"].items() if not k.startswith("kueue.x-k8s.io/")},
+        },
         "data": {SECRET_ENV[k]: base64.b64encode(v.encode()).decode() for k, v in env.items() if k in SECRET_ENV},
     }
     return [job, secret, service]
 
 
 def owned_by(manifest: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job["metadata"]["name"],
-             "uid": job["metadata"]["uid"], "blockOwnerDeletion": True}
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": job["metadata"]["name"],
+        "uid": job["metadata"]["uid"],
+        "blockOwnerDeletion": True,
+    }
     return {**manifest, "metadata": {**manifest["metadata"], "ownerReferences": [owner]}}
 
 
@@ -198,7 +234,9 @@ def exit_code(pods: list[dict[str, Any]]) -> int | None:
     for _index, pod in sorted(newest_per_index(pods).items()):
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
             if status.get("name") == "main":
-                done = (status.get("state") or {}).get("terminated") or (status.get("lastState") or {}).get("terminated")
+                done = (status.get("state") or {}).get("terminated") or (status.get("lastState") or {}).get(
+                    "terminated"
+                )
                 if done and done.get("exitCode") is not None:
                     codes.append(int(done["exitCode"]))
     return next((c for c in codes if c != 0), 0 if codes else None)
@@ -234,6 +272,7 @@ def job_polled(job: dict[str, Any] | None, pods: list[dict[str, Any]], ref: Kube
 
 # ---- the backend ----
 
+
 class KubeBackend(Backend):
     name = "kubernetes"
     request_timeout = 30.0
@@ -262,16 +301,31 @@ class KubeBackend(Backend):
                 if not path and os.environ.get("KUBERNETES_SERVICE_HOST"):
                     config.load_incluster_config(client_configuration=cfg)
                 else:
-                    await config.load_kube_config(config_file=path or None, client_configuration=cfg, persist_config=False)
+                    await config.load_kube_config(
+                        config_file=path or None, client_configuration=cfg, persist_config=False
+                    )
                 self._api = client.ApiClient(configuration=cfg)
         return self._api
 
-    async def _call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
-                    content_type: str = "application/json", raw: bool = False) -> Any:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        raw: bool = False,
+    ) -> Any:
         api = await self._client()
         resp = await api.call_api(
-            path, method, query_params=query or {}, header_params={"Content-Type": content_type, "Accept": "application/json, */*"},
-            body=body, auth_settings=["BearerToken"], _preload_content=False, _request_timeout=self.request_timeout,
+            path,
+            method,
+            query_params=query or {},
+            header_params={"Content-Type": content_type, "Accept": "application/json, */*"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=self.request_timeout,
         )
         try:
             data = await resp.read()
@@ -295,8 +349,12 @@ class KubeBackend(Backend):
         except KubeError as e:
             if e.status != 409:
                 raise
-        return await self._call("PATCH", object_path(kind, meta.get("namespace"), meta["name"]), manifest,
-                                content_type="application/merge-patch+json")
+        return await self._call(
+            "PATCH",
+            object_path(kind, meta.get("namespace"), meta["name"]),
+            manifest,
+            content_type="application/merge-patch+json",
+        )
 
     async def _get(self, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         try:
@@ -307,9 +365,14 @@ class KubeBackend(Backend):
             raise
 
     async def _list(self, kind: str, namespace: str | None, selector: str) -> list[dict[str, Any]]:
-        return list((await self._call("GET", object_path(kind, namespace), query={"labelSelector": selector})).get("items") or [])
+        return list(
+            (await self._call("GET", object_path(kind, namespace), query={"labelSelector": selector})).get("items")
+            or []
+        )
 
-    async def _delete(self, kind: str, namespace: str, name: str, policy: str = "Foreground", uid: str | None = None) -> None:
+    async def _delete(
+        self, kind: str, namespace: str, name: str, policy: str = "Foreground", uid: str | None = None
+    ) -> None:
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": policy}
         if uid:
             body["preconditions"] = {"uid": uid}
@@ -335,8 +398,11 @@ class KubeBackend(Backend):
         if key in self._ensured:
             return
         manifests = vc_queue_manifests(vc, quota, self.kube.cohort, namespace_prefix=self.kube.namespace_prefix)
-        fences = [] if self.kube.network_policy is None else vc_network_policies(
-            vc, self.kube.network_policy.fence(), namespace_prefix=self.kube.namespace_prefix)
+        fences = (
+            []
+            if self.kube.network_policy is None
+            else vc_network_policies(vc, self.kube.network_policy.fence(), namespace_prefix=self.kube.namespace_prefix)
+        )
         for manifest in manifests[:1] + fences + priority_class_manifests() + manifests[1:]:
             await self._apply(manifest)
         self._ensured.add(key)
@@ -348,10 +414,16 @@ class KubeBackend(Backend):
     async def submit(self, launch: Launch) -> str:
         spec, namespace = launch.spec, self.namespace(launch.spec.vc)
         service, job = job_manifests(
-            spec, launch.job_id, namespace, spec.vc, image=self.image(launch),
-            input_subpaths=input_subpaths(launch.input_paths, self.data_dir), data_volume=self.kube.data_volume,
+            spec,
+            launch.job_id,
+            namespace,
+            spec.vc,
+            image=self.image(launch),
+            input_subpaths=input_subpaths(launch.input_paths, self.data_dir),
+            data_volume=self.kube.data_volume,
             ttl_seconds_after_finished=self.kube.ttl_seconds_after_finished,
-            run_as_user=self.kube.run_as_user, fs_group=self.kube.fs_group,
+            run_as_user=self.kube.run_as_user,
+            fs_group=self.kube.fs_group,
         )
         name = job["metadata"]["name"]
         ref = KubeRef(namespace, name, launch.attempt, spec.nodes)
@@ -394,7 +466,9 @@ class KubeBackend(Backend):
         for job in jobs:
             namespace = job["metadata"].get("namespace", "")
             if namespace.startswith(self.kube.namespace_prefix) and not job["metadata"].get("deletionTimestamp"):
-                return str(KubeRef(namespace, job["metadata"]["name"], attempt, int(job["spec"].get("completions") or 1)))
+                return str(
+                    KubeRef(namespace, job["metadata"]["name"], attempt, int(job["spec"].get("completions") or 1))
+                )
         return None
 
     # -- state --
@@ -422,8 +496,12 @@ class KubeBackend(Backend):
                 out.update({str(r): Polled("running", reason=f"Kubernetes API: {e}") for r in refs_here})
                 continue
             for r in refs_here:
-                mine = [p for p in pods if (p["metadata"].get("labels") or {}).get(JOB_NAME) == r.name
-                        and (p["metadata"].get("labels") or {}).get(ATTEMPT) == str(r.attempt)]
+                mine = [
+                    p
+                    for p in pods
+                    if (p["metadata"].get("labels") or {}).get(JOB_NAME) == r.name
+                    and (p["metadata"].get("labels") or {}).get(ATTEMPT) == str(r.attempt)
+                ]
                 out[str(r)] = job_polled(jobs.get(r.name), mine, r)
         return out
 
@@ -455,7 +533,9 @@ class KubeBackend(Backend):
             if pod is None:
                 return b""
             path = f"{object_path('Pod', r.namespace, pod['metadata']['name'])}/log"
-            data = await self._call("GET", path, query={"container": "main", "limitBytes": offset + LOG_CHUNK}, raw=True)
+            data = await self._call(
+                "GET", path, query={"container": "main", "limitBytes": offset + LOG_CHUNK}, raw=True
+            )
         except KubeError as e:
             if e.status in (400, 404):  # not started yet, or gone
                 return b""
@@ -470,12 +550,16 @@ class KubeBackend(Backend):
         return {
             "hosts": [f"{r.name}-{i}.{r.name}" for i in range(r.nodes)],
             "ports": {"rdzv": RDZV_PORT},
-            "access": (f"Kubernetes Job {r.name} in namespace {r.namespace}: "
-                       f"kubectl -n {r.namespace} get pods -l {JOB_NAME}={r.name}, then "
-                       f"kubectl -n {r.namespace} exec -it <pod> -- bash"),
+            "access": (
+                f"Kubernetes Job {r.name} in namespace {r.namespace}: "
+                f"kubectl -n {r.namespace} get pods -l {JOB_NAME}={r.name}, then "
+                f"kubectl -n {r.namespace} exec -it <pod> -- bash"
+            ),
         }
 
 
 def _ended(job: dict[str, Any]) -> bool:
-    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )

@@ -115,7 +115,11 @@ class LocalBackend(Backend):
         if self.multi_user:
             account, input_paths = await to_thread.run_sync(self.confine, launch)
         argv, env = local_command(
-            launch.spec, launch.job_id, str(launch.workdir), launch.visible_devices, input_paths,
+            launch.spec,
+            launch.job_id,
+            str(launch.workdir),
+            launch.visible_devices,
+            input_paths,
             torchrun=TORCHRUN,
         )
         user = user_argv(launch.spec)
@@ -132,10 +136,24 @@ class LocalBackend(Backend):
             as_account = {"preexec_fn": partial(drop_to, account.uid, account.gid)}
         outputs = launch.workdir / launch.spec.outputs
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "yitong_services.jobs.wrapper", str(here), limit,
-            "--cwd", str(launch.cwd), "--mkdir", str(outputs), "--", *argv,
-            cwd=str(launch.workdir), env=full_env, start_new_session=True, **as_account,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            sys.executable,
+            "-m",
+            "yitong_services.jobs.wrapper",
+            str(here),
+            limit,
+            "--cwd",
+            str(launch.cwd),
+            "--mkdir",
+            str(outputs),
+            "--",
+            *argv,
+            cwd=str(launch.workdir),
+            env=full_env,
+            start_new_session=True,
+            **as_account,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         # reap the wrapper when it ends (the exit file is the record; this only avoids zombies)
         asyncio.get_running_loop().create_task(proc.wait())
@@ -197,7 +215,11 @@ class LocalBackend(Backend):
             try:
                 return procs.read_owned(path, owner_of(here), ranklogs.CHUNK, offset) or b""
             except PermissionError:
-                return f"[yitong: {path.name} is not a plain file of this job's; not shown]\n".encode() if not offset else b""
+                return (
+                    f"[yitong: {path.name} is not a plain file of this job's; not shown]\n".encode()
+                    if not offset
+                    else b""
+                )
 
         return await to_thread.run_sync(read)
 

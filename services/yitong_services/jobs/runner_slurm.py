@@ -55,10 +55,24 @@ PASS_ENV = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TMPDIR", "SLURM_
 SQUEUE_FORMAT = "%i|%T|%N|%r"  # the reason last: it is the one field that may contain spaces
 
 # Slurm job states (squeue %T, jobcomp JobState) that mean "not ended yet"
-ACTIVE = frozenset({
-    "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
-    "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED", "SPECIAL_EXIT", "RESV_DEL_HOLD",
-})
+ACTIVE = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "REQUEUE_FED",
+        "REQUEUE_HOLD",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+        "STOPPED",
+        "SPECIAL_EXIT",
+        "RESV_DEL_HOLD",
+    }
+)
 # why an attempt ended, when Slurm ended it (COMPLETED and FAILED: the exit code says it)
 REASONS = {
     "CANCELLED": "cancelled in Slurm (scancel)",
@@ -80,18 +94,25 @@ class SlurmSettings(BaseModel):
     inventory: dict[str, Any] = Field(default_factory=dict, description="devices the cluster has (checked at submit)")
     partition: str = Field("", description="--partition; empty: the cluster's default partition")
     account: str = Field("{vc}", description="--account template ({vc}, {name}); empty: no --account")
-    qos: str = Field("", description="--qos template, e.g. 'yt-{vc}'; enforced only with slurmdbd, where the QOS "
-                     "must exist (empty: no --qos)")
+    qos: str = Field(
+        "",
+        description="--qos template, e.g. 'yt-{vc}'; enforced only with slurmdbd, where the QOS "
+        "must exist (empty: no --qos)",
+    )
     bin_dir: str = Field("", description="directory of sbatch/squeue/scancel/scontrol; empty: PATH")
     path_prepend: list[str] | None = Field(
-        None, description="directories put before the service's PATH in the job's PATH; "
-                          "null: the service Python's bin dir")
+        None,
+        description="directories put before the service's PATH in the job's PATH; null: the service Python's bin dir",
+    )
     jobcomp_log: str = Field("/var/log/slurm/jobcomp.log", description="JobCompLoc of jobcomp/filetxt; empty: not read")
     command_timeout: float = Field(60.0, gt=0, description="seconds one Slurm command may take")
-    run_as: str = Field("account", pattern="^(account|hub-name|service)$",
-                        description="as root, whose uid jobs run with: 'account' (yt-<name>, created on first use), "
-                                    "'hub-name' (the hub name is the cluster account) or 'service' (single-person: "
-                                    "the service's own); not root: always the service's")
+    run_as: str = Field(
+        "account",
+        pattern="^(account|hub-name|service)$",
+        description="as root, whose uid jobs run with: 'account' (yt-<name>, created on first use), "
+        "'hub-name' (the hub name is the cluster account) or 'service' (single-person: "
+        "the service's own); not root: always the service's",
+    )
 
     @classmethod
     def of(cls, settings: Any) -> SlurmSettings:
@@ -110,11 +131,12 @@ class SlurmSettings(BaseModel):
 
 # ---- pure helpers (tested against literal text) ----
 
+
 @dataclass(frozen=True)
 class SlurmJob:
-    state: str          # first word of %T / JobState: RUNNING, CANCELLED, ...
-    nodes: str = ""     # Slurm hostlist, e.g. "n[01-03]"
-    reason: str = ""    # pending reason, "None" when running
+    state: str  # first word of %T / JobState: RUNNING, CANCELLED, ...
+    nodes: str = ""  # Slurm hostlist, e.g. "n[01-03]"
+    reason: str = ""  # pending reason, "None" when running
     exit_code: int | None = None
     end: str | None = None
 
@@ -156,8 +178,12 @@ def parse_jobcomp(text: str, slurm_id: str, workdir: str) -> SlurmJob | None:
         state = re.search(r" JobState=(\S+)", line)
         codes = re.findall(r" ExitCode=(\S+)", line)
         end = re.search(r" EndTime=(\S+)", line)
-        found = SlurmJob(state.group(1) if state else "", reason="",
-                         exit_code=exit_status(codes[-1]) if codes else None, end=end.group(1) if end else None)
+        found = SlurmJob(
+            state.group(1) if state else "",
+            reason="",
+            exit_code=exit_status(codes[-1]) if codes else None,
+            end=end.group(1) if end else None,
+        )
     return found
 
 
@@ -217,8 +243,10 @@ def classify(slurm_id: str, job: SlurmJob | None, record: dict[str, Any] | None,
 def access_text(slurm_id: str, hosts: list[str], here: Path) -> str:
     if not hosts:
         return f"Slurm job {slurm_id} (no nodes assigned yet); files under {here}"
-    return (f"Slurm job {slurm_id} on {', '.join(hosts)}; `srun --jobid={slurm_id} --overlap --pty bash` "
-            f"to get a shell; files under {here}")
+    return (
+        f"Slurm job {slurm_id} on {', '.join(hosts)}; `srun --jobid={slurm_id} --overlap --pty bash` "
+        f"to get a shell; files under {here}"
+    )
 
 
 def read_exit(path: Path) -> dict[str, Any] | None:
@@ -252,7 +280,7 @@ def prepare_dirs(workdir: Path, here: Path, outputs: str, account: Account | Non
     _real_dir(workdir)
     os.chown(workdir, 0, account.gid, follow_symlinks=False)
     os.chmod(workdir, 0o1770)
-    parts = [workdir / Path(*Path(outputs).parts[:i + 1]) for i in range(len(Path(outputs).parts))]
+    parts = [workdir / Path(*Path(outputs).parts[: i + 1]) for i in range(len(Path(outputs).parts))]
     for path in [*parts, here, here / "logs"]:
         _real_dir(path)
         os.chown(path, account.uid, account.gid, follow_symlinks=False)
@@ -283,8 +311,13 @@ class SlurmBackend(Backend):
 
     async def run(self, *argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         proc = await asyncio.create_subprocess_exec(
-            self.bin(argv[0]), *argv[1:], env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            self.bin(argv[0]),
+            *argv[1:],
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
         try:
             out, err = await asyncio.wait_for(proc.communicate(), self.config.command_timeout)
         except TimeoutError:
@@ -323,10 +356,15 @@ class SlurmBackend(Backend):
         here = attempt_dir(launch.workdir.absolute(), launch.attempt)
         names = {"vc": launch.spec.vc, "name": launch.spec.name}
         script = batch_script(
-            launch.spec, launch.job_id, account=self.config.account.format_map(names),
-            qos=self.config.qos.format_map(names), partition=self.config.partition,
+            launch.spec,
+            launch.job_id,
+            account=self.config.account.format_map(names),
+            qos=self.config.qos.format_map(names),
+            partition=self.config.partition,
             workdir=str(launch.workdir.absolute()),
-            input_paths=launch.input_paths, attempt_dir=str(here), cwd=str(launch.cwd),
+            input_paths=launch.input_paths,
+            attempt_dir=str(here),
+            cwd=str(launch.cwd),
         )
 
         def write() -> Account | None:
@@ -342,8 +380,9 @@ class SlurmBackend(Backend):
 
         account = await to_thread.run_sync(write)
         try:
-            rc, out, err = await self.run(*sbatch_argv(str(self.script_path(here)), account),
-                                          env=self.job_environment(launch, account))
+            rc, out, err = await self.run(
+                *sbatch_argv(str(self.script_path(here)), account), env=self.job_environment(launch, account)
+            )
         except SlurmError:
             found = await self._find(here)  # it may have been queued even so: never start it twice
             if found:
@@ -370,8 +409,10 @@ class SlurmBackend(Backend):
             rc, out, err = -1, "", str(e)
         if rc != 0 and "Invalid job id" not in err:
             log.warning("squeue failed (%s); jobs are left as they are", err)
-            return {ref: Polled("running", reason=f"Slurm could not be asked (squeue: {err})", info={"error": err})
-                    for ref in refs}
+            return {
+                ref: Polled("running", reason=f"Slurm could not be asked (squeue: {err})", info={"error": err})
+                for ref in refs
+            }
         seen = parse_squeue(out) if rc == 0 else {}
         ended = [ref for ref, (sid, _) in parsed.items() if sid not in seen or seen[sid].state not in ACTIVE]
         records = await to_thread.run_sync(lambda: {ref: read_exit(parsed[ref][1]) for ref in ended})

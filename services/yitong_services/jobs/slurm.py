@@ -48,8 +48,14 @@ def slurm_time(seconds: int) -> str:
 
 
 def sbatch_options(
-    spec: JobSpec, job_id: str, account: str, qos: str, partition: str, workdir: str,
-    devices: Mapping[str, DeviceMap] = DEVICES, attempt_dir: str | None = None,
+    spec: JobSpec,
+    job_id: str,
+    account: str,
+    qos: str,
+    partition: str,
+    workdir: str,
+    devices: Mapping[str, DeviceMap] = DEVICES,
+    attempt_dir: str | None = None,
 ) -> list[str]:
     tasks = (spec.procs_per_node or 1) if spec.framework is Framework.mpi else 1
     opts = [f"--job-name=yt-{job_id}-{spec.name}"]
@@ -153,8 +159,10 @@ def batch_script(
         # one node: the batch step runs it directly (a step of its own costs about a second per job)
         lines.append("export YITONG_NODE_RANK=0")
         if spec.framework is Framework.pytorch:
-            body = (f"torchrun --standalone --nnodes=1 --nproc-per-node={spec.procs_per_node or 1} --no-python "
-                    f"{shim}{argv} >{shlex.quote(logs + '/node-0.log')}")
+            body = (
+                f"torchrun --standalone --nnodes=1 --nproc-per-node={spec.procs_per_node or 1} --no-python "
+                f"{shim}{argv} >{shlex.quote(logs + '/node-0.log')}"
+            )
         else:
             body = f"{argv} >{shlex.quote(logs + '/rank-0.log')}"
         lines.append(body + " 2>&1 </dev/null")
@@ -187,7 +195,10 @@ def qos_grptres(quota: Resources, devices: Mapping[str, DeviceMap] = DEVICES) ->
 
 
 def sacctmgr_commands(
-    vcs: Mapping[str, Resources], users: Sequence[str], account: str = "{vc}", qos: str = "yt-{vc}",
+    vcs: Mapping[str, Resources],
+    users: Sequence[str],
+    account: str = "{vc}",
+    qos: str = "yt-{vc}",
     devices: Mapping[str, DeviceMap] = DEVICES,
 ) -> list[list[str]]:
     """The ``sacctmgr`` argv lists that give each VC a Slurm account and a QOS whose ``GrpTRES``
@@ -201,7 +212,9 @@ def sacctmgr_commands(
         if limit:
             out.append(["sacctmgr", "-i", "modify", "qos", "where", f"name={q}", "set", f"GrpTRES={limit}"])
         out.append(["sacctmgr", "-i", "add", "account", acct, f"Description=Yitong VC {vc}", "Organization=yitong"])
-        out.append(["sacctmgr", "-i", "modify", "account", "where", f"name={acct}", "set", f"QOS={q}", f"DefaultQOS={q}"])
+        out.append(
+            ["sacctmgr", "-i", "modify", "account", "where", f"name={acct}", "set", f"QOS={q}", f"DefaultQOS={q}"]
+        )
         for user in users:
             out.append(["sacctmgr", "-i", "add", "user", _name("user", user), f"Account={acct}"])
     return out

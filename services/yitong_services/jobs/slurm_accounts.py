@@ -46,8 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="yitong-service slurm-accounts", description=__doc__.splitlines()[0])
     p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
     p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
-    p.add_argument("--user", action="append", help="Slurm user allowed to submit under each account "
-                   "(repeatable; default: the user running this, i.e. the service's)")
+    p.add_argument(
+        "--user",
+        action="append",
+        help="Slurm user allowed to submit under each account "
+        "(repeatable; default: the user running this, i.e. the service's)",
+    )
     p.add_argument("--apply", action="store_true", help="run the commands instead of printing them")
     args = p.parse_args(argv)
     try:
@@ -56,8 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, ValueError) as e:
         print(f"yitong-service slurm-accounts: {e}", file=sys.stderr)
         return 2
-    commands = sacctmgr_commands(vc_quotas(settings), args.user or [getpass.getuser()],
-                                 account=config.account or "{vc}", qos=config.qos or "yt-{vc}")
+    commands = sacctmgr_commands(
+        vc_quotas(settings),
+        args.user or [getpass.getuser()],
+        account=config.account or "{vc}",
+        qos=config.qos or "yt-{vc}",
+    )
     if not config.qos:
         print("# then set backends.slurm.qos: 'yt-{vc}' so jobs ask for their VC's QOS", file=sys.stderr)
     failed = 0

@@ -40,7 +40,8 @@ class JobSpec(StrictModel):
     vc: Name
     environment: Environment
     command: Argv | Annotated[str, Field(min_length=1, max_length=MAX_COMMAND)] = Field(
-        description="an argv list (no shell) or a shell command string (bash -c)")
+        description="an argv list (no shell) or a shell command string (bash -c)"
+    )
     framework: Framework = Framework.plain
     nodes: int = Field(1, ge=1, le=MAX_NODES)
     accelerator: Accelerator | None = None

@@ -75,8 +75,11 @@ class JobTokens:
         if old:
             await self._revoke(job_id, attempt, old)
         token, token_id = await self.hub.create_token(
-            user, token_scopes(self.service), expires_in(spec, self.lifetime, self.grace),
-            f"yitong job {job_id} attempt {attempt}")
+            user,
+            token_scopes(self.service),
+            expires_in(spec, self.lifetime, self.grace),
+            f"yitong job {job_id} attempt {attempt}",
+        )
         try:
             await to_thread.run_sync(self._write, job_id, attempt, user, token_id)
         except OSError:

@@ -3,7 +3,21 @@
 from fastapi import APIRouter
 
 from . import (
-    allocations, audit, datasets, health, job_logs, jobs, me, objects, profiles, runs, spawn_options, storage, usage, vcs, version_data,
+    allocations,
+    audit,
+    datasets,
+    health,
+    job_logs,
+    jobs,
+    me,
+    objects,
+    profiles,
+    runs,
+    spawn_options,
+    storage,
+    usage,
+    vcs,
+    version_data,
     versions,
 )
 

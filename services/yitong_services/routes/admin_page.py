@@ -14,8 +14,8 @@ from sqlalchemy import select
 from ..core.auth import identify
 from ..core.confinement import describe
 from ..core.context import get_context
-from ..vcs.models import Allocation, VC
 from ..core.oauth import login_redirect
+from ..vcs.models import VC, Allocation
 from ..vcs.quantities import format_amount
 from ..vcs.views import allocation_dict, allocations_by_vc, usage, vc_dict
 
@@ -33,7 +33,12 @@ def render(ctx, caller: str) -> str:  # type: ignore[no-untyped-def]
         allocations = [allocation_dict(a) for a in s.scalars(select(Allocation).order_by(Allocation.id))]
         summary = usage(s, ctx.settings.backend, ctx.inventory)
     return templates.get_template("admin.html").render(
-        vcs=vcs, allocations=allocations, usage=summary, caller=caller, prefix=ctx.prefix, fmt=format_amount,
+        vcs=vcs,
+        allocations=allocations,
+        usage=summary,
+        caller=caller,
+        prefix=ctx.prefix,
+        fmt=format_amount,
         confinement=describe(ctx.settings) if ctx.settings.backend == "local" else None,
     )
 

@@ -1,11 +1,11 @@
 from fastapi import APIRouter, Path, Query, Request, Response
 from sqlalchemy import select
 
-from ..vcs import allocations as alloc
 from ..core import audit
 from ..core.auth import person_for
 from ..core.authz import create_allocation_refusal, release_refusal
 from ..core.errors import Refusal
+from ..vcs import allocations as alloc
 from ..vcs.models import Allocation
 from ..vcs.schemas import AllocationIn, AllocationOut
 from ..vcs.views import allocation_dict
@@ -31,10 +31,18 @@ async def allocate(body: AllocationIn, caller: Caller, ctx: Ctx, request: Reques
     person = await person_for(ctx, caller, body.user)
     out, created = await in_thread(alloc.allocate, ctx.db, person, body, ctx.inventory)
     if created and audit.audited(caller, person.name):
+
         def log() -> None:
             with ctx.db.writing() as s:
-                audit.record(s, caller, request, "allocation.create", f"allocation {out['id']}", owner=person.name,
-                             detail={"vc": body.vc, "profile": body.profile, "kind": body.kind, "ref": body.ref})
+                audit.record(
+                    s,
+                    caller,
+                    request,
+                    "allocation.create",
+                    f"allocation {out['id']}",
+                    owner=person.name,
+                    detail={"vc": body.vc, "profile": body.profile, "kind": body.kind, "ref": body.ref},
+                )
 
         await in_thread(log)
     if not created:
@@ -65,8 +73,9 @@ async def list_allocations(
 
 
 @router.delete("/{allocation_id}", status_code=204)
-async def release(caller: Caller, ctx: Ctx, request: Request,
-                  allocation_id: int = Path(ge=1, le=2**63 - 1)) -> Response:
+async def release(
+    caller: Caller, ctx: Ctx, request: Request, allocation_id: int = Path(ge=1, le=2**63 - 1)
+) -> Response:
     """Admins and this service: release; a person: only a server allocation whose server is gone.
 
     A job's allocation is released when the job ends (cancel the job), a server's when the server
@@ -92,8 +101,15 @@ async def release(caller: Caller, ctx: Ctx, request: Request,
             a = s.get(Allocation, allocation_id)
             if a is None:
                 raise Refusal(404, f"there is no allocation {allocation_id}")
-            audit.record(s, caller, request, "allocation.release", f"allocation {allocation_id}", owner=a.user,
-                         detail={"vc": a.vc, "kind": a.kind, "ref": a.ref})
+            audit.record(
+                s,
+                caller,
+                request,
+                "allocation.release",
+                f"allocation {allocation_id}",
+                owner=a.user,
+                detail={"vc": a.vc, "kind": a.kind, "ref": a.ref},
+            )
             alloc.release(s, a)
 
     await in_thread(work)

@@ -13,9 +13,14 @@ router = APIRouter(prefix="/audit", tags=["audit"])
 
 
 @router.get("")
-async def list_audit(caller: Caller, ctx: Ctx,
-                     actor: str | None = Query(None, max_length=255), action: str | None = Query(None, max_length=64),
-                     offset: int = Query(0, ge=0, le=2**31), limit: int = Query(100, ge=1, le=1000)) -> dict:
+async def list_audit(
+    caller: Caller,
+    ctx: Ctx,
+    actor: str | None = Query(None, max_length=255),
+    action: str | None = Query(None, max_length=64),
+    offset: int = Query(0, ge=0, le=2**31),
+    limit: int = Query(100, ge=1, le=1000),
+) -> dict:
     """Admin: who did what, when, from where (``?actor=``, ``?action=``; ``offset``/``limit``)."""
     require_admin(caller, "read the audit log")
 

@@ -3,13 +3,13 @@
 from fastapi import APIRouter, Path, Query, Response
 from sqlalchemy import select
 
-from ..datasets import records as ds
 from ..core.authz import sees_dataset
+from ..core.errors import Refusal
+from ..datasets import records as ds
+from ..datasets.models import Dataset
 from ..datasets.schemas import DatasetIn, DatasetOut, DatasetPatch, TagIn, VersionOut
 from ..datasets.views import dataset_dict, one_version
-from ..core.errors import Refusal
 from ..vcs.models import VC
-from ..datasets.models import Dataset
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])

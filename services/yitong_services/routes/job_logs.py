@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
+from ..core.limits import MAX_ID
 from ..jobs import records, states
 from ..jobs.fields import MAX_NODES
-from ..core.limits import MAX_ID
 from ..jobs.models import Job
 from .common import Caller, Ctx, Id, as_person, in_thread
 
@@ -19,8 +19,15 @@ MAX_RANK = MAX_NODES * 256  # nodes x processes per node
 
 
 @router.get("/{job_id}/logs", response_class=StreamingResponse)
-async def logs(job_id: Id, caller: Caller, ctx: Ctx, request: Request, rank: int = Query(0, ge=0, le=MAX_RANK),
-               follow: bool = Query(False), offset: int = Query(0, ge=0, le=MAX_ID)) -> StreamingResponse:
+async def logs(
+    job_id: Id,
+    caller: Caller,
+    ctx: Ctx,
+    request: Request,
+    rank: int = Query(0, ge=0, le=MAX_RANK),
+    follow: bool = Query(False),
+    offset: int = Query(0, ge=0, le=MAX_ID),
+) -> StreamingResponse:
     """The log of one rank (``?rank=``, default 0) as text; ``?follow=1`` streams (chunked) while the job runs and ends when it ends. Logs are kept after the end."""
     backend = request.app.state.jobs.backend
 
@@ -36,6 +43,7 @@ async def logs(job_id: Id, caller: Caller, ctx: Ctx, request: Request, rank: int
             with ctx.db.session() as s:
                 job = s.get(Job, job_id)
                 return job.state, job.backend_ref
+
         return await in_thread(read)
 
     async def stream() -> AsyncIterator[bytes]:

@@ -16,22 +16,36 @@ from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..jobs import records, states
 from ..jobs.manager import JobManager
+from ..jobs.models import Job, Run
 from ..jobs.queue import positions
 from ..jobs.spec import spec_from_dict
-from ..jobs.models import Job, Run
 from .common import Caller, Ctx, Id, as_person, in_thread
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
-SUBMIT_BODY = {"requestBody": {"content": {
-    "application/json": {"schema": {"type": "object"}}, "application/yaml": {"schema": {"type": "string"}}}}}
+SUBMIT_BODY = {
+    "requestBody": {
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "application/yaml": {"schema": {"type": "string"}},
+        }
+    }
+}
 
 
 def manager(request: Request) -> JobManager:
     return request.app.state.jobs
 
 
-async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: dict, user: str | None,
-                      notes: list[str], claim: Claim | None = None) -> dict:
+async def submit_spec(
+    request: Request,
+    ctx: Ctx,
+    caller: Caller,
+    spec,
+    code: dict,
+    user: str | None,
+    notes: list[str],
+    claim: Claim | None = None,
+) -> dict:
     if user is not None and not isinstance(user, str):
         raise Refusal(422, "user: must be a user name (a string); only admins and the platform may name one")
     person = await person_for(ctx, caller, user)
@@ -52,21 +66,32 @@ async def submit_spec(request: Request, ctx: Ctx, caller: Caller, spec, code: di
 
 
 @router.post("", status_code=201, openapi_extra=SUBMIT_BODY)
-async def submit(request: Request, caller: Caller, ctx: Ctx,
-                 source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
-                 vc: str | None = Query(None, description="the VC (overrides the document's)")) -> dict:
+async def submit(
+    request: Request,
+    caller: Caller,
+    ctx: Ctx,
+    source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
+    vc: str | None = Query(None, description="the VC (overrides the document's)"),
+) -> dict:
     """Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal. With an ``Idempotency-Key`` header, a retry of the same request gets the first answer again (``Idempotent-Replayed: true``) and queues nothing; the same key with another request is a 422."""
+
     async def create(claim: Claim | None) -> dict:
         spec, code, user, notes = records.parse_submission(
-            await request.body(), request.headers.get("content-type", ""), source, vc)
+            await request.body(), request.headers.get("content-type", ""), source, vc
+        )
         return await submit_spec(request, ctx, caller, spec, code, user, notes, claim)
 
     return await once(request, ctx, caller.name, "POST /jobs", create)
 
 
 @router.get("")
-async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), state: str | None = Query(None),
-                    user: str | None = Query(None)) -> list[dict]:
+async def list_jobs(
+    caller: Caller,
+    ctx: Ctx,
+    vc: str | None = Query(None),
+    state: str | None = Query(None),
+    user: str | None = Query(None),
+) -> list[dict]:
     """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``."""
     person = as_person(caller)
 
@@ -80,8 +105,11 @@ async def list_jobs(caller: Caller, ctx: Ctx, vc: str | None = Query(None), stat
             from ..vcs.models import VC
 
             groups = {v.name: v.groups for v in s.scalars(select(VC))}
-            return [records.job_dict(j, pos.get(j.id)) for j in s.scalars(query)
-                    if person.admin or set(person.groups) & set(groups.get(j.vc, []))]
+            return [
+                records.job_dict(j, pos.get(j.id))
+                for j in s.scalars(query)
+                if person.admin or set(person.groups) & set(groups.get(j.vc, []))
+            ]
 
     return await in_thread(work)
 
@@ -108,6 +136,7 @@ async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dic
 @router.post("/{job_id}/cancel", status_code=202)
 async def cancel(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Owner or admin: cancel; a queued job is cancelled at once, a running one is signalled (SIGTERM, then SIGKILL) and becomes ``cancelled`` when its processes end."""
+
     def check() -> None:
         with ctx.db.writing() as s:
             job = records.visible(s, as_person(caller), job_id)
@@ -124,12 +153,15 @@ async def cancel(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict
 @router.post("/{job_id}/retry")
 async def retry(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions)."""
+
     def work() -> dict:
         with ctx.db.locked("~jobs") as s:
             job = records.visible(s, as_person(caller), job_id)
             records.require_owner(as_person(caller), job, "retry")
             if job.state not in states.RETRYABLE:
-                raise Refusal(409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried")
+                raise Refusal(
+                    409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried"
+                )
             audit.record(s, caller, request, "job.retry", f"job {job_id}", owner=job.user)
             job.state = states.check_move(job.state, states.QUEUED)
             job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
@@ -150,9 +182,15 @@ def merge(base: dict, patch: dict) -> dict:
 
 
 @router.post("/{job_id}/clone", status_code=201)
-async def clone(job_id: Id, caller: Caller, ctx: Ctx, request: Request,
-                patch: dict[str, Any] = Body(default_factory=dict, embed=True)) -> dict:
+async def clone(
+    job_id: Id,
+    caller: Caller,
+    ctx: Ctx,
+    request: Request,
+    patch: dict[str, Any] = Body(default_factory=dict, embed=True),
+) -> dict:
     """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``). Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
+
     def load() -> tuple[dict, dict]:
         with ctx.db.session() as s:
             job = records.visible(s, as_person(caller), job_id)

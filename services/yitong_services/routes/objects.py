@@ -8,13 +8,13 @@ import asyncio
 
 from fastapi import APIRouter, Header, Request, Response
 
-from ..datasets.appender import BufferPool
-from ..datasets.schemas import Hashes, Missing, Stored, UploadState
 from ..core.errors import Refusal
+from ..datasets.appender import BufferPool
 from ..datasets.ingest import PackIngest, too_big
 from ..datasets.manifest import hash_refusal
 from ..datasets.objaccess import missing_for, readable_sizes, reader
 from ..datasets.packs import PackError
+from ..datasets.schemas import Hashes, Missing, Stored, UploadState
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/objects", tags=["objects"])
@@ -49,7 +49,9 @@ async def missing_objects(body: Hashes, caller: Caller, ctx: Ctx) -> dict:
     return {"missing": await in_thread(work)}
 
 
-@router.post("/pack", response_model=Stored, openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}})
+@router.post(
+    "/pack", response_model=Stored, openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}}
+)
 async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
     """Upload small objects as one pack of ``<32-byte hash><8-byte size><bytes>`` records.
 
@@ -83,7 +85,7 @@ async def _blocks(request: Request, buffers: list[memoryview]):  # type: ignore[
         chunk = memoryview(received)
         while chunk:
             take = min(size - pos, len(chunk))
-            view[pos:pos + take] = chunk[:take]
+            view[pos : pos + take] = chunk[:take]
             pos += take
             chunk = chunk[take:]
             if pos == size:

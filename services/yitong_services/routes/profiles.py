@@ -2,9 +2,9 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
 
 from ..core import audit
-from ..vcs import catalog
 from ..core.authz import is_member
 from ..core.errors import Refusal
+from ..vcs import catalog
 from ..vcs.models import VC, Profile
 from ..vcs.schemas import ProfileIn, ProfileOut, ProfilePatch
 from ..vcs.views import profile_dict
@@ -34,7 +34,9 @@ async def create_profile(body: ProfileIn, caller: Caller, ctx: Ctx, request: Req
 
     def work() -> dict:
         with ctx.db.writing() as s:
-            audit.record(s, caller, request, "profile.create", f"profile {body.name}", detail=body.model_dump(mode="json"))
+            audit.record(
+                s, caller, request, "profile.create", f"profile {body.name}", detail=body.model_dump(mode="json")
+            )
             return profile_dict(catalog.create_profile(s, body))
 
     return await in_thread(work)
@@ -63,8 +65,14 @@ async def patch_profile(name: str, body: ProfilePatch, caller: Caller, ctx: Ctx,
 
     def work() -> dict:
         with ctx.db.writing() as s:
-            audit.record(s, caller, request, "profile.patch", f"profile {name}",
-                         detail=body.model_dump(mode="json", exclude_unset=True))
+            audit.record(
+                s,
+                caller,
+                request,
+                "profile.patch",
+                f"profile {name}",
+                detail=body.model_dump(mode="json", exclude_unset=True),
+            )
             return profile_dict(catalog.patch_profile(s, name, body))
 
     return await in_thread(work)

@@ -8,8 +8,8 @@ from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..jobs import records
 from ..jobs.ledger import pinned_inputs
-from ..jobs.spec import spec_from_dict
 from ..jobs.models import Run
+from ..jobs.spec import spec_from_dict
 from .common import Caller, Ctx, Id, as_person, in_thread
 from .jobs import submit_spec
 
@@ -37,6 +37,7 @@ async def get_run(run_id: Id, caller: Caller, ctx: Ctx) -> dict:
 @router.post("/{run_id}/rerun", status_code=201)
 async def rerun(run_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Submit the record again as a new job of the caller: same spec, same code, inputs pinned to the exact dataset versions. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
+
     async def create(claim: Claim | None) -> dict:
         record = await in_thread(_visible_run, ctx, caller, run_id)
         doc = dict(record["spec"])

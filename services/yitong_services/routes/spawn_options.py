@@ -1,10 +1,10 @@
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from ..vcs.allocations import reason
 from ..core.auth import person_for
 from ..core.authz import Person, is_member
 from ..core.confinement import account_for
+from ..vcs.allocations import reason
 from ..vcs.models import VC, Profile
 from ..vcs.schemas import SpawnOptions
 from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict

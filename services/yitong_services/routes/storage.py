@@ -2,8 +2,8 @@
 
 from fastapi import APIRouter, Query
 
-from ..datasets.schemas import GCResult, VerifyResult
 from ..datasets.gc import collect
+from ..datasets.schemas import GCResult, VerifyResult
 from ..datasets.verify import verify
 from .common import Caller, Ctx, in_thread, require_admin
 
@@ -13,8 +13,11 @@ MAX_GRACE = 100 * 365 * 86400
 
 @router.post("/gc", response_model=GCResult)
 async def garbage_collect(
-    caller: Caller, ctx: Ctx, grace: float | None = Query(
-        None, ge=0, le=MAX_GRACE, description="seconds (at most 100 years); default storage.gc_grace")
+    caller: Caller,
+    ctx: Ctx,
+    grace: float | None = Query(
+        None, ge=0, le=MAX_GRACE, description="seconds (at most 100 years); default storage.gc_grace"
+    ),
 ) -> dict:
     """Admin: delete objects, packs and manifests no version references, and stale temp files."""
     require_admin(caller, "collect garbage in the dataset store")

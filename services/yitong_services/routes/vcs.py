@@ -2,9 +2,9 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy import select
 
 from ..core import audit
-from ..vcs import catalog
 from ..core.authz import is_member, member_refusal
 from ..core.errors import Refusal
+from ..vcs import catalog
 from ..vcs.models import VC, Allocation
 from ..vcs.schemas import VCIn, VCOut, VCPatch
 from ..vcs.views import allocations_by_vc, vc_dict
@@ -63,7 +63,9 @@ async def patch_vc(vc: str, body: VCPatch, caller: Caller, ctx: Ctx, request: Re
     def work() -> None:
         with ctx.db.writing() as s:
             catalog.patch_vc(s, vc, body)
-            audit.record(s, caller, request, "vc.patch", f"vc {vc}", detail=body.model_dump(mode="json", exclude_unset=True))
+            audit.record(
+                s, caller, request, "vc.patch", f"vc {vc}", detail=body.model_dump(mode="json", exclude_unset=True)
+            )
 
     await in_thread(work)
     return await in_thread(_one, ctx, vc)

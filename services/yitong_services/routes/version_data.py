@@ -3,12 +3,12 @@
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
-from ..datasets import records as ds
-from ..datasets.schemas import Hashes, Manifest, Materialized
 from ..core.errors import Refusal
+from ..datasets import records as ds
 from ..datasets.manifest import hashes
 from ..datasets.materialize import materialize
 from ..datasets.objindex import locate
+from ..datasets.schemas import Hashes, Manifest, Materialized
 from ..datasets.streams import parse_range, records
 from .common import Caller, Ctx, as_person, in_thread
 
@@ -32,7 +32,9 @@ def _locations(ctx, vc: str, name: str, number: int, manifest: dict, wanted: lis
         found = locate(s, wanted)
     gone = [h for h in wanted if h not in found]
     if gone:
-        raise Refusal(500, f"dataset {vc}/{name} version {number}: object {gone[0]} is missing from the store; run verify")
+        raise Refusal(
+            500, f"dataset {vc}/{name} version {number}: object {gone[0]} is missing from the store; run verify"
+        )
     return [found[h] for h in dict.fromkeys(wanted)]
 
 

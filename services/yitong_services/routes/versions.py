@@ -2,12 +2,12 @@
 
 from fastapi import APIRouter, Query, Request, Response
 
+from ..core.idempotency import Claim, once
 from ..datasets import records as ds
 from ..datasets.commit import commit
+from ..datasets.manifest import diff
 from ..datasets.schemas import CommitIn, Committed, Diff, VersionOut
 from ..datasets.views import one_version, versions_list
-from ..core.idempotency import Claim, once
-from ..datasets.manifest import diff
 from .common import Caller, Ctx, as_person, in_thread
 
 router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
@@ -19,8 +19,9 @@ router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
     status_code=201,
     responses={200: {"description": "the manifest equals the parent's: the existing version, unchanged: true"}},
 )
-async def commit_version(vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response,
-                         request: Request) -> dict:
+async def commit_version(
+    vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response, request: Request
+) -> dict:
     """Members who see the dataset: commit a version whose objects are all uploaded; atomic.
 
     409 when ``parent`` is not the latest version; 422 naming bad paths or missing objects.
@@ -28,6 +29,7 @@ async def commit_version(vc: str, name: str, body: CommitIn, caller: Caller, ctx
     answer again (``Idempotent-Replayed: true``) instead of a 409; the same key with another
     request is a 422.
     """
+
     async def create(claim: Claim | None) -> dict:
         def record(s, version: dict) -> None:  # in the transaction that inserts the version
             if claim is not None:

@@ -16,11 +16,11 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from . import quota
 from ..core.authz import Person, member_refusal
-from .catalog import get_profile
 from ..core.db import Database
 from ..core.errors import Refusal
+from . import quota
+from .catalog import get_profile
 from .models import VC, Allocation
 from .quantities import Resources
 from .schemas import AllocationIn
@@ -86,7 +86,11 @@ def allocate(db: Database, person: Person, body: AllocationIn, inventory: Resour
             if refused:
                 raise Refusal(409, refused)
             a = Allocation(
-                user=person.name, vc=vc.name, profile=profile.name, kind=body.kind, ref=body.ref,
+                user=person.name,
+                vc=vc.name,
+                profile=profile.name,
+                kind=body.kind,
+                ref=body.ref,
                 resources=request,
             )
             session.add(a)

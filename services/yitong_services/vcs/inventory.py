@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from .quantities import Resources
 from ..core.settings import Settings
+from .quantities import Resources
 
 
 def detect_local() -> Resources:

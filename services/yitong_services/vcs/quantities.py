@@ -20,8 +20,17 @@ _QUANTITY_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$
 _SUFFIX: dict[str, Decimal | int] = {
     "": 1,
     "m": Decimal("0.001"),
-    "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
 }
 _BINARY = [("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
 
@@ -29,9 +38,7 @@ _BINARY = [("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2*
 def check_resource_name(name: str) -> str:
     """Return ``name`` or raise ValueError with a sentence saying what is wrong."""
     if not isinstance(name, str) or not RESOURCE_RE.match(name):
-        raise ValueError(
-            f"unknown resource {name!r}: use cpu, memory or a device name like nvidia.com/gpu"
-        )
+        raise ValueError(f"unknown resource {name!r}: use cpu, memory or a device name like nvidia.com/gpu")
     return name
 
 

@@ -63,7 +63,7 @@ def _of(resource: str, have: float, limit: float) -> str:
 
 
 def _asked(resource: str, have: float, asked: float, limit: float) -> str:
-    """", N asked" when ``have`` alone leaves room: "1 of 2 in use" does not explain a refusal."""
+    """ ", N asked" when ``have`` alone leaves room: "1 of 2 in use" does not explain a refusal."""
     if have + 1e-9 >= limit:
         return ""
     return f", {human_amount(resource, asked)} asked"
@@ -125,7 +125,9 @@ def check_usage(
             continue
         in_use = cluster_used.get(name, 0)
         if amount > inventory[name]:
-            return f"this cluster: {human_amount(name, amount)} {name} asked, it has {human_amount(name, inventory[name])}"
+            return (
+                f"this cluster: {human_amount(name, amount)} {name} asked, it has {human_amount(name, inventory[name])}"
+            )
         if in_use + amount > inventory[name]:
             return f"this cluster: {_of(name, in_use, inventory[name])} in use{_asked(name, in_use, amount, inventory[name])}"
     return None

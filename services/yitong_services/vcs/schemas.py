@@ -30,8 +30,9 @@ def _device(value: str) -> str:
     return value
 
 
-Name = Annotated[str, AfterValidator(check_name),
-                 WithJsonSchema({"type": "string", "pattern": NAME_RE.pattern, "maxLength": 32})]
+Name = Annotated[
+    str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_RE.pattern, "maxLength": 32})
+]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Short = Annotated[str, Field(max_length=MAX_SHORT)]
 Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
@@ -45,8 +46,11 @@ class Strict(BaseModel):
 
 
 class Accelerator(Strict):
-    type: Annotated[str, AfterValidator(_device),
-                    WithJsonSchema({"type": "string", "pattern": RESOURCE_RE.pattern, "not": {"enum": ["cpu", "memory"]}})]
+    type: Annotated[
+        str,
+        AfterValidator(_device),
+        WithJsonSchema({"type": "string", "pattern": RESOURCE_RE.pattern, "not": {"enum": ["cpu", "memory"]}}),
+    ]
     count: int = Field(ge=1, le=2**31 - 1)
 
 
@@ -110,7 +114,9 @@ class VCOut(VCIn):
 
 
 class AllocationIn(Strict):
-    user: str | None = Field(None, min_length=1, max_length=MAX_SHORT, description="whose allocation; default: the caller")
+    user: str | None = Field(
+        None, min_length=1, max_length=MAX_SHORT, description="whose allocation; default: the caller"
+    )
     vc: Name
     profile: Name
     kind: Literal["server", "job"] = "server"
@@ -163,7 +169,8 @@ class SpawnOptions(Strict):
     user: str
     vcs: list[VCOption]
     account: SystemAccount | None = Field(
-        None, description="multi-user mode: the account the server runs as (created on first use); null: single-person")
+        None, description="multi-user mode: the account the server runs as (created on first use); null: single-person"
+    )
 
 
 class VCUsage(Strict):

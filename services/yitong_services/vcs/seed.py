@@ -11,8 +11,8 @@ import logging
 from sqlalchemy import select
 
 from ..core.db import Database
-from .models import VC, Profile, SeedLog
 from ..core.settings import Settings
+from .models import VC, Profile, SeedLog
 
 log = logging.getLogger(__name__)
 

@@ -9,25 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from anyio import to_thread
 
-from .allocations import drop_stale_servers
 from ..core.context import Context
 from ..core.hub import HubError
+from .allocations import drop_stale_servers
 
 log = logging.getLogger(__name__)
 
 
 async def reconcile_once(ctx: Context) -> list[dict]:
-    asked = datetime.now(timezone.utc)
+    asked = datetime.now(UTC)
     active = await ctx.hub.active_servers()
     dropped = await to_thread.run_sync(drop_stale_servers, ctx.db, active, asked)
     for a in dropped:
         log.warning(
             "reconciler dropped allocation %s: server %s of %s in VC %s is no longer running (%s)",
-            a["id"], a["ref"], a["user"], a["vc"], a["resources"],
+            a["id"],
+            a["ref"],
+            a["user"],
+            a["vc"],
+            a["resources"],
         )
     return dropped
 

@@ -64,8 +64,8 @@ import aiohttp
 import aiohttp.web
 import kmock
 from kmock._internal import enums, parsing
-
 from spawner.kmock_shims import Emulator, write_kubeconfig
+
 from yitong_services.vcs.quantities import parse_amount
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,12 @@ log = logging.getLogger(__name__)
 STAND_IN = "X-Yitong-Stand-In"  # header the stand-ins send; their requests are not recorded in `sent`
 INDEX = "batch.kubernetes.io/job-completion-index"
 RESOURCES = {  # what the emulator lists even when empty: key -> (namespaced, kind)
-    "v1/namespaces": (False, "Namespace"), "v1/pods": (True, "Pod"), "v1/services": (True, "Service"),
-    "v1/secrets": (True, "Secret"), "v1/events": (True, "Event"), "batch/v1/jobs": (True, "Job"),
+    "v1/namespaces": (False, "Namespace"),
+    "v1/pods": (True, "Pod"),
+    "v1/services": (True, "Service"),
+    "v1/secrets": (True, "Secret"),
+    "v1/events": (True, "Event"),
+    "batch/v1/jobs": (True, "Job"),
     "kueue.x-k8s.io/v1beta1/resourceflavors": (False, "ResourceFlavor"),
     "kueue.x-k8s.io/v1beta1/clusterqueues": (False, "ClusterQueue"),
     "kueue.x-k8s.io/v1beta1/localqueues": (True, "LocalQueue"),
@@ -153,19 +157,26 @@ class ClusterEmulator(Emulator):
     async def _handle(self, request):
         if request.resource is not None and request.resource.plural == "pods" and request.subresource == "log":
             return await self._serve_log(request)
-        if STAND_IN.lower() not in {k.lower() for k in request.headers} and isinstance(request.data, dict) and "kind" in request.data \
-                and request.action in (enums.action.CREATE, enums.action.UPDATE):
+        if (
+            STAND_IN.lower() not in {k.lower() for k in request.headers}
+            and isinstance(request.data, dict)
+            and "kind" in request.data
+            and request.action in (enums.action.CREATE, enums.action.UPDATE)
+        ):
             self.sent.append(copy.deepcopy(request.data))
         if request.action == enums.action.DELETE and request.name is not None:
             policy = request.params.get("propagationPolicy") or (
-                request.data.get("propagationPolicy") if isinstance(request.data, dict) else None)
+                request.data.get("propagationPolicy") if isinstance(request.data, dict) else None
+            )
             if policy == "Foreground":
                 async with self._lock:
                     key = (request.resource, request.namespace, request.name)
                     if key in self._objects and not self._objects[key].deleted:
                         obj = self._objects[key]
                         finalizers = list(obj.get("metadata", {}).get("finalizers") or [])
-                        if "foregroundDeletion" not in finalizers and not obj.get("metadata", {}).get("deletionTimestamp"):
+                        if "foregroundDeletion" not in finalizers and not obj.get("metadata", {}).get(
+                            "deletionTimestamp"
+                        ):
                             obj.patch({"metadata": {"finalizers": [*finalizers, "foregroundDeletion"]}})
         return await super()._handle(request)
 
@@ -173,17 +184,27 @@ class ClusterEmulator(Emulator):
         payload = await super()._serve_list(request)
         selector = request.params.get("labelSelector")
         if selector:
-            payload["items"] = [o for o in payload["items"] if matches(selector, o.get("metadata", {}).get("labels") or {})]
+            payload["items"] = [
+                o for o in payload["items"] if matches(selector, o.get("metadata", {}).get("labels") or {})
+            ]
         return payload
 
     async def _serve_log(self, request) -> aiohttp.web.Response:
         key = (kmock.resource("", "v1", "pods"), request.namespace, request.name)
         if key not in self._objects or self._objects[key].deleted:
-            return aiohttp.web.json_response({"kind": "Status", "code": 404, "message": f"pods {request.name!r} not found"}, status=404)
+            return aiohttp.web.json_response(
+                {"kind": "Status", "code": 404, "message": f"pods {request.name!r} not found"}, status=404
+            )
         path = self.cluster.kubelet.log_path(request.namespace, request.name) if self.cluster else None
         if path is None or not path.exists():
             return aiohttp.web.json_response(
-                {"kind": "Status", "code": 400, "message": f'container "main" in pod "{request.name}" is waiting to start'}, status=400)
+                {
+                    "kind": "Status",
+                    "code": 400,
+                    "message": f'container "main" in pod "{request.name}" is waiting to start',
+                },
+                status=400,
+            )
         data = path.read_bytes()
         if "limitBytes" in request.params:
             data = data[: int(request.params["limitBytes"])]
@@ -191,6 +212,7 @@ class ClusterEmulator(Emulator):
 
 
 # ---- HTTP for the stand-ins ----
+
 
 class Api:
     def __init__(self, url: str, who: str) -> None:
@@ -249,15 +271,18 @@ def job_requests(job: dict[str, Any]) -> dict[str, float]:
 
 # ---- Kueue ----
 
+
 class KueueStandIn:
     def __init__(self, api: Api) -> None:
         self.api = api
-        self.pending: dict[tuple[str, str], str] = {}   # (namespace, job) -> why it is not admitted
+        self.pending: dict[tuple[str, str], str] = {}  # (namespace, job) -> why it is not admitted
         self.admitted: list[tuple[str, str]] = []
 
     async def step(self) -> None:
         jobs = await self.api.items(JOBS)
-        queues = {(q["metadata"]["namespace"], q["metadata"]["name"]): q for q in await self.api.items(f"{KUEUE}/localqueues")}
+        queues = {
+            (q["metadata"]["namespace"], q["metadata"]["name"]): q for q in await self.api.items(f"{KUEUE}/localqueues")
+        }
         cqs = {c["metadata"]["name"]: c for c in await self.api.items(f"{KUEUE}/clusterqueues")}
         classes = {p["metadata"]["name"] for p in await self.api.items(f"{KUEUE}/workloadpriorityclasses")}
         usage: dict[str, dict[str, float]] = {}
@@ -277,7 +302,9 @@ class KueueStandIn:
                     held[r] = held.get(r, 0) + amount
         for job, lq, cq_name in sorted(waiting, key=lambda w: w[0]["metadata"].get("creationTimestamp") or ""):
             key = (job["metadata"]["namespace"], job["metadata"]["name"])
-            why = self.why_not(job, lq, cqs.get(cq_name) if cq_name else None, classes, usage.setdefault(cq_name or "", {}))
+            why = self.why_not(
+                job, lq, cqs.get(cq_name) if cq_name else None, classes, usage.setdefault(cq_name or "", {})
+            )
             if why:
                 self.pending[key] = why
                 continue
@@ -288,13 +315,17 @@ class KueueStandIn:
             self.admitted.append(key)
 
     @staticmethod
-    def why_not(job: dict[str, Any], lq: dict | None, cq: dict | None, classes: set[str], held: dict[str, float]) -> str:
+    def why_not(
+        job: dict[str, Any], lq: dict | None, cq: dict | None, classes: set[str], held: dict[str, float]
+    ) -> str:
         ns = job["metadata"]["namespace"]
         if lq is None:
             return "LocalQueue not found"
         if cq is None:
             return f"ClusterQueue {lq['spec']['clusterQueue']} not found"
-        wanted_ns = ((cq["spec"].get("namespaceSelector") or {}).get("matchLabels") or {}).get("kubernetes.io/metadata.name")
+        wanted_ns = ((cq["spec"].get("namespaceSelector") or {}).get("matchLabels") or {}).get(
+            "kubernetes.io/metadata.name"
+        )
         if wanted_ns not in (None, ns):
             return f"ClusterQueue {cq['metadata']['name']} does not admit namespace {ns}"
         priority = (job["metadata"].get("labels") or {}).get("kueue.x-k8s.io/priority-class")
@@ -313,6 +344,7 @@ class KueueStandIn:
 
 # ---- the Job controller ----
 
+
 class JobControllerStandIn:
     def __init__(self, api: Api, kubelet: KubeletStandIn) -> None:
         self.api, self.kubelet = api, kubelet
@@ -327,11 +359,17 @@ class JobControllerStandIn:
                 for owner in [r for r in o["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"][:1]:
                     if owner["uid"] in uids:
                         continue
-                    found = await self.api.request("GET", f"/apis/batch/v1/namespaces/{o['metadata']['namespace']}/jobs/{owner['name']}")
+                    found = await self.api.request(
+                        "GET", f"/apis/batch/v1/namespaces/{o['metadata']['namespace']}/jobs/{owner['name']}"
+                    )
                     if found is None or found["metadata"]["uid"] != owner["uid"]:
                         await self.api.delete(obj_path(o, kind))
         for job in jobs:
-            mine = [p for p in pods if any(r.get("uid") == job["metadata"]["uid"] for r in p["metadata"].get("ownerReferences") or [])]
+            mine = [
+                p
+                for p in pods
+                if any(r.get("uid") == job["metadata"]["uid"] for r in p["metadata"].get("ownerReferences") or [])
+            ]
             await self.sync(job, mine)
 
     async def sync(self, job: dict[str, Any], pods: list[dict[str, Any]]) -> None:
@@ -353,15 +391,29 @@ class JobControllerStandIn:
             for p in active:
                 await self.api.delete(obj_path(p, "pods"))
             if "Suspended" not in conditions(job):
-                await self.api.patch(path, {"status": {"conditions": [self.condition("Suspended", "JobSuspended", "Job suspended")],
-                                                       "startTime": None}})
+                await self.api.patch(
+                    path,
+                    {
+                        "status": {
+                            "conditions": [self.condition("Suspended", "JobSuspended", "Job suspended")],
+                            "startTime": None,
+                        }
+                    },
+                )
             return
         start = status.get("startTime") or now()
         completions = int(spec.get("completions") or 1)
-        succeeded = {int(p["metadata"]["labels"][INDEX]) for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"}
+        succeeded = {
+            int(p["metadata"]["labels"][INDEX]) for p in pods if (p.get("status") or {}).get("phase") == "Succeeded"
+        }
         failed = sum((p.get("status") or {}).get("phase") == "Failed" for p in pods)
-        new = {"startTime": start, "active": len(active), "succeeded": len(succeeded), "failed": failed,
-               "conditions": [c for c in status.get("conditions") or [] if c["type"] != "Suspended"]}
+        new = {
+            "startTime": start,
+            "active": len(active),
+            "succeeded": len(succeeded),
+            "failed": failed,
+            "conditions": [c for c in status.get("conditions") or [] if c["type"] != "Suspended"],
+        }
         deadline = spec.get("activeDeadlineSeconds")
         failure = None
         if deadline is not None and time.time() > parse_time(start) + deadline:
@@ -377,8 +429,10 @@ class JobControllerStandIn:
         elif len(succeeded) >= completions:
             new["completionTime"] = now()
             new["completedIndexes"] = f"0-{completions - 1}" if completions > 1 else "0"
-            new["conditions"] += [self.condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
-                                  self.condition("Complete", "CompletionsReached", "Reached expected number of succeeded pods")]
+            new["conditions"] += [
+                self.condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods"),
+                self.condition("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
+            ]
         else:
             running = {int(p["metadata"]["labels"][INDEX]) for p in active}
             for index in range(completions):
@@ -390,19 +444,44 @@ class JobControllerStandIn:
 
     @staticmethod
     def condition(kind: str, reason: str, message: str) -> dict[str, str]:
-        return {"type": kind, "status": "True", "reason": reason, "message": message,
-                "lastProbeTime": now(), "lastTransitionTime": now()}
+        return {
+            "type": kind,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": now(),
+            "lastTransitionTime": now(),
+        }
 
     async def create_pod(self, job: dict[str, Any], index: int) -> None:
         meta, template = job["metadata"], copy.deepcopy(job["spec"]["template"])
         name = f"{meta['name']}-{index}-{secrets.token_hex(3)[:5]}"
-        labels = {**(template.get("metadata") or {}).get("labels", {}), "batch.kubernetes.io/job-name": meta["name"],
-                  "job-name": meta["name"], "batch.kubernetes.io/controller-uid": meta["uid"], INDEX: str(index)}
+        labels = {
+            **(template.get("metadata") or {}).get("labels", {}),
+            "batch.kubernetes.io/job-name": meta["name"],
+            "job-name": meta["name"],
+            "batch.kubernetes.io/controller-uid": meta["uid"],
+            INDEX: str(index),
+        }
         pod = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": meta["namespace"], "labels": labels, "annotations": {INDEX: str(index)},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
-                                              "controller": True, "blockOwnerDeletion": True}]},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": meta["namespace"],
+                "labels": labels,
+                "annotations": {INDEX: str(index)},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
             "spec": {**template["spec"], "hostname": f"{meta['name']}-{index}"},
         }
         await self.api.request("POST", f"/api/v1/namespaces/{meta['namespace']}/pods", pod)
@@ -420,6 +499,7 @@ class JobControllerStandIn:
 
 # ---- the kubelet ----
 
+
 def expand(text: str, env: dict[str, str]) -> str:
     """Kubernetes' `$(NAME)` expansion: known names are replaced, `$$` is `$`, the rest stays."""
     out, i = [], 0
@@ -433,8 +513,8 @@ def expand(text: str, env: dict[str, str]) -> str:
             if nxt == "(":
                 end = text.find(")", i + 2)
                 if end != -1:
-                    name = text[i + 2:end]
-                    out.append(env[name] if name in env else text[i:end + 1])
+                    name = text[i + 2 : end]
+                    out.append(env[name] if name in env else text[i : end + 1])
                     i = end + 1
                     continue
         out.append(text[i])
@@ -455,7 +535,7 @@ class KubeletStandIn:
         self.api, self.root = api, root
         self.procs: dict[tuple[str, str], asyncio.subprocess.Process] = {}
         self.reported: set[tuple[str, str]] = set()
-        self.started: list[dict[str, Any]] = []     # {"pod", "argv", "env"} as run
+        self.started: list[dict[str, Any]] = []  # {"pod", "argv", "env"} as run
         self.ports: dict[tuple[str, str, int], int] = {}
 
     def pod_dir(self, namespace: str, name: str) -> Path:
@@ -516,7 +596,11 @@ class KubeletStandIn:
             for p in container.get("ports") or []:
                 key = (meta["namespace"], subdomain, int(p["containerPort"]))
                 ports[str(p["containerPort"])] = str(self.ports.setdefault(key, free_port()))
-        host_re = re.compile(rf"(?<![A-Za-z0-9.-])[a-z0-9-]+\.{re.escape(subdomain)}(?:\.[a-z0-9.-]*)?(?![A-Za-z0-9-])") if subdomain else None
+        host_re = (
+            re.compile(rf"(?<![A-Za-z0-9.-])[a-z0-9-]+\.{re.escape(subdomain)}(?:\.[a-z0-9.-]*)?(?![A-Za-z0-9-])")
+            if subdomain
+            else None
+        )
 
         def value(text: str) -> str:
             for mount, host in mounts:  # a path at the start or after "=", up to "/" or the end
@@ -538,8 +622,12 @@ class KubeletStandIn:
         value = self.rewrite(pod, container)
         argv = [value(a) for a in argv]
         env = {k: value(v) for k, v in env.items()}
-        full = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-                "HOME": os.environ.get("HOME", "/tmp"), "HOSTNAME": pod["spec"].get("hostname") or key[1], **env}
+        full = {
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "HOSTNAME": pod["spec"].get("hostname") or key[1],
+            **env,
+        }
         here = self.pod_dir(*key)
         here.mkdir(parents=True, exist_ok=True)
         self.started.append({"pod": pod, "argv": argv, "env": env})
@@ -547,30 +635,67 @@ class KubeletStandIn:
         with open(self.log_path(*key), "ab") as out:
             try:
                 self.procs[key] = await asyncio.create_subprocess_exec(
-                    *argv, env=full, cwd=here, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=asyncio.subprocess.STDOUT,
-                    start_new_session=True)
+                    *argv,
+                    env=full,
+                    cwd=here,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                )
             except OSError as e:
                 out.write(f"cannot start {argv[:1]}: {e}\n".encode())
                 self.reported.add(key)
                 await self.set_terminated(key, pod, 128, "StartError")
                 return
         status = {
-            "phase": "Running", "podIP": "127.0.0.1", "hostIP": "127.0.0.1", "startTime": started,
-            "conditions": [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-            "containerStatuses": [{"name": container["name"], "ready": True, "restartCount": 0, "image": container.get("image", ""),
-                                   "imageID": "", "state": {"running": {"startedAt": started}}}],
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "hostIP": "127.0.0.1",
+            "startTime": started,
+            "conditions": [
+                {"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ],
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": container.get("image", ""),
+                    "imageID": "",
+                    "state": {"running": {"startedAt": started}},
+                }
+            ],
         }
         await self.api.patch(obj_path(pod, "pods"), {"status": status})
 
-    async def set_terminated(self, key: tuple[str, str], pod: dict[str, Any], code: int, reason: str | None = None) -> None:
+    async def set_terminated(
+        self, key: tuple[str, str], pod: dict[str, Any], code: int, reason: str | None = None
+    ) -> None:
         if code < 0:  # killed by a signal: a container runtime reports 128 + signal
             code = 128 - code
         container = pod["spec"]["containers"][0]
-        state = {"terminated": {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"), "finishedAt": now()}}
-        status = {"phase": "Succeeded" if code == 0 else "Failed",
-                  "conditions": [{"type": t, "status": "False"} for t in ("ContainersReady", "Ready")],
-                  "containerStatuses": [{"name": container["name"], "ready": False, "restartCount": 0,
-                                         "image": container.get("image", ""), "imageID": "", "state": state}]}
+        state = {
+            "terminated": {
+                "exitCode": code,
+                "reason": reason or ("Completed" if code == 0 else "Error"),
+                "finishedAt": now(),
+            }
+        }
+        status = {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "conditions": [{"type": t, "status": "False"} for t in ("ContainersReady", "Ready")],
+            "containerStatuses": [
+                {
+                    "name": container["name"],
+                    "ready": False,
+                    "restartCount": 0,
+                    "image": container.get("image", ""),
+                    "imageID": "",
+                    "state": state,
+                }
+            ],
+        }
         await self.api.patch(obj_path(pod, "pods"), {"status": status})
 
     async def kill(self, namespace: str, name: str) -> None:
@@ -581,7 +706,7 @@ class KubeletStandIn:
             os.killpg(proc.pid, signal.SIGTERM)
         try:
             await asyncio.wait_for(proc.wait(), self.grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             await proc.wait()
@@ -591,6 +716,7 @@ class KubeletStandIn:
 
 
 # ---- the cluster ----
+
 
 class FakeCluster:
     interval = 0.2

@@ -18,51 +18,91 @@ def _import(kind, name, vc=None):
 
 EXPECTED = {
     "openpai-single-gpu.yaml": (
-        {"name": "pytorch-mnist", "vc": "default", "environment": {"image": "openpai/standard:python_3.6-pytorch_1.2.0-gpu"},
-         "command": "git clone https://github.com/pytorch/examples.git\ncd examples/mnist\npython main.py --epochs 1",
-         "accelerator": {"type": "nvidia.com/gpu", "count": 1}, "cpu": 4.0, "memory": 8 * GI, "procs_per_node": 1,
-         "retries": 1},
-        ["extras.com.microsoft.pai.runtimeplugin: no counterpart, ignored",
-         "taskRoles.taskrole.completion: no counterpart, ignored",
-         "taskRoles.taskrole.taskRetryCount: no counterpart, ignored",
-         "name: 'pytorch_mnist' became 'pytorch-mnist' (Yitong names are DNS labels)"],
+        {
+            "name": "pytorch-mnist",
+            "vc": "default",
+            "environment": {"image": "openpai/standard:python_3.6-pytorch_1.2.0-gpu"},
+            "command": "git clone https://github.com/pytorch/examples.git\ncd examples/mnist\npython main.py --epochs 1",
+            "accelerator": {"type": "nvidia.com/gpu", "count": 1},
+            "cpu": 4.0,
+            "memory": 8 * GI,
+            "procs_per_node": 1,
+            "retries": 1,
+        },
+        [
+            "extras.com.microsoft.pai.runtimeplugin: no counterpart, ignored",
+            "taskRoles.taskrole.completion: no counterpart, ignored",
+            "taskRoles.taskrole.taskRetryCount: no counterpart, ignored",
+            "name: 'pytorch_mnist' became 'pytorch-mnist' (Yitong names are DNS labels)",
+        ],
     ),
     "openpai-ddp-multi.yaml": (
-        {"name": "cifar10-mul-ddp-nccl", "vc": "vision", "environment": {"image": "openpai/standard:python_3.6-pytorch_1.2.0-gpu"},
-         "command": "python -m torch.distributed.launch --nproc_per_node=2 --nnodes=2 --node_rank=$YITONG_NODE_RANK"
-                    " --master_addr=$YITONG_MASTER_ADDR --master_port=$YITONG_MASTER_PORT cifar10.py --epochs 2 --dist-backend nccl",
-         "nodes": 2, "accelerator": {"type": "nvidia.com/gpu", "count": 2}, "cpu": 8.0, "memory": 16 * GI, "procs_per_node": 1},
-        ["extras.com.microsoft.pai.runtimeplugin: no counterpart, ignored",
-         "extras.hivedScheduler: no counterpart, ignored",
-         "taskRoles.worker.completion: no counterpart, ignored",
-         "taskRoles.worker.taskRetryCount: no counterpart, ignored",
-         "taskRoles.worker.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT",
-         "name: 'cifar10-mul-DDP-nccl' became 'cifar10-mul-ddp-nccl' (Yitong names are DNS labels)"],
+        {
+            "name": "cifar10-mul-ddp-nccl",
+            "vc": "vision",
+            "environment": {"image": "openpai/standard:python_3.6-pytorch_1.2.0-gpu"},
+            "command": "python -m torch.distributed.launch --nproc_per_node=2 --nnodes=2 --node_rank=$YITONG_NODE_RANK"
+            " --master_addr=$YITONG_MASTER_ADDR --master_port=$YITONG_MASTER_PORT cifar10.py --epochs 2 --dist-backend nccl",
+            "nodes": 2,
+            "accelerator": {"type": "nvidia.com/gpu", "count": 2},
+            "cpu": 8.0,
+            "memory": 16 * GI,
+            "procs_per_node": 1,
+        },
+        [
+            "extras.com.microsoft.pai.runtimeplugin: no counterpart, ignored",
+            "extras.hivedScheduler: no counterpart, ignored",
+            "taskRoles.worker.completion: no counterpart, ignored",
+            "taskRoles.worker.taskRetryCount: no counterpart, ignored",
+            "taskRoles.worker.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT",
+            "name: 'cifar10-mul-DDP-nccl' became 'cifar10-mul-ddp-nccl' (Yitong names are DNS labels)",
+        ],
     ),
     "openpai-params-secrets.yaml": (
-        {"name": "keras-tensorflow-mnist", "vc": "default",
-         "environment": {"image": "openpai.azurecr.io/openpai/pai.example.keras.tensorflow:stable"},
-         "command": "python mnist_keras.py --epochs 5 --batch-size 128 --job $YITONG_JOB_NAME --user $PAI_USER_NAME",
-         "cpu": 2.0, "memory": 4 * GI, "procs_per_node": 1},
-        ["version: no counterpart, ignored", "contributor: no counterpart, ignored", "description: no counterpart, ignored",
-         "secrets: not imported (secrets never enter a job spec); pass them as environment variables",
-         "prerequisites[1] (data 'mnist'): no counterpart, ignored; use a Yitong dataset in inputs",
-         "taskRoles.train.extraContainerOptions: no counterpart, ignored",
-         "taskRoles.train.commands: $PAI_USER_NAME has no counterpart and will be empty",
-         "prerequisites[0].auth: registry credentials are not imported; ask an admin for an image pull secret in the VC",
-         "name: 'keras_tensorflow_mnist' became 'keras-tensorflow-mnist' (Yitong names are DNS labels)"],
+        {
+            "name": "keras-tensorflow-mnist",
+            "vc": "default",
+            "environment": {"image": "openpai.azurecr.io/openpai/pai.example.keras.tensorflow:stable"},
+            "command": "python mnist_keras.py --epochs 5 --batch-size 128 --job $YITONG_JOB_NAME --user $PAI_USER_NAME",
+            "cpu": 2.0,
+            "memory": 4 * GI,
+            "procs_per_node": 1,
+        },
+        [
+            "version: no counterpart, ignored",
+            "contributor: no counterpart, ignored",
+            "description: no counterpart, ignored",
+            "secrets: not imported (secrets never enter a job spec); pass them as environment variables",
+            "prerequisites[1] (data 'mnist'): no counterpart, ignored; use a Yitong dataset in inputs",
+            "taskRoles.train.extraContainerOptions: no counterpart, ignored",
+            "taskRoles.train.commands: $PAI_USER_NAME has no counterpart and will be empty",
+            "prerequisites[0].auth: registry credentials are not imported; ask an admin for an image pull secret in the VC",
+            "name: 'keras_tensorflow_mnist' became 'keras-tensorflow-mnist' (Yitong names are DNS labels)",
+        ],
     ),
     "pytorchjob-master-worker.yaml": (
-        {"name": "pytorch-simple", "vc": "vision", "environment": {"image": "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"},
-         "command": ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"], "framework": "pytorch", "nodes": 2,
-         "accelerator": {"type": "nvidia.com/gpu", "count": 1}, "cpu": 4.0, "memory": 16 * GI, "procs_per_node": 1,
-         "retries": 3, "max_run_time": 7200},
-        ["spec.pytorchReplicaSpecs.Master.restartPolicy: OnFailure has no counterpart; use retries (the whole job is retried)",
-         "spec.pytorchReplicaSpecs.Master.containers[0].imagePullPolicy: no counterpart, ignored",
-         "spec.pytorchReplicaSpecs.Worker.restartPolicy: OnFailure has no counterpart; use retries (the whole job is retried)",
-         "spec.pytorchReplicaSpecs.Worker.containers[0].imagePullPolicy: no counterpart, ignored",
-         "spec.runPolicy.cleanPodPolicy: no counterpart, ignored",
-         "metadata.namespace: used as the VC 'vision' (override with --vc)"],
+        {
+            "name": "pytorch-simple",
+            "vc": "vision",
+            "environment": {"image": "docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727"},
+            "command": ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1"],
+            "framework": "pytorch",
+            "nodes": 2,
+            "accelerator": {"type": "nvidia.com/gpu", "count": 1},
+            "cpu": 4.0,
+            "memory": 16 * GI,
+            "procs_per_node": 1,
+            "retries": 3,
+            "max_run_time": 7200,
+        },
+        [
+            "spec.pytorchReplicaSpecs.Master.restartPolicy: OnFailure has no counterpart; use retries (the whole job is retried)",
+            "spec.pytorchReplicaSpecs.Master.containers[0].imagePullPolicy: no counterpart, ignored",
+            "spec.pytorchReplicaSpecs.Worker.restartPolicy: OnFailure has no counterpart; use retries (the whole job is retried)",
+            "spec.pytorchReplicaSpecs.Worker.containers[0].imagePullPolicy: no counterpart, ignored",
+            "spec.runPolicy.cleanPodPolicy: no counterpart, ignored",
+            "metadata.namespace: used as the VC 'vision' (override with --vc)",
+        ],
     ),
 }
 
@@ -81,22 +121,37 @@ def test_openpai_master_worker():
     ranks = []
     for rank in "012":  # each node runs its role's commands with the rank OpenPAI would have given it
         probe = spec.command.replace("python -m torch.distributed.launch", "echo")
-        env = {"YITONG_NODE_RANK": rank, "YITONG_MASTER_ADDR": "h0", "YITONG_MASTER_PORT": "29500", "PATH": "/usr/bin:/bin"}
-        ranks.append(subprocess.run(["bash", "-c", probe], env=env, capture_output=True, text=True, timeout=20).stdout.split())
+        env = {
+            "YITONG_NODE_RANK": rank,
+            "YITONG_MASTER_ADDR": "h0",
+            "YITONG_MASTER_PORT": "29500",
+            "PATH": "/usr/bin:/bin",
+        }
+        ranks.append(
+            subprocess.run(["bash", "-c", probe], env=env, capture_output=True, text=True, timeout=20).stdout.split()
+        )
     assert [r[2] for r in ranks] == ["--node_rank=0", "--node_rank=1", "--node_rank=2"]
     assert {r[3] for r in ranks} == {"--master_addr=h0"}
-    assert notes == ["taskRoles.master.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT",
-                     "name: 'bert_pretrain' became 'bert-pretrain' (Yitong names are DNS labels)"]
+    assert notes == [
+        "taskRoles.master.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT",
+        "name: 'bert_pretrain' became 'bert-pretrain' (Yitong names are DNS labels)",
+    ]
 
 
 def test_pytorchjob_elastic():
     spec, notes = _import("pytorchjob", "pytorchjob-elastic.yaml", vc="vision")
     assert spec.model_dump(mode="json", exclude_defaults=True) == {
-        "name": "elastic-example-imagenet", "vc": "vision",
+        "name": "elastic-example-imagenet",
+        "vc": "vision",
         "environment": {"image": "kubeflow/pytorch-elastic-example-imagenet:latest"},
         "command": ["python", "/workspace/examples/imagenet.py", "--arch=resnet18", "--epochs=20", "--batch-size=32"],
-        "framework": "pytorch", "nodes": 2, "accelerator": {"type": "nvidia.com/gpu", "count": 4},
-        "cpu": 16.0, "memory": 64 * GI, "procs_per_node": 4, "env": {"LOGLEVEL": "INFO"},
+        "framework": "pytorch",
+        "nodes": 2,
+        "accelerator": {"type": "nvidia.com/gpu", "count": 4},
+        "cpu": 16.0,
+        "memory": 64 * GI,
+        "procs_per_node": 4,
+        "env": {"LOGLEVEL": "INFO"},
     }
     assert notes == [
         "metadata.labels: no counterpart, ignored",
@@ -112,26 +167,54 @@ def test_pytorchjob_elastic():
     ]
 
 
-@pytest.mark.parametrize("argv,program,nproc", [
-    (["python", "train.py"], ["python", "train.py"], None),
-    (["torchrun", "--nproc_per_node=4", "--nnodes", "2", "train.py", "--lr", "1"], ["python", "train.py", "--lr", "1"], "4"),
-    (["python3", "-m", "torch.distributed.launch", "--nproc-per-node", "8", "--use-env", "t.py"], ["python", "t.py"], "8"),
-    (["torchrun", "--standalone", "-m", "pkg.train"], ["python", "-m", "pkg.train"], None),
-    (["torchrun", "--no-python", "./run.sh", "x"], ["./run.sh", "x"], None),
-])
+@pytest.mark.parametrize(
+    "argv,program,nproc",
+    [
+        (["python", "train.py"], ["python", "train.py"], None),
+        (
+            ["torchrun", "--nproc_per_node=4", "--nnodes", "2", "train.py", "--lr", "1"],
+            ["python", "train.py", "--lr", "1"],
+            "4",
+        ),
+        (
+            ["python3", "-m", "torch.distributed.launch", "--nproc-per-node", "8", "--use-env", "t.py"],
+            ["python", "t.py"],
+            "8",
+        ),
+        (["torchrun", "--standalone", "-m", "pkg.train"], ["python", "-m", "pkg.train"], None),
+        (["torchrun", "--no-python", "./run.sh", "x"], ["./run.sh", "x"], None),
+    ],
+)
 def test_strip_launcher(argv, program, nproc):
     assert strip_launcher(argv) == (program, nproc)
 
 
-@pytest.mark.parametrize("kind,fixture,vc,message", [
-    ("openpai", "openpai-malformed.yaml", None, "taskRoles: worker, ps_server cannot be one Yitong job"),
-    ("pytorchjob", "pytorchjob-malformed.yaml", None,
-     "spec.pytorchReplicaSpecs.Worker: a different container than Master; a Yitong job runs the same container on every node"),
-    ("pytorchjob", "pytorchjob-elastic.yaml", None, "metadata.namespace: missing; name the Yitong VC to submit to"),
-    ("openpai", "pytorchjob-master-worker.yaml", None, "protocolVersion: only OpenPAI protocol version 2 can be imported"),
-    ("pytorchjob", "openpai-single-gpu.yaml", None, "apiVersion/kind: expected kubeflow.org/v1 PyTorchJob"),
-    ("openpai", "openpai-single-gpu.yaml", "Bad_VC", "the imported job is not valid: spec.vc: 'Bad_VC' is not a valid name"),
-])
+@pytest.mark.parametrize(
+    "kind,fixture,vc,message",
+    [
+        ("openpai", "openpai-malformed.yaml", None, "taskRoles: worker, ps_server cannot be one Yitong job"),
+        (
+            "pytorchjob",
+            "pytorchjob-malformed.yaml",
+            None,
+            "spec.pytorchReplicaSpecs.Worker: a different container than Master; a Yitong job runs the same container on every node",
+        ),
+        ("pytorchjob", "pytorchjob-elastic.yaml", None, "metadata.namespace: missing; name the Yitong VC to submit to"),
+        (
+            "openpai",
+            "pytorchjob-master-worker.yaml",
+            None,
+            "protocolVersion: only OpenPAI protocol version 2 can be imported",
+        ),
+        ("pytorchjob", "openpai-single-gpu.yaml", None, "apiVersion/kind: expected kubeflow.org/v1 PyTorchJob"),
+        (
+            "openpai",
+            "openpai-single-gpu.yaml",
+            "Bad_VC",
+            "the imported job is not valid: spec.vc: 'Bad_VC' is not a valid name",
+        ),
+    ],
+)
 def test_import_refusals(kind, fixture, vc, message):
     with pytest.raises(ImportRefused, match=message.replace("(", r"\(").replace(")", r"\)")):
         _import(kind, fixture, vc=vc)
@@ -150,21 +233,27 @@ defaults: {{virtualCluster: default}}
 """
 
 
-@pytest.mark.parametrize("cmd,message", [
-    ("'echo <% $secrets.token %>'", "uses <% $secrets.token %>; secrets are not imported"),
-    ("'cd <% $script.name %>'", r"<% \$script.name %> cannot be resolved"),
-    ("'echo <% $parameters.missing %>'", r"<% \$parameters.missing %> cannot be resolved"),
-])
+@pytest.mark.parametrize(
+    "cmd,message",
+    [
+        ("'echo <% $secrets.token %>'", "uses <% $secrets.token %>; secrets are not imported"),
+        ("'cd <% $script.name %>'", r"<% \$script.name %> cannot be resolved"),
+        ("'echo <% $parameters.missing %>'", r"<% \$parameters.missing %> cannot be resolved"),
+    ],
+)
 def test_openpai_template_refusals(cmd, message):
     with pytest.raises(ImportRefused, match=message.replace("$secrets", r"\$secrets")):
         import_file("openpai", OPENPAI_MIN.replace("{cmd}", cmd).replace("{{", "{").replace("}}", "}"))
 
 
-@pytest.mark.parametrize("text,message", [
-    ("taskRoles: [", "openpai: not valid YAML at line 1"),
-    ("- a", "openpai: expected a map at the top level"),
-    ("protocolVersion: 2\ntaskRoles: {}\n", "taskRoles: a job needs at least one task role"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("taskRoles: [", "openpai: not valid YAML at line 1"),
+        ("- a", "openpai: expected a map at the top level"),
+        ("protocolVersion: 2\ntaskRoles: {}\n", "taskRoles: a job needs at least one task role"),
+    ],
+)
 def test_openpai_malformed_yaml(text, message):
     with pytest.raises(ImportRefused, match=message):
         import_file("openpai", text)

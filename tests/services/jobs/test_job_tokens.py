@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 from jobs_helpers import py_job
-from yitong_services.jobs.spec import spec_from_dict
-from yitong_services.jobs.tokens import expires_in, token_scopes
 
 from tests.services.jobs.test_jobs_process import Proc
+from yitong_services.jobs.spec import spec_from_dict
+from yitong_services.jobs.tokens import expires_in, token_scopes
 
 # run inside the job: what the job's token may and may not do, then its whole environment
 PROBE = """
@@ -96,7 +96,11 @@ def test_expiry_follows_max_run_time():
     base = {"name": "a", "vc": "v", "environment": {"kernel": "python3"}, "command": ["true"]}
     assert expires_in(spec_from_dict(base), 86400, 3600) == 86400
     assert expires_in(spec_from_dict({**base, "max_run_time": "10m"}), 86400, 3600) == 600 + 3600
-    assert token_scopes("yitong") == ["access:services!service=yitong", "read:users:name!user", "read:users:groups!user"]
+    assert token_scopes("yitong") == [
+        "access:services!service=yitong",
+        "read:users:name!user",
+        "read:users:groups!user",
+    ]
 
 
 def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
@@ -107,8 +111,11 @@ def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
     # the owner, through the platform and through the hub; not admin, not a service
     assert (got["me"]["name"], got["me"]["kind"], got["me"]["admin"]) == ("alice", "user", False)
     assert got["hub_user"]["name"] == "alice" and got["hub_user"]["kind"] == "user"
-    assert set(got["hub_user"]["scopes"]) == {"access:services!service=yitong", "read:users:name!user=alice",
-                                              "read:users:groups!user=alice"}
+    assert set(got["hub_user"]["scopes"]) == {
+        "access:services!service=yitong",
+        "read:users:name!user=alice",
+        "read:users:groups!user=alice",
+    }
     # nothing beyond: no VC, nobody else, no more tokens
     assert got["create_vc"] == 403
     assert got["alloc_for_bob"] in (403, 404, 422), got["alloc_for_bob"]
@@ -120,8 +127,12 @@ def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
     # seen from outside while it runs: one token noted for this attempt, expiring with max_run_time + grace
     # (the session's hub also holds tokens of earlier tests' services, whose job ids start at 1 too)
     tokens = hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
-    mine = [t for t in tokens if t["note"] == f"yitong job {job_id} attempt 1"
-            and datetime.fromisoformat(t["created"]) >= started - timedelta(seconds=1)]
+    mine = [
+        t
+        for t in tokens
+        if t["note"] == f"yitong job {job_id} attempt 1"
+        and datetime.fromisoformat(t["created"]) >= started - timedelta(seconds=1)
+    ]
     assert len(mine) == 1 and mine[0]["expires_at"], tokens
     assert sorted(mine[0]["scopes"]) == sorted(s.replace("!user", "!user=alice") for s in token_scopes("yitong"))
     left = datetime.fromisoformat(mine[0]["expires_at"]) - datetime.now(UTC)
@@ -132,8 +143,7 @@ def test_job_token_is_the_owners_and_nothing_more(proc: Proc, hub):
     assert proc.call("alice", "GET", "me").status_code == 200
     r = httpx.get(proc.base + "me", headers={"Authorization": f"token {token}"}, timeout=10)
     assert r.status_code == 401, r.text
-    assert not [t for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
-                if t["id"] == mine[0]["id"]]
+    assert not [t for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"] if t["id"] == mine[0]["id"]]
 
 
 @pytest.mark.parametrize("end, state", [("succeed", "succeeded"), ("fail", "failed"), ("cancel", "cancelled")])

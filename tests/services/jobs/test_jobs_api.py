@@ -23,8 +23,10 @@ async def submit(svc, who, body, **kw):
 
 
 async def test_submit_logs_ledger(svc):
-    code = ("import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID']);"
-            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')")
+    code = (
+        "import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID']);"
+        "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')"
+    )
     body = py_job("hello", "vision", code, code={"commit": "abc123", "dirty_hash": "d1", "path": None})
     r = await submit(svc, "alice", body)
     assert r.status_code == 201, r.text
@@ -63,27 +65,82 @@ async def test_yaml_body_and_import(svc):
     assert r.status_code == 201, r.text
     assert (await wait_state(svc, "bob", r.json()["id"]))["state"] == "succeeded"
     text = (ROOT / "fixtures" / "openpai-single-gpu.yaml").read_text()
-    r = await svc.call("alice", "POST", "jobs?from=openpai&vc=vision", content=text,
-                       headers={"Content-Type": "application/yaml"})
+    r = await svc.call(
+        "alice", "POST", "jobs?from=openpai&vc=vision", content=text, headers={"Content-Type": "application/yaml"}
+    )
     assert r.status_code in (201, 422), r.text
     if r.status_code == 201:
         assert isinstance(r.json()["notes"], list)
         await svc.call("alice", "POST", f"jobs/{r.json()['id']}/cancel")
 
 
-@pytest.mark.parametrize(("who", "body", "status", "says"), [
-    ("alice", "name: x\nvc: [unclosed", 422, "not valid YAML"),
-    ("alice", {"name": "x", "vc": "nope", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "no VC nope"),
-    ("alice", {"name": "x; rm -rf /", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 422, "spec.name"),
-    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "cpu": 64}, 422, "quota is 8 cpu"),
-    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
-               "accelerator": {"type": "huawei.com/Ascend910", "count": 1}}, 422, "has no huawei.com/Ascend910"),
-    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "nodes": 2}, 422, "single-node"),
-    ("bob", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "there is no VC vision"),
-    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"],
-               "inputs": [{"dataset": "vision/missing@1"}]}, 404, "no dataset vision/missing"),
-    ("alice", {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "code": {"commit": "$(x)"}}, 422, "code"),
-])
+@pytest.mark.parametrize(
+    ("who", "body", "status", "says"),
+    [
+        ("alice", "name: x\nvc: [unclosed", 422, "not valid YAML"),
+        ("alice", {"name": "x", "vc": "nope", "environment": {"kernel": "k"}, "command": ["true"]}, 404, "no VC nope"),
+        (
+            "alice",
+            {"name": "x; rm -rf /", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]},
+            422,
+            "spec.name",
+        ),
+        (
+            "alice",
+            {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "cpu": 64},
+            422,
+            "quota is 8 cpu",
+        ),
+        (
+            "alice",
+            {
+                "name": "x",
+                "vc": "vision",
+                "environment": {"kernel": "k"},
+                "command": ["true"],
+                "accelerator": {"type": "huawei.com/Ascend910", "count": 1},
+            },
+            422,
+            "has no huawei.com/Ascend910",
+        ),
+        (
+            "alice",
+            {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"], "nodes": 2},
+            422,
+            "single-node",
+        ),
+        (
+            "bob",
+            {"name": "x", "vc": "vision", "environment": {"kernel": "k"}, "command": ["true"]},
+            404,
+            "there is no VC vision",
+        ),
+        (
+            "alice",
+            {
+                "name": "x",
+                "vc": "vision",
+                "environment": {"kernel": "k"},
+                "command": ["true"],
+                "inputs": [{"dataset": "vision/missing@1"}],
+            },
+            404,
+            "no dataset vision/missing",
+        ),
+        (
+            "alice",
+            {
+                "name": "x",
+                "vc": "vision",
+                "environment": {"kernel": "k"},
+                "command": ["true"],
+                "code": {"commit": "$(x)"},
+            },
+            422,
+            "code",
+        ),
+    ],
+)
 async def test_refusals_queue_nothing(svc, who, body, status, says):
     kw = {"content": body, "headers": {"Content-Type": "application/yaml"}} if isinstance(body, str) else {"json": body}
     r = await svc.call(who, "POST", "jobs", **kw)
@@ -112,7 +169,12 @@ async def test_cancel_retry_and_auto_retry(svc):
     failing = (await submit(svc, "alice", py_job("bad", "vision", "import sys; sys.exit(5)"))).json()
     done = await wait_state(svc, "alice", failing["id"])
     assert (done["state"], done["exit_code"], done["reason"]) == ("failed", 5, "exit code 5")
-    clone = await svc.call("erin", "POST", f"jobs/{failing['id']}/clone", json={"patch": {"command": [py_job("a", "b", "")["command"][0], "-c", "0"]}})
+    clone = await svc.call(
+        "erin",
+        "POST",
+        f"jobs/{failing['id']}/clone",
+        json={"patch": {"command": [py_job("a", "b", "")["command"][0], "-c", "0"]}},
+    )
     assert clone.status_code == 201, clone.text
     assert clone.json()["user"] == "erin"
     assert (await wait_state(svc, "erin", clone.json()["id"]))["state"] == "succeeded"
@@ -122,11 +184,16 @@ async def test_authz_matrix(svc):
     job = (await submit(svc, "alice", py_job("mine", "vision", "import time; time.sleep(20)"))).json()
     jid = job["id"]
     cases = [
-        ("bob", "GET", f"jobs/{jid}", 404), ("bob", "GET", f"jobs/{jid}/logs", 404),
-        ("bob", "POST", f"jobs/{jid}/cancel", 404), ("bob", "POST", f"jobs/{jid}/retry", 404),
-        ("bob", "POST", f"jobs/{jid}/clone", 404), ("dave", "GET", f"jobs/{jid}", 404),
-        ("erin", "GET", f"jobs/{jid}", 200), ("erin", "GET", f"jobs/{jid}/logs", 200),
-        ("erin", "POST", f"jobs/{jid}/cancel", 403), (None, "GET", f"jobs/{jid}", 401),
+        ("bob", "GET", f"jobs/{jid}", 404),
+        ("bob", "GET", f"jobs/{jid}/logs", 404),
+        ("bob", "POST", f"jobs/{jid}/cancel", 404),
+        ("bob", "POST", f"jobs/{jid}/retry", 404),
+        ("bob", "POST", f"jobs/{jid}/clone", 404),
+        ("dave", "GET", f"jobs/{jid}", 404),
+        ("erin", "GET", f"jobs/{jid}", 200),
+        ("erin", "GET", f"jobs/{jid}/logs", 200),
+        ("erin", "POST", f"jobs/{jid}/cancel", 403),
+        (None, "GET", f"jobs/{jid}", 401),
         ("alice", "POST", f"jobs/{jid}/metrics", 401),
     ]
     for who, method, path, status in cases:
@@ -165,8 +232,10 @@ async def test_queue_reason_and_position(svc):
 async def test_inputs_are_pinned_and_read_only(svc):
     r = await svc.data.push("alice", "vision/mnist", {"a.txt": b"alpha", "d/b.txt": b"beta"})
     assert r.status_code == 201, r.text
-    code = ("import os, pathlib, time; p = pathlib.Path(os.environ['YITONG_INPUT_MNIST']);"
-            "print((p / 'a.txt').read_text(), oct((p / 'a.txt').stat().st_mode & 0o222)); time.sleep(1.5)")
+    code = (
+        "import os, pathlib, time; p = pathlib.Path(os.environ['YITONG_INPUT_MNIST']);"
+        "print((p / 'a.txt').read_text(), oct((p / 'a.txt').stat().st_mode & 0o222)); time.sleep(1.5)"
+    )
     job = (await submit(svc, "alice", py_job("reader", "vision", code, inputs=[{"dataset": "vision/mnist@1"}]))).json()
     assert job["inputs"][0]["version"] == 1
     r = await svc.call("alice", "DELETE", "datasets/vision/mnist/versions/1")
@@ -187,8 +256,13 @@ async def test_a_string_command_finds_python_like_the_docs_say(svc):
     """docs/jobs.md's `command: python train.py` form: a string runs under `bash -c` (not a login
     shell, whose profile would reset PATH and print into the log) with the platform's interpreter
     first on PATH, so `python` is found and the log holds only what the program printed."""
-    body = {"name": "doc-example", "vc": "vision", "environment": {"kernel": "python3"},
-            "command": "python -c \"import sys; print('hello from', sys.prefix)\"", "memory": "64Mi"}
+    body = {
+        "name": "doc-example",
+        "vc": "vision",
+        "environment": {"kernel": "python3"},
+        "command": "python -c \"import sys; print('hello from', sys.prefix)\"",
+        "memory": "64Mi",
+    }
     r = await submit(svc, "alice", body)
     assert r.status_code == 201, r.text
     job = await wait_state(svc, "alice", r.json()["id"])

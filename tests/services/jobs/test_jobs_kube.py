@@ -20,17 +20,26 @@ import kubernetes_validate
 import pytest
 from helpers import free_port
 from jobs_helpers import DDP, py_job, wait_state
+
 from tests.services.conftest import PREFIX
 from tests.services.jobs.kube_cluster import FakeCluster
-
-from yitong_services.jobs.runner_kube import KubeBackend, KubeRef, input_subpaths, job_polled
 from yitong_services.core.settings import Settings
+from yitong_services.jobs.runner_kube import KubeBackend, KubeRef, input_subpaths, job_polled
 
 K8S_VERSIONS = ("1.33", "1.37")
 KUEUE_FIELDS = {  # v1beta1 spec fields (as in tests/services/jobs/test_kube.py)
     "ResourceFlavor": {"nodeLabels", "nodeTaints", "tolerations", "topologyName"},
-    "ClusterQueue": {"namespaceSelector", "cohort", "queueingStrategy", "resourceGroups", "preemption",
-                     "flavorFungibility", "admissionChecks", "stopPolicy", "fairSharing"},
+    "ClusterQueue": {
+        "namespaceSelector",
+        "cohort",
+        "queueingStrategy",
+        "resourceGroups",
+        "preemption",
+        "flavorFungibility",
+        "admissionChecks",
+        "stopPolicy",
+        "fairSharing",
+    },
     "LocalQueue": {"clusterQueue", "stopPolicy"},
 }
 
@@ -47,12 +56,14 @@ def kube_settings(tmp_path, **jobs) -> dict:
     return {
         "backend": "kubernetes",
         "jobs": {"poll_interval": 0.1, **jobs},
-        "backends": {"kubernetes": {
-            "inventory": {"nvidia.com/gpu": 4},
-            "images": {"python3": "python:3.12-slim"},
-            "data_volume": {"hostPath": {"path": str(tmp_path / "data"), "type": "Directory"}},
-            "delete_timeout": 30,
-        }},
+        "backends": {
+            "kubernetes": {
+                "inventory": {"nvidia.com/gpu": 4},
+                "images": {"python3": "python:3.12-slim"},
+                "data_volume": {"hostPath": {"path": str(tmp_path / "data"), "type": "Directory"}},
+                "delete_timeout": 30,
+            }
+        },
     }
 
 
@@ -82,8 +93,10 @@ async def submit(svc, who: str, body: dict) -> dict:
 
 
 async def test_job_succeeds_logs_and_objects(svc, cluster):
-    code = ("import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID'], os.environ['YITONG_NODE_RANK']);"
-            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')")
+    code = (
+        "import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID'], os.environ['YITONG_NODE_RANK']);"
+        "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')"
+    )
     job = await submit(svc, "alice", py_job("hello", "vision", code))
     done = await wait_state(svc, "alice", job["id"])
     assert (done["state"], done["exit_code"], done["attempts"]) == ("succeeded", 0, 1), (done, cluster.errors)
@@ -103,17 +116,26 @@ async def test_job_succeeds_logs_and_objects(svc, cluster):
     # what the cluster holds: the VC's queue objects (quota from the database) and the attempt's Job
     [cq] = cluster.objects("clusterqueues")
     assert cq["metadata"]["name"] == "yitong-vision" and cq["spec"]["cohort"] == "yitong"
-    quotas = {r["name"]: r["nominalQuota"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"]}
+    quotas = {
+        r["name"]: r["nominalQuota"] for g in cq["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"]
+    }
     assert quotas == {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": 2, "huawei.com/Ascend910": 2}
     assert [q["spec"]["clusterQueue"] for q in cluster.objects("localqueues", "yitong-vision")] == ["yitong-vision"]
     [kjob] = cluster.objects("jobs", "yitong-vision")
     labels = kjob["metadata"]["labels"]
-    assert (labels["yitong.io/attempt"], labels["kueue.x-k8s.io/queue-name"], labels["yitong.io/job-id"]) == ("1", "vision", str(job["id"]))
+    assert (labels["yitong.io/attempt"], labels["kueue.x-k8s.io/queue-name"], labels["yitong.io/job-id"]) == (
+        "1",
+        "vision",
+        str(job["id"]),
+    )
     assert kjob["spec"]["backoffLimit"] == 0 and kjob["spec"]["suspend"] is False  # admitted by Kueue
     env = {e["name"]: e for e in kjob["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["YITONG_JOB_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": f"{name}-token", "key": "token"}}
     for owner_token in ("JUPYTERHUB_API_TOKEN", "YT_TOKEN"):  # the owner's own hub token, only through the Secret
-        assert env[owner_token] == {"name": owner_token, "valueFrom": {"secretKeyRef": {"name": f"{name}-token", "key": "hub-token"}}}
+        assert env[owner_token] == {
+            "name": owner_token,
+            "valueFrom": {"secretKeyRef": {"name": f"{name}-token", "key": "hub-token"}},
+        }
     [secret] = cluster.objects("secrets", "yitong-vision")
     assert set(secret["data"]) == {"token", "hub-token"}
     assert svc.hub.service_token not in {base64.b64decode(v).decode() for v in secret["data"].values()}
@@ -134,8 +156,17 @@ async def test_job_succeeds_logs_and_objects(svc, cluster):
     backend = svc.app.state.jobs.backend
     assert await backend.adopt(job["id"], 1) == done["backend_ref"]
     assert await backend.adopt(job["id"], 2) is None
-    assert {m["kind"] for m in cluster.sent} == {"Namespace", "ResourceFlavor", "ClusterQueue", "LocalQueue",
-                                                 "WorkloadPriorityClass", "Job", "Secret", "Service", "NetworkPolicy"}
+    assert {m["kind"] for m in cluster.sent} == {
+        "Namespace",
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+        "WorkloadPriorityClass",
+        "Job",
+        "Secret",
+        "Service",
+        "NetworkPolicy",
+    }
     assert_valid(cluster.sent)
     assert cluster.errors == []
 
@@ -149,7 +180,11 @@ async def test_failures_exit_code_and_retry(svc, cluster):
     flaky = "import os, sys; print('attempt', os.environ['YITONG_ATTEMPT']); sys.exit(3 if os.environ['YITONG_ATTEMPT'] == '1' else 0)"
     job = await submit(svc, "alice", py_job("flaky", "vision", flaky, retries=1))
     done = await wait_state(svc, "alice", job["id"])
-    assert (done["state"], done["attempts"], done["backend_ref"]) == ("succeeded", 2, f"yitong-vision/flaky-{job['id']}/2/1"), done
+    assert (done["state"], done["attempts"], done["backend_ref"]) == (
+        "succeeded",
+        2,
+        f"yitong-vision/flaky-{job['id']}/2/1",
+    ), done
     assert (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text == "attempt 2\n"
     [kjob] = [j for j in cluster.objects("jobs", "yitong-vision") if j["metadata"]["name"] == f"flaky-{job['id']}"]
     assert kjob["metadata"]["labels"]["yitong.io/attempt"] == "2"  # attempt 1's Job was deleted first
@@ -175,10 +210,27 @@ async def test_cancel_running_and_waiting_for_kueue(svc, cluster):
     assert cluster.kubelet.alive() == []
 
     # Kueue does not admit what the ClusterQueue cannot hold: the Job stays suspended
-    await cluster.api.patch("/apis/kueue.x-k8s.io/v1beta1/clusterqueues/yitong-vision",
-                            {"spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
-                                {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "0"},
-                                                                  {"name": "memory", "nominalQuota": "0"}]}]}]}})
+    await cluster.api.patch(
+        "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/yitong-vision",
+        {
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "0"},
+                                    {"name": "memory", "nominalQuota": "0"},
+                                ],
+                            }
+                        ],
+                    }
+                ]
+            }
+        },
+    )
     job = await submit(svc, "alice", py_job("held", "vision", "print('never')"))
     running = await wait_state(svc, "alice", job["id"], {"running"})
     key = ("yitong-vision", f"held-{job['id']}")
@@ -192,7 +244,9 @@ async def test_cancel_running_and_waiting_for_kueue(svc, cluster):
     assert await backend.ranks(running["backend_ref"]) == []
     assert (await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")).status_code == 202
     assert (await wait_state(svc, "alice", job["id"], timeout=30))["state"] == "cancelled"
-    assert cluster.objects("jobs") == [] and cluster.kubelet.started[-1]["pod"]["metadata"]["name"].startswith("sleepy-")
+    assert cluster.objects("jobs") == [] and cluster.kubelet.started[-1]["pod"]["metadata"]["name"].startswith(
+        "sleepy-"
+    )
     assert_valid(cluster.sent)
     assert cluster.errors == []
 
@@ -222,8 +276,15 @@ async def test_device_refusal_creates_nothing(svc, cluster):
     body = py_job("npu", "vision", "0", accelerator={"type": "huawei.com/Ascend910", "count": 1})
     r = await svc.call("alice", "POST", "jobs", json=body)
     assert r.status_code == 422 and r.json()["detail"] == "this cluster has no huawei.com/Ascend910", r.text
-    r = await svc.call("alice", "POST", "jobs", json=py_job("gpus", "vision", "0", nodes=3, accelerator={"type": "nvidia.com/gpu", "count": 2}))
-    assert r.status_code == 422 and "this cluster has 4 nvidia.com/gpu; the job asks for 6" in r.json()["detail"], r.text
+    r = await svc.call(
+        "alice",
+        "POST",
+        "jobs",
+        json=py_job("gpus", "vision", "0", nodes=3, accelerator={"type": "nvidia.com/gpu", "count": 2}),
+    )
+    assert r.status_code == 422 and "this cluster has 4 nvidia.com/gpu; the job asks for 6" in r.json()["detail"], (
+        r.text
+    )
     await asyncio.sleep(0.3)
     assert (await svc.call("admin", "GET", "jobs")).json() == [] and cluster.sent == []
 
@@ -234,15 +295,27 @@ async def test_two_node_pytorch(service_factory, cluster, tmp_path):
 
     port = free_port()  # a real listener: the ranks POST their metrics to YITONG_API_URL
     async with service_factory(**kube_settings(tmp_path, api_url=f"http://127.0.0.1:{port}{PREFIX}api/v1")) as svc:
-        server = uvicorn.Server(uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+        )
         serving = asyncio.create_task(server.serve())
         try:
-            body = {"name": "ddp", "vc": "vision", "environment": {"image": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"},
-                    "command": [sys.executable, "-c", DDP], "framework": "pytorch", "nodes": 2, "procs_per_node": 1,
-                    "cpu": 1, "memory": "1Gi"}
+            body = {
+                "name": "ddp",
+                "vc": "vision",
+                "environment": {"image": "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"},
+                "command": [sys.executable, "-c", DDP],
+                "framework": "pytorch",
+                "nodes": 2,
+                "procs_per_node": 1,
+                "cpu": 1,
+                "memory": "1Gi",
+            }
             job = await submit(svc, "alice", body)
             done = await wait_state(svc, "alice", job["id"], timeout=240)
-            logs = {rank: (await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank={rank}")).text for rank in (0, 1)}
+            logs = {
+                rank: (await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank={rank}")).text for rank in (0, 1)
+            }
             assert (done["state"], done["exit_code"]) == ("succeeded", 0), (done, logs, cluster.errors)
             for rank in (0, 1):
                 assert f"rank {rank} of 2" in logs[rank], logs
@@ -251,7 +324,9 @@ async def test_two_node_pytorch(service_factory, cluster, tmp_path):
             record = (await svc.call("alice", "GET", f"runs/{done['runs'][0]}")).json()
             assert record["metrics"]["world"] == 2 and [a["path"] for a in record["artifacts"]] == ["model.pt"]
             argvs = sorted((s["argv"] for s in cluster.kubelet.started), key=lambda a: a[3])
-            assert [a[:4] for a in argvs] == [["torchrun", "--nnodes=2", "--nproc-per-node=1", f"--node-rank={i}"] for i in (0, 1)]
+            assert [a[:4] for a in argvs] == [
+                ["torchrun", "--nnodes=2", "--nproc-per-node=1", f"--node-rank={i}"] for i in (0, 1)
+            ]
             assert KubeRef.parse(done["backend_ref"]).nodes == 2
             assert_valid(cluster.sent)
             assert cluster.errors == []
@@ -269,33 +344,63 @@ def kjob(attempt="2", suspend=False, deleting=False, cond=None):
     meta = {"name": "t-3", "labels": {"yitong.io/attempt": attempt}}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    status = {"conditions": [{"type": cond[0], "status": "True", "reason": cond[1], "message": cond[2],
-                              "lastTransitionTime": "2026-01-01T00:01:00Z"}]} if cond else {}
+    status = (
+        {
+            "conditions": [
+                {
+                    "type": cond[0],
+                    "status": "True",
+                    "reason": cond[1],
+                    "message": cond[2],
+                    "lastTransitionTime": "2026-01-01T00:01:00Z",
+                }
+            ]
+        }
+        if cond
+        else {}
+    )
     return {"metadata": meta, "spec": {"suspend": suspend, "activeDeadlineSeconds": 60}, "status": status}
 
 
 def pod(index, code, created="2026-01-01T00:00:00Z"):
     state = {"terminated": {"exitCode": code}} if code is not None else {"running": {}}
-    return {"metadata": {"labels": {"batch.kubernetes.io/job-completion-index": str(index)}, "creationTimestamp": created},
-            "status": {"containerStatuses": [{"name": "main", "state": state}]}}
+    return {
+        "metadata": {"labels": {"batch.kubernetes.io/job-completion-index": str(index)}, "creationTimestamp": created},
+        "status": {"containerStatuses": [{"name": "main", "state": state}]},
+    }
 
 
-@pytest.mark.parametrize(("job", "pods", "expected"), [
-    (None, [], ("vanished", None, "Kubernetes Job yitong-nlp/t-3 was deleted")),
-    (kjob(attempt="1"), [], ("vanished", None, "Kubernetes Job yitong-nlp/t-3 now belongs to another attempt")),
-    (kjob(deleting=True), [], ("running", None, "being deleted")),
-    (kjob(suspend=True), [], ("running", None, "waiting for Kueue admission")),
-    (kjob(), [pod(0, None)], ("running", None, "")),
-    (kjob(cond=("Complete", "CompletionsReached", "")), [pod(0, 0), pod(1, 0)], ("succeeded", 0, "")),
-    (kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")),
-     [pod(0, 0), pod(1, 7)], ("failed", 7, "")),
-    (kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")),
-     [pod(1, 3, "2026-01-01T00:00:01Z"), pod(1, 0, "2026-01-01T00:00:02Z"), pod(0, 9)], ("failed", 9, "")),
-    (kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")), [],
-     ("failed", None, "BackoffLimitExceeded: Job has reached the specified backoff limit")),
-    (kjob(cond=("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")), [pod(0, 143)],
-     ("failed", 143, "max_run_time of 60s exceeded (DeadlineExceeded)")),
-])
+@pytest.mark.parametrize(
+    ("job", "pods", "expected"),
+    [
+        (None, [], ("vanished", None, "Kubernetes Job yitong-nlp/t-3 was deleted")),
+        (kjob(attempt="1"), [], ("vanished", None, "Kubernetes Job yitong-nlp/t-3 now belongs to another attempt")),
+        (kjob(deleting=True), [], ("running", None, "being deleted")),
+        (kjob(suspend=True), [], ("running", None, "waiting for Kueue admission")),
+        (kjob(), [pod(0, None)], ("running", None, "")),
+        (kjob(cond=("Complete", "CompletionsReached", "")), [pod(0, 0), pod(1, 0)], ("succeeded", 0, "")),
+        (
+            kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")),
+            [pod(0, 0), pod(1, 7)],
+            ("failed", 7, ""),
+        ),
+        (
+            kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")),
+            [pod(1, 3, "2026-01-01T00:00:01Z"), pod(1, 0, "2026-01-01T00:00:02Z"), pod(0, 9)],
+            ("failed", 9, ""),
+        ),
+        (
+            kjob(cond=("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")),
+            [],
+            ("failed", None, "BackoffLimitExceeded: Job has reached the specified backoff limit"),
+        ),
+        (
+            kjob(cond=("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")),
+            [pod(0, 143)],
+            ("failed", 143, "max_run_time of 60s exceeded (DeadlineExceeded)"),
+        ),
+    ],
+)
 def test_job_polled(job, pods, expected):
     polled = job_polled(job, pods, REF)
     assert (polled.state, polled.exit_code, polled.reason) == expected
@@ -313,5 +418,7 @@ def test_settings_are_checked(tmp_path):
     settings = Settings.model_validate({"backend": "kubernetes", "backends": {"kubernetes": {"namspace_prefix": "x-"}}})
     with pytest.raises(ValueError, match="namspace_prefix"):
         KubeBackend(tmp_path, settings)
-    settings = Settings.model_validate({"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}})
+    settings = Settings.model_validate(
+        {"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}}
+    )
     assert KubeBackend(tmp_path, settings).namespace("nlp") == "ai-nlp"

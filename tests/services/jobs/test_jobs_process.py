@@ -12,16 +12,21 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from tests.services.conftest import PREFIX, SETTINGS
 from helpers import free_port, start_service
 from jobs_helpers import DDP, PY, TERMINAL
+
+from tests.services.conftest import PREFIX, SETTINGS
 
 
 class Proc:
     def __init__(self, hub, db_url: str, tmp: Path) -> None:
         self.hub, self.port = hub, free_port()
-        settings = {**SETTINGS, "database": {"url": db_url}, "jobs": {"poll_interval": 0.2},
-                    "service": {"reconcile_interval": 0}}
+        settings = {
+            **SETTINGS,
+            "database": {"url": db_url},
+            "jobs": {"poll_interval": 0.2},
+            "service": {"reconcile_interval": 0},
+        }
         self.settings = tmp / "settings.yaml"
         self.settings.write_text(yaml.safe_dump(settings))
         self.data = tmp / "data"
@@ -68,9 +73,17 @@ def test_ddp_job_and_ledger(proc, tmp_path):
     script = tmp_path / "code" / "train.py"
     script.parent.mkdir()
     script.write_text(DDP)
-    body = {"name": "ddp", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["python", "train.py"],
-            "framework": "pytorch", "procs_per_node": 2, "cpu": 2, "memory": "1Gi",
-            "code": {"commit": "0123abcd", "dirty_hash": "b3:ffee", "path": str(script.parent)}}
+    body = {
+        "name": "ddp",
+        "vc": "vision",
+        "environment": {"kernel": "python3"},
+        "command": ["python", "train.py"],
+        "framework": "pytorch",
+        "procs_per_node": 2,
+        "cpu": 2,
+        "memory": "1Gi",
+        "code": {"commit": "0123abcd", "dirty_hash": "b3:ffee", "path": str(script.parent)},
+    }
     r = proc.call("alice", "POST", "jobs", json=body)
     assert r.status_code == 201, r.text
     job = proc.wait("alice", r.json()["id"], timeout=180)
@@ -93,10 +106,18 @@ def test_kill9_restart_accounts_for_every_job(proc, tmp_path):
     shared = tmp_path / "ran.txt"
     ids = []
     for n in range(24):
-        code = (f"import os, time; open({str(shared)!r}, 'a').write(os.environ['YITONG_JOB_ID'] + '\\n');"
-                f"time.sleep({4 + n % 3})")
-        body = {"name": f"k{n}", "vc": "default", "environment": {"kernel": "python3"}, "command": [PY, "-c", code],
-                "cpu": 0.1, "memory": "64Mi"}
+        code = (
+            f"import os, time; open({str(shared)!r}, 'a').write(os.environ['YITONG_JOB_ID'] + '\\n');"
+            f"time.sleep({4 + n % 3})"
+        )
+        body = {
+            "name": f"k{n}",
+            "vc": "default",
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", code],
+            "cpu": 0.1,
+            "memory": "64Mi",
+        }
         r = proc.call(["alice", "bob", "carol"][n % 3], "POST", "jobs", json=body)
         assert r.status_code == 201, r.text
         ids.append(r.json()["id"])

@@ -12,11 +12,20 @@ from yitong_services.jobs.queue import Waiting, fair_order
 from yitong_services.jobs.records import never_fits
 
 
-@pytest.mark.parametrize(("old", "new", "ok"), [
-    ("queued", "admitted", True), ("admitted", "running", True), ("running", "succeeded", True),
-    ("running", "preempted", True), ("failed", "queued", True), ("cancelled", "queued", True),
-    ("succeeded", "queued", False), ("queued", "running", False), ("running", "admitted", False),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "ok"),
+    [
+        ("queued", "admitted", True),
+        ("admitted", "running", True),
+        ("running", "succeeded", True),
+        ("running", "preempted", True),
+        ("failed", "queued", True),
+        ("cancelled", "queued", True),
+        ("succeeded", "queued", False),
+        ("queued", "running", False),
+        ("running", "admitted", False),
+    ],
+)
 def test_transitions(old, new, ok):
     assert states.can_move(old, new) is ok
     if not ok:
@@ -24,41 +33,62 @@ def test_transitions(old, new, ok):
             states.check_move(old, new)
 
 
-@pytest.mark.parametrize(("exit_code", "cancel", "state"), [(0, False, "succeeded"), (1, False, "failed"),
-                                                            (None, False, "failed"), (0, True, "cancelled")])
+@pytest.mark.parametrize(
+    ("exit_code", "cancel", "state"),
+    [(0, False, "succeeded"), (1, False, "failed"), (None, False, "failed"), (0, True, "cancelled")],
+)
 def test_final_state(exit_code, cancel, state):
     assert states.final_state(exit_code, cancel) == state
 
 
 def test_fair_order_interleaves_vcs_within_priority():
     t = datetime(2025, 1, 1)
-    jobs = [Waiting(1, "a", 0, t), Waiting(2, "a", 0, t + timedelta(1)), Waiting(3, "a", 0, t + timedelta(2)),
-            Waiting(4, "b", 0, t + timedelta(3)), Waiting(5, "c", 100, t + timedelta(4))]
+    jobs = [
+        Waiting(1, "a", 0, t),
+        Waiting(2, "a", 0, t + timedelta(1)),
+        Waiting(3, "a", 0, t + timedelta(2)),
+        Waiting(4, "b", 0, t + timedelta(3)),
+        Waiting(5, "c", 100, t + timedelta(4)),
+    ]
     assert [j.id for j in fair_order(jobs)] == [5, 1, 4, 2, 3]
 
 
-@pytest.mark.parametrize(("request_", "expected"), [
-    ({"cpu": 2}, None),
-    ({"cpu": 9}, "the job asks for 9 cpu; VC v's quota is 8 cpu"),
-    ({"nvidia.com/gpu": 1}, "VC v has no nvidia.com/gpu in its quota"),
-    ({"cpu": 5}, "the job asks for 5 cpu; the user cap in VC v is 4 cpu"),
-])
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        ({"cpu": 2}, None),
+        ({"cpu": 9}, "the job asks for 9 cpu; VC v's quota is 8 cpu"),
+        ({"nvidia.com/gpu": 1}, "VC v has no nvidia.com/gpu in its quota"),
+        ({"cpu": 5}, "the job asks for 5 cpu; the user cap in VC v is 4 cpu"),
+    ],
+)
 def test_never_fits(request_, expected):
     assert never_fits(request_, "v", {"cpu": 8}, {"cpu": 4}, "alice") == expected
 
 
 def test_ledger_records():
     rec = ledger.start_record(
-        run_id=7, job={"id": 3, "name": "n", "vc": "v", "user": "u"}, attempt=1,
+        run_id=7,
+        job={"id": 3, "name": "n", "vc": "v", "user": "u"},
+        attempt=1,
         spec={"command": ["x"], "framework": "plain", "nodes": 1},
         inputs=[{"dataset": "v/d@latest", "mount": "d", "version": 2, "manifest": "ab", "version_id": 9, "path": "/p"}],
-        code={"commit": "c", "dirty_hash": None, "path": "/src"}, environment={"python": "py"}, devices={},
-        backend="local", started="t0",
+        code={"commit": "c", "dirty_hash": None, "path": "/src"},
+        environment={"python": "py"},
+        devices={},
+        backend="local",
+        started="t0",
     )
     assert rec["inputs"] == [{"dataset": "v/d@latest", "mount": "d", "version": 2, "manifest": "ab"}]
     assert rec["parameters"]["command"] == ["x"] and rec["state"] == "running"
-    done = ledger.finish_record(rec, state="succeeded", exit_code=0, finished="t1", metrics={"acc": 1},
-                                artifacts=[{"path": "m", "size": 1, "blake3": "h"}])
+    done = ledger.finish_record(
+        rec,
+        state="succeeded",
+        exit_code=0,
+        finished="t1",
+        metrics={"acc": 1},
+        artifacts=[{"path": "m", "size": 1, "blake3": "h"}],
+    )
     assert (done["exit_code"], done["metrics"], rec["exit_code"]) == (0, {"acc": 1}, None)
     assert ledger.pinned_inputs(done) == [{"dataset": "v/d@2", "mount": "d"}]
 

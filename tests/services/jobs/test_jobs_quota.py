@@ -12,7 +12,12 @@ from yitong_services.vcs.models import Allocation
 from yitong_services.vcs.quota import total
 
 VCS = {
-    "vision": {"quota": {"cpu": 2, "memory": "1Gi"}, "groups": ["vision"], "profiles": ["cpu-small"], "user_caps": {"cpu": 1}},
+    "vision": {
+        "quota": {"cpu": 2, "memory": "1Gi"},
+        "groups": ["vision"],
+        "profiles": ["cpu-small"],
+        "user_caps": {"cpu": 1},
+    },
     "nlp": {"quota": {"cpu": 1, "memory": "1Gi"}, "groups": ["nlp"], "profiles": ["cpu-small"]},
     "default": {"quota": {"cpu": 3, "memory": "1Gi"}, "groups": ["everyone"], "profiles": ["cpu-small"]},
 }
@@ -42,7 +47,9 @@ async def test_two_hundred_jobs_never_exceed_quota(service_factory):
             jobs = (await svc.call("admin", "GET", "jobs")).json()
             if all(j["state"] in ("succeeded", "failed") for j in jobs):
                 break
-            assert time.monotonic() < deadline, [(j["id"], j["state"], j["reason"]) for j in jobs if j["state"] != "succeeded"]
+            assert time.monotonic() < deadline, [
+                (j["id"], j["state"], j["reason"]) for j in jobs if j["state"] != "succeeded"
+            ]
             await asyncio.sleep(0.05)
         assert sorted(j["id"] for j in jobs) == sorted(ids)
         assert {j["state"] for j in jobs} == {"succeeded"}

@@ -18,12 +18,11 @@ import uvicorn
 from helpers import free_port, require
 from jobs_helpers import DDP, py_job, wait_state
 
+from tests.services.conftest import PREFIX
+from yitong_services.core.settings import Settings
 from yitong_services.jobs.backend import Launch, load_backend
 from yitong_services.jobs.runner_slurm import SlurmBackend
 from yitong_services.jobs.spec import spec_from_dict
-from yitong_services.core.settings import Settings
-
-from tests.services.conftest import PREFIX
 
 pytestmark = pytest.mark.slurm
 
@@ -46,8 +45,11 @@ def slurm_settings(partition: str, **extra) -> dict:
     # single-person unless a test says otherwise: this venv's interpreter lives under /root, which
     # other accounts cannot reach (test_job_runs_as_its_owners_account runs the system python3)
     extra.setdefault("run_as", "service")
-    return {"backend": "slurm", "backends": {"slurm": {"partition": partition, **extra}},
-            "jobs": {"poll_interval": 0.2}}
+    return {
+        "backend": "slurm",
+        "backends": {"slurm": {"partition": partition, **extra}},
+        "jobs": {"poll_interval": 0.2},
+    }
 
 
 @pytest.fixture(autouse=True)
@@ -96,10 +98,20 @@ def test_registered():
 def test_slurm_accounts_command(tmp_path):
     """``yitong-service slurm-accounts`` prints the sacctmgr commands for the settings' VCs (no database yet)."""
     settings = tmp_path / "settings.yaml"
-    settings.write_text("backend: slurm\nbackends: {slurm: {account: 'lab-{vc}'}}\n"
-                        "vcs: {vision: {quota: {cpu: 8, memory: 16Gi, nvidia.com/gpu: 2}}}\n")
-    argv = [str(Path(sys.executable).parent / "yitong-service"), "slurm-accounts", "--settings", str(settings),
-            "--data-dir", str(tmp_path / "data"), "--user", "yitong"]
+    settings.write_text(
+        "backend: slurm\nbackends: {slurm: {account: 'lab-{vc}'}}\n"
+        "vcs: {vision: {quota: {cpu: 8, memory: 16Gi, nvidia.com/gpu: 2}}}\n"
+    )
+    argv = [
+        str(Path(sys.executable).parent / "yitong-service"),
+        "slurm-accounts",
+        "--settings",
+        str(settings),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--user",
+        "yitong",
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -113,8 +125,10 @@ def test_slurm_accounts_command(tmp_path):
 
 
 async def test_job_succeeds_with_its_log(svc):
-    code = ("import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID'], os.environ['YITONG_VC']);"
-            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')")
+    code = (
+        "import os, pathlib; print('hello from', os.environ['YITONG_JOB_ID'], os.environ['YITONG_VC']);"
+        "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'model.txt').write_text('w')"
+    )
     code_ref = {"commit": "abc123", "dirty_hash": "d1", "path": None}
     job_id = await submit(svc, "alice", py_job("hello", "vision", code, code=code_ref))
     job = await wait_state(svc, "alice", job_id, timeout=90)
@@ -142,9 +156,11 @@ async def test_job_runs_as_its_owners_account(multi_user):
     from yitong_services.core.accounts import account_name, can_switch_users
 
     require("root (the service switches users only as root)", can_switch_users(), "run the tests as root")
-    code = ("import os, pathlib, subprocess; print(os.getuid(), os.getgid(), subprocess.run(['id', '-un'], "
-            "capture_output=True, text=True).stdout.strip(), os.environ['HOME']);"
-            "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'w.txt').write_text('w')")
+    code = (
+        "import os, pathlib, subprocess; print(os.getuid(), os.getgid(), subprocess.run(['id', '-un'], "
+        "capture_output=True, text=True).stdout.strip(), os.environ['HOME']);"
+        "pathlib.Path(os.environ['YITONG_OUTPUT_DIR'], 'w.txt').write_text('w')"
+    )
     job_id = await submit(multi_user, "alice", {**py_job("whoami", "vision", code), "command": [SYSTEM_PY, "-c", code]})
     job = await wait_state(multi_user, "alice", job_id, timeout=90)
     assert job["state"] == "succeeded", (job, (await multi_user.call("alice", "GET", f"jobs/{job_id}/logs")).text)
@@ -158,17 +174,26 @@ async def test_job_runs_as_its_owners_account(multi_user):
     script = multi_user.app.state.jobs.backend.script_path(Path(here))
     assert script.stat().st_uid == 0 and stat.S_IMODE(script.parent.stat().st_mode) == 0o700
     # bob's job is bob's account: another uid
-    other = await submit(multi_user, "bob", {**py_job("whoami", "nlp", ""), "command": [SYSTEM_PY, "-c", "import os; print(os.getuid())"]})
+    other = await submit(
+        multi_user,
+        "bob",
+        {**py_job("whoami", "nlp", ""), "command": [SYSTEM_PY, "-c", "import os; print(os.getuid())"]},
+    )
     done = await wait_state(multi_user, "bob", other, timeout=90)
     assert done["state"] == "succeeded", (done["reason"], done["exit_code"], done["backend_ref"])
-    assert int((await multi_user.call("bob", "GET", f"jobs/{other}/logs")).text) == pwd.getpwnam(account_name("bob")).pw_uid
+    assert (
+        int((await multi_user.call("bob", "GET", f"jobs/{other}/logs")).text)
+        == pwd.getpwnam(account_name("bob")).pw_uid
+    )
 
 
 async def test_a_link_in_the_attempt_directory_is_not_followed(multi_user):
     """The job owns its logs directory: a log replaced by a link to a root-only file reads as empty."""
-    code = ("import os, pathlib; d = pathlib.Path(os.environ['YITONG_OUTPUT_DIR']).parent;"
-            "[p.unlink() for p in d.glob('attempt-1/logs/rank-0.log')];"
-            "os.symlink('/etc/shadow', d / 'attempt-1/logs/rank-0.log')")
+    code = (
+        "import os, pathlib; d = pathlib.Path(os.environ['YITONG_OUTPUT_DIR']).parent;"
+        "[p.unlink() for p in d.glob('attempt-1/logs/rank-0.log')];"
+        "os.symlink('/etc/shadow', d / 'attempt-1/logs/rank-0.log')"
+    )
     job_id = await submit(multi_user, "alice", {**py_job("link", "vision", code), "command": [SYSTEM_PY, "-c", code]})
     job = await wait_state(multi_user, "alice", job_id, timeout=90)
     assert job["state"] == "succeeded", job
@@ -184,10 +209,12 @@ async def test_failing_job_fails_with_its_exit_code(svc):
 
 
 async def test_cancel_running_job_then_retry(svc):
-    program = ("import os, sys, time\n"
-               "if os.environ['YITONG_ATTEMPT'] == '1':\n"
-               "    print('first', flush=True); time.sleep(120)\n"
-               "print('second attempt', flush=True)\n")
+    program = (
+        "import os, sys, time\n"
+        "if os.environ['YITONG_ATTEMPT'] == '1':\n"
+        "    print('first', flush=True); time.sleep(120)\n"
+        "print('second attempt', flush=True)\n"
+    )
     job_id = await submit(svc, "alice", py_job("sleepy", "vision", program))
     job = await wait_state(svc, "alice", job_id, {"running"}, timeout=60)
     ref = job["backend_ref"]
@@ -224,11 +251,22 @@ async def test_ddp_job_and_ledger_on_slurm(service_factory, partition, tmp_path)
     script = tmp_path / "code" / "train.py"
     script.parent.mkdir()
     script.write_text(DDP)
-    body = {"name": "ddp", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["python", "train.py"],
-            "framework": "pytorch", "procs_per_node": 2, "cpu": 2, "memory": "1Gi", "max_run_time": "10m",
-            "code": {"commit": "0123abcd", "dirty_hash": "b3:ffee", "path": str(script.parent)}}
+    body = {
+        "name": "ddp",
+        "vc": "vision",
+        "environment": {"kernel": "python3"},
+        "command": ["python", "train.py"],
+        "framework": "pytorch",
+        "procs_per_node": 2,
+        "cpu": 2,
+        "memory": "1Gi",
+        "max_run_time": "10m",
+        "code": {"commit": "0123abcd", "dirty_hash": "b3:ffee", "path": str(script.parent)},
+    }
     async with service_factory(**settings) as svc:
-        server = uvicorn.Server(uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+        )
         serving = asyncio.create_task(server.serve())
         try:
             job_id = await submit(svc, "alice", body)
@@ -251,6 +289,7 @@ async def test_ddp_job_and_ledger_on_slurm(service_factory, partition, tmp_path)
 
 
 # ---- the backend on its own ----
+
 
 def backend_for(tmp_path: Path, partition: str, **extra) -> SlurmBackend:
     settings = Settings.model_validate({"backend": "slurm", "backends": {"slurm": {"partition": partition, **extra}}})
@@ -292,7 +331,9 @@ async def test_unknown_jobs_vanish(tmp_path, partition):
     backend = backend_for(tmp_path, partition)
     gone = f"99999990:{tmp_path}/nowhere"
     polled = await backend.poll_many([gone])
-    assert polled[gone].state == "vanished" and "Slurm job 99999990 is gone without an exit record" in polled[gone].reason
+    assert (
+        polled[gone].state == "vanished" and "Slurm job 99999990 is gone without an exit record" in polled[gone].reason
+    )
     assert await backend.poll_many([]) == {}
 
 
@@ -303,7 +344,7 @@ def wrapped_sbatch(tmp_path: Path, before: str = "", options: str = "") -> Path:
     for name in ("squeue", "scancel", "scontrol"):
         (bin_dir / name).symlink_to(_which(name))
     sbatch = bin_dir / "sbatch"
-    sbatch.write_text(f"#!/bin/sh\n{before}\nexec {_which('sbatch')} {options} \"$@\"\n")
+    sbatch.write_text(f'#!/bin/sh\n{before}\nexec {_which("sbatch")} {options} "$@"\n')
     sbatch.chmod(sbatch.stat().st_mode | stat.S_IXUSR)
     return bin_dir
 

@@ -11,64 +11,145 @@ from yitong_services.jobs.spec import spec_from_dict
 
 GI = 2**30
 K8S_VERSIONS = ["1.33", "1.37"]
-BASE = {"name": "mnist", "vc": "vision", "environment": {"image": "yitong/pytorch:2"}, "command": ["python", "train.py"]}
-LABELS = {"app.kubernetes.io/managed-by": "yitong", "yitong.io/job-id": "42", "yitong.io/job-name": "mnist", "yitong.io/vc": "vision"}
-INDEX_ENV = {"name": "JOB_COMPLETION_INDEX",
-             "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+BASE = {
+    "name": "mnist",
+    "vc": "vision",
+    "environment": {"image": "yitong/pytorch:2"},
+    "command": ["python", "train.py"],
+}
+LABELS = {
+    "app.kubernetes.io/managed-by": "yitong",
+    "yitong.io/job-id": "42",
+    "yitong.io/job-name": "mnist",
+    "yitong.io/vc": "vision",
+}
+INDEX_ENV = {
+    "name": "JOB_COMPLETION_INDEX",
+    "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}},
+}
 
 
 def _env(**extra):
-    env = {"YITONG_JOB_ID": "42", "YITONG_JOB_NAME": "mnist", "YITONG_VC": "vision", "YITONG_NNODES": "2",
-           "YITONG_NPROC_PER_NODE": "4", "YITONG_MASTER_PORT": "29500", "YITONG_DIST_BACKEND": "nccl",
-           "YITONG_OUTPUT_DIR": "/yitong/outputs", "YITONG_MASTER_ADDR": "mnist-42-0.mnist-42", **extra}
-    return [INDEX_ENV, *({"name": k, "value": v} for k, v in env.items()),
-            {"name": "YITONG_NODE_RANK", "value": "$(JOB_COMPLETION_INDEX)"}]
+    env = {
+        "YITONG_JOB_ID": "42",
+        "YITONG_JOB_NAME": "mnist",
+        "YITONG_VC": "vision",
+        "YITONG_NNODES": "2",
+        "YITONG_NPROC_PER_NODE": "4",
+        "YITONG_MASTER_PORT": "29500",
+        "YITONG_DIST_BACKEND": "nccl",
+        "YITONG_OUTPUT_DIR": "/yitong/outputs",
+        "YITONG_MASTER_ADDR": "mnist-42-0.mnist-42",
+        **extra,
+    }
+    return [
+        INDEX_ENV,
+        *({"name": k, "value": v} for k, v in env.items()),
+        {"name": "YITONG_NODE_RANK", "value": "$(JOB_COMPLETION_INDEX)"},
+    ]
 
 
 def test_job_manifests_literal():
-    spec = spec_from_dict({**BASE, "framework": "pytorch", "nodes": 2, "cpu": 8, "memory": "32Gi", "retries": 2,
-                           "accelerator": {"type": "nvidia.com/gpu", "count": 4}, "max_run_time": "2h",
-                           "inputs": [{"dataset": "vision/mnist@3"}]})
+    spec = spec_from_dict(
+        {
+            **BASE,
+            "framework": "pytorch",
+            "nodes": 2,
+            "cpu": 8,
+            "memory": "32Gi",
+            "retries": 2,
+            "accelerator": {"type": "nvidia.com/gpu", "count": 4},
+            "max_run_time": "2h",
+            "inputs": [{"dataset": "vision/mnist@3"}],
+        }
+    )
     service, job = job_manifests(spec, 42, "yitong-vision", "vision", input_subpaths={"mnist": "materialized/ab12"})
     assert service == {
-        "apiVersion": "v1", "kind": "Service",
+        "apiVersion": "v1",
+        "kind": "Service",
         "metadata": {"name": "mnist-42", "namespace": "yitong-vision", "labels": LABELS},
-        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {"yitong.io/job-id": "42"},
-                 "ports": [{"name": "rdzv", "port": 29500, "targetPort": 29500, "protocol": "TCP"}]},
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {"yitong.io/job-id": "42"},
+            "ports": [{"name": "rdzv", "port": 29500, "targetPort": 29500, "protocol": "TCP"}],
+        },
     }
     assert job == {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "mnist-42", "namespace": "yitong-vision",
-                     "labels": {**LABELS, "kueue.x-k8s.io/queue-name": "vision", "kueue.x-k8s.io/priority-class": "yitong-normal"}},
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "mnist-42",
+            "namespace": "yitong-vision",
+            "labels": {
+                **LABELS,
+                "kueue.x-k8s.io/queue-name": "vision",
+                "kueue.x-k8s.io/priority-class": "yitong-normal",
+            },
+        },
         "spec": {
-            "completionMode": "Indexed", "completions": 2, "parallelism": 2, "backoffLimit": 2, "suspend": True,
+            "completionMode": "Indexed",
+            "completions": 2,
+            "parallelism": 2,
+            "backoffLimit": 2,
+            "suspend": True,
             "activeDeadlineSeconds": 7200,
             "template": {
                 "metadata": {"labels": LABELS},
                 "spec": {
-                    "subdomain": "mnist-42", "restartPolicy": "Never", "enableServiceLinks": False,
+                    "subdomain": "mnist-42",
+                    "restartPolicy": "Never",
+                    "enableServiceLinks": False,
                     "automountServiceAccountToken": False,
-                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
-                                        "seccompProfile": {"type": "RuntimeDefault"}},
-                    "containers": [{
-                        "name": "main", "image": "yitong/pytorch:2",
-                        "command": ["torchrun", "--nnodes=2", "--nproc-per-node=4", "--node-rank=$(JOB_COMPLETION_INDEX)",
-                                    "--master-addr=mnist-42-0.mnist-42", "--master-port=29500", "--no-python",
-                                    "python", "train.py"],
-                        "env": _env(YITONG_INPUT_MNIST="/yitong/inputs/mnist"),
-                        "resources": {"limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"},
-                                      "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}},
-                        "ports": [{"name": "rdzv", "containerPort": 29500, "protocol": "TCP"}],
-                        "volumeMounts": [
-                            {"name": "data", "mountPath": "/yitong/inputs/mnist", "subPath": "materialized/ab12", "readOnly": True},
-                            {"name": "data", "mountPath": "/yitong/outputs", "subPath": "jobs/42/outputs"},
-                            {"name": "dshm", "mountPath": "/dev/shm"},
-                        ],
-                        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
-                                            "runAsNonRoot": True},
-                    }],
-                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "yitong-data"}},
-                                {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 1000,
+                        "runAsGroup": 1000,
+                        "fsGroup": 1000,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "yitong/pytorch:2",
+                            "command": [
+                                "torchrun",
+                                "--nnodes=2",
+                                "--nproc-per-node=4",
+                                "--node-rank=$(JOB_COMPLETION_INDEX)",
+                                "--master-addr=mnist-42-0.mnist-42",
+                                "--master-port=29500",
+                                "--no-python",
+                                "python",
+                                "train.py",
+                            ],
+                            "env": _env(YITONG_INPUT_MNIST="/yitong/inputs/mnist"),
+                            "resources": {
+                                "limits": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"},
+                                "requests": {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"},
+                            },
+                            "ports": [{"name": "rdzv", "containerPort": 29500, "protocol": "TCP"}],
+                            "volumeMounts": [
+                                {
+                                    "name": "data",
+                                    "mountPath": "/yitong/inputs/mnist",
+                                    "subPath": "materialized/ab12",
+                                    "readOnly": True,
+                                },
+                                {"name": "data", "mountPath": "/yitong/outputs", "subPath": "jobs/42/outputs"},
+                                {"name": "dshm", "mountPath": "/dev/shm"},
+                            ],
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                                "runAsNonRoot": True,
+                            },
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "data", "persistentVolumeClaim": {"claimName": "yitong-data"}},
+                        {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                    ],
                     "nodeSelector": {"accelerator": "nvidia"},
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                 },
@@ -79,7 +160,12 @@ def test_job_manifests_literal():
 
 CASES = [
     {},
-    {"framework": "pytorch", "nodes": 4, "accelerator": {"type": "huawei.com/Ascend910", "count": 8}, "priority": "high"},
+    {
+        "framework": "pytorch",
+        "nodes": 4,
+        "accelerator": {"type": "huawei.com/Ascend910", "count": 8},
+        "priority": "high",
+    },
     {"framework": "mpi", "procs_per_node": 4, "priority": -3, "max_run_time": 60},
     {"command": "python train.py --seed $(date +%s)", "env": {"A": "$(HOME) ; rm -rf /", "B": "x\ny"}},
     {"inputs": [{"dataset": "vision/a@1"}, {"dataset": "nlp/b-c@latest", "mount": "b-c"}], "outputs": "out/ckpt"},
@@ -91,13 +177,21 @@ CASES = [
 def test_job_manifests_strict_valid(change, version):
     spec = spec_from_dict({**BASE, **change})
     subpaths = {str(i.mount): f"materialized/{i.mount}" for i in spec.inputs}
-    for manifest in job_manifests(spec, "7", "yitong-vision", "vision", input_subpaths=subpaths,
-                                  data_volume={"hostPath": {"path": "/var/lib/yitong", "type": "Directory"}},
-                                  ttl_seconds_after_finished=600):
+    for manifest in job_manifests(
+        spec,
+        "7",
+        "yitong-vision",
+        "vision",
+        input_subpaths=subpaths,
+        data_volume={"hostPath": {"path": "/var/lib/yitong", "type": "Directory"}},
+        ttl_seconds_after_finished=600,
+    ):
         kubernetes_validate.validate(manifest, version, strict=True)
 
 
-@pytest.mark.parametrize("text,expected", [("$(HOME)", "$$(HOME)"), ("a$b", "a$$b"), ("plain", "plain"), ("$$", "$$$$")])
+@pytest.mark.parametrize(
+    "text,expected", [("$(HOME)", "$$(HOME)"), ("a$b", "a$$b"), ("plain", "plain"), ("$$", "$$$$")]
+)
 def test_literal(text, expected):
     assert literal(text) == expected
 
@@ -110,14 +204,21 @@ def test_user_text_is_not_expanded_by_kubernetes():
     assert {"name": "X", "value": "$$(YITONG_VC)"} in container["env"]
 
 
-@pytest.mark.parametrize("change,kwargs,message", [
-    ({"environment": {"kernel": "python3"}}, {}, "Kubernetes jobs need environment.image"),
-    ({"framework": "mpi", "nodes": 2}, {}, "multi-node MPI jobs are not supported on Kubernetes"),
-    ({"accelerator": {"type": "amd.com/gpu", "count": 1}}, {}, "does not know how to place amd.com/gpu"),
-    ({}, {"job_id": "A_1"}, "job id 'A_1' does not make a Kubernetes name"),
-    ({"inputs": [{"dataset": "a/b@1"}]}, {}, "no materialised path for input mount"),
-    ({"inputs": [{"dataset": "a/b@1"}]}, {"input_subpaths": {"b": "../etc"}}, "must be relative to the data volume"),
-])
+@pytest.mark.parametrize(
+    "change,kwargs,message",
+    [
+        ({"environment": {"kernel": "python3"}}, {}, "Kubernetes jobs need environment.image"),
+        ({"framework": "mpi", "nodes": 2}, {}, "multi-node MPI jobs are not supported on Kubernetes"),
+        ({"accelerator": {"type": "amd.com/gpu", "count": 1}}, {}, "does not know how to place amd.com/gpu"),
+        ({}, {"job_id": "A_1"}, "job id 'A_1' does not make a Kubernetes name"),
+        ({"inputs": [{"dataset": "a/b@1"}]}, {}, "no materialised path for input mount"),
+        (
+            {"inputs": [{"dataset": "a/b@1"}]},
+            {"input_subpaths": {"b": "../etc"}},
+            "must be relative to the data volume",
+        ),
+    ],
+)
 def test_job_refusals(change, kwargs, message):
     kwargs = {"job_id": 1, "namespace": "ns", "queue": "q", **kwargs}
     with pytest.raises((BuildError, ValueError), match=message):
@@ -125,7 +226,9 @@ def test_job_refusals(change, kwargs, message):
 
 
 def test_image_from_kernel():
-    _, job = job_manifests(spec_from_dict({**BASE, "environment": {"kernel": "python3"}}), 1, "ns", "q", image="yitong/cpu:1")
+    _, job = job_manifests(
+        spec_from_dict({**BASE, "environment": {"kernel": "python3"}}), 1, "ns", "q", image="yitong/cpu:1"
+    )
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == "yitong/cpu:1"
 
 
@@ -135,41 +238,116 @@ def test_vc_queue_manifests_literal():
     assert manifests == [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "yitong-vision", "labels": vc_labels}},
         {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "default"}, "spec": {}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "nvidia"},
-         "spec": {"nodeLabels": {"accelerator": "nvidia"},
-                  "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "yitong-vision", "labels": vc_labels},
-         "spec": {
-             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "yitong-vision"}},
-             "queueingStrategy": "BestEffortFIFO",
-             "resourceGroups": [
-                 {"coveredResources": ["cpu", "memory"],
-                  "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": "8"},
-                                                                {"name": "memory", "nominalQuota": "16Gi"}]}]},
-                 {"coveredResources": ["nvidia.com/gpu"],
-                  "flavors": [{"name": "nvidia", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2}]}]},
-             ],
-             "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-             "cohort": "yitong",
-         }},
-        {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
-         "metadata": {"name": "vision", "namespace": "yitong-vision", "labels": vc_labels},
-         "spec": {"clusterQueue": "yitong-vision"}},
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "nvidia"},
+            "spec": {
+                "nodeLabels": {"accelerator": "nvidia"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ClusterQueue",
+            "metadata": {"name": "yitong-vision", "labels": vc_labels},
+            "spec": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "yitong-vision"}},
+                "queueingStrategy": "BestEffortFIFO",
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": "8"},
+                                    {"name": "memory", "nominalQuota": "16Gi"},
+                                ],
+                            }
+                        ],
+                    },
+                    {
+                        "coveredResources": ["nvidia.com/gpu"],
+                        "flavors": [{"name": "nvidia", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 2}]}],
+                    },
+                ],
+                "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+                "cohort": "yitong",
+            },
+        },
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "LocalQueue",
+            "metadata": {"name": "vision", "namespace": "yitong-vision", "labels": vc_labels},
+            "spec": {"clusterQueue": "yitong-vision"},
+        },
     ]
 
 
-@pytest.mark.parametrize("quota,cohort,kwargs,groups", [
-    ({"cpu": 0.5}, None, {}, [{"coveredResources": ["cpu", "memory"], "flavors": [{"name": "default", "resources": [
-        {"name": "cpu", "nominalQuota": "500m"}, {"name": "memory", "nominalQuota": "0"}]}]}]),
-    ({"huawei.com/Ascend910": 8}, "c", {"borrowing_limits": {"huawei.com/Ascend910": 0}}, [
-        {"coveredResources": ["huawei.com/Ascend910"], "flavors": [{"name": "ascend910", "resources": [
-            {"name": "huawei.com/Ascend910", "nominalQuota": 8, "borrowingLimit": 0}]}]}]),
-    ({"cpu": 4.0, "nvidia.com/gpu": 1}, "c", {"flavors": [Flavor("cpu-pool", ("cpu", "memory")), Flavor("a100", ("nvidia.com/gpu",), {"gpu": "a100"})]}, [
-        {"coveredResources": ["cpu", "memory"], "flavors": [{"name": "cpu-pool", "resources": [
-            {"name": "cpu", "nominalQuota": "4"}, {"name": "memory", "nominalQuota": "0"}]}]},
-        {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "a100", "resources": [
-            {"name": "nvidia.com/gpu", "nominalQuota": 1}]}]}]),
-])
+@pytest.mark.parametrize(
+    "quota,cohort,kwargs,groups",
+    [
+        (
+            {"cpu": 0.5},
+            None,
+            {},
+            [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": "default",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "500m"},
+                                {"name": "memory", "nominalQuota": "0"},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        ),
+        (
+            {"huawei.com/Ascend910": 8},
+            "c",
+            {"borrowing_limits": {"huawei.com/Ascend910": 0}},
+            [
+                {
+                    "coveredResources": ["huawei.com/Ascend910"],
+                    "flavors": [
+                        {
+                            "name": "ascend910",
+                            "resources": [{"name": "huawei.com/Ascend910", "nominalQuota": 8, "borrowingLimit": 0}],
+                        }
+                    ],
+                }
+            ],
+        ),
+        (
+            {"cpu": 4.0, "nvidia.com/gpu": 1},
+            "c",
+            {"flavors": [Flavor("cpu-pool", ("cpu", "memory")), Flavor("a100", ("nvidia.com/gpu",), {"gpu": "a100"})]},
+            [
+                {
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [
+                        {
+                            "name": "cpu-pool",
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": "4"},
+                                {"name": "memory", "nominalQuota": "0"},
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 1}]}],
+                },
+            ],
+        ),
+    ],
+)
 def test_vc_queue_groups(quota, cohort, kwargs, groups):
     manifests = vc_queue_manifests("nlp", quota, cohort, **kwargs)
     [cq] = [m for m in manifests if m["kind"] == "ClusterQueue"]
@@ -187,15 +365,26 @@ def test_vc_queue_uncovered_resource():
 # Kueue's CRDs are not in kubernetes-validate: check the v1beta1 shape (field names per Kueue's API types)
 KUEUE_FIELDS = {
     "ResourceFlavor": {"nodeLabels", "nodeTaints", "tolerations", "topologyName"},
-    "ClusterQueue": {"namespaceSelector", "cohort", "queueingStrategy", "resourceGroups", "preemption",
-                     "flavorFungibility", "admissionChecks", "stopPolicy", "fairSharing"},
+    "ClusterQueue": {
+        "namespaceSelector",
+        "cohort",
+        "queueingStrategy",
+        "resourceGroups",
+        "preemption",
+        "flavorFungibility",
+        "admissionChecks",
+        "stopPolicy",
+        "fairSharing",
+    },
     "LocalQueue": {"clusterQueue", "stopPolicy"},
 }
 
 
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_vc_queue_structure(version):
-    manifests = vc_queue_manifests("vision", {"cpu": 8.0, "memory": 16 * GI, "nvidia.com/gpu": 2, "huawei.com/Ascend910": 4})
+    manifests = vc_queue_manifests(
+        "vision", {"cpu": 8.0, "memory": 16 * GI, "nvidia.com/gpu": 2, "huawei.com/Ascend910": 4}
+    )
     kubernetes_validate.validate(manifests[0], version, strict=True)  # the Namespace
     for m in manifests[1:] + priority_class_manifests():
         assert m["apiVersion"] == "kueue.x-k8s.io/v1beta1"
@@ -212,14 +401,35 @@ def test_vc_queue_structure(version):
                     assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
 
 
-@pytest.mark.parametrize("kwargs, pod_context", [
-    ({}, {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
-          "seccompProfile": {"type": "RuntimeDefault"}}),
-    ({"run_as_user": 2345, "fs_group": 100}, {"runAsNonRoot": True, "runAsUser": 2345, "runAsGroup": 2345, "fsGroup": 100,
-                                             "seccompProfile": {"type": "RuntimeDefault"}}),
-    ({"fs_group": None}, {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000,
-                          "seccompProfile": {"type": "RuntimeDefault"}}),
-])
+@pytest.mark.parametrize(
+    "kwargs, pod_context",
+    [
+        (
+            {},
+            {
+                "runAsNonRoot": True,
+                "runAsUser": 1000,
+                "runAsGroup": 1000,
+                "fsGroup": 1000,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+        ),
+        (
+            {"run_as_user": 2345, "fs_group": 100},
+            {
+                "runAsNonRoot": True,
+                "runAsUser": 2345,
+                "runAsGroup": 2345,
+                "fsGroup": 100,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+        ),
+        (
+            {"fs_group": None},
+            {"runAsNonRoot": True, "runAsUser": 1000, "runAsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+        ),
+    ],
+)
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_job_pods_are_confined(kwargs, pod_context, version):
     _service, job = job_manifests(spec_from_dict(BASE), 7, "yitong-vision", "vision", **kwargs)
@@ -227,7 +437,10 @@ def test_job_pods_are_confined(kwargs, pod_context, version):
     assert pod["securityContext"] == pod_context
     assert pod["automountServiceAccountToken"] is False
     assert pod["containers"][0]["securityContext"] == {
-        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+    }
     kubernetes_validate.validate(job, version, strict=True)
 
 
@@ -240,37 +453,69 @@ def test_vc_network_policies_literal():
     fence, jobs = vc_network_policies("vision")
     labels = {"app.kubernetes.io/managed-by": "yitong", "yitong.io/vc": "vision"}
     assert fence == {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": "yitong-vc-fence", "namespace": "yitong-vision", "labels": labels},
         "spec": {
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
-                                   "podSelector": {"matchLabels": {"hub.jupyter.org/network-access-singleuser": "true"}}}]}],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
+                            "podSelector": {"matchLabels": {"hub.jupyter.org/network-access-singleuser": "true"}},
+                        }
+                    ]
+                }
+            ],
             "egress": [
-                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
-                         "podSelector": {"matchLabels": {"app": "jupyterhub", "component": "proxy"}}}],
-                 "ports": [{"protocol": "TCP", "port": 8000}]},
-                {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
-                 "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "jupyterhub"}},
+                            "podSelector": {"matchLabels": {"app": "jupyterhub", "component": "proxy"}},
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": 8000}],
+                },
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                },
             ],
         },
     }
     job_pods = {"matchExpressions": [{"key": "yitong.io/job-id", "operator": "Exists"}]}
     assert jobs == {
-        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
         "metadata": {"name": "yitong-vc-jobs", "namespace": "yitong-vision", "labels": labels},
-        "spec": {"podSelector": job_pods, "policyTypes": ["Ingress", "Egress"],
-                 "ingress": [{"from": [{"podSelector": job_pods}]}], "egress": [{"to": [{"podSelector": job_pods}]}]},
+        "spec": {
+            "podSelector": job_pods,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": job_pods}]}],
+            "egress": [{"to": [{"podSelector": job_pods}]}],
+        },
     }
 
 
-@pytest.mark.parametrize("fence, prefix, expect", [
-    (Fence(), "yitong-", {"namespace": "yitong-vision", "proxy_ns": "jupyterhub", "port": 8000, "cidrs": []}),
-    (Fence(hub_namespace="hub", proxy_port=8080, extra_egress=("10.0.0.0/8", "192.168.1.5/32")), "lab-",
-     {"namespace": "lab-vision", "proxy_ns": "hub", "port": 8080, "cidrs": ["10.0.0.0/8", "192.168.1.5/32"]}),
-])
+@pytest.mark.parametrize(
+    "fence, prefix, expect",
+    [
+        (Fence(), "yitong-", {"namespace": "yitong-vision", "proxy_ns": "jupyterhub", "port": 8000, "cidrs": []}),
+        (
+            Fence(hub_namespace="hub", proxy_port=8080, extra_egress=("10.0.0.0/8", "192.168.1.5/32")),
+            "lab-",
+            {"namespace": "lab-vision", "proxy_ns": "hub", "port": 8080, "cidrs": ["10.0.0.0/8", "192.168.1.5/32"]},
+        ),
+    ],
+)
 @pytest.mark.parametrize("version", K8S_VERSIONS)
 def test_vc_network_policies_table(fence, prefix, expect, version):
     policies = vc_network_policies("vision", fence, namespace_prefix=prefix)
@@ -284,5 +529,8 @@ def test_vc_network_policies_table(fence, prefix, expect, version):
     assert [b["ipBlock"]["cidr"] for rule in egress[2:] for b in rule["to"]] == expect["cidrs"]
     # nothing reaches the platform service's own port, the API server or any other namespace
     peers = [peer for rule in egress for peer in rule["to"]]
-    assert all("namespaceSelector" not in p or p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
-               in (expect["proxy_ns"], "kube-system") for p in peers)
+    assert all(
+        "namespaceSelector" not in p
+        or p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] in (expect["proxy_ns"], "kube-system")
+        for p in peers
+    )

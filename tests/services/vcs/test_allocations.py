@@ -45,7 +45,8 @@ async def test_idempotent_and_release(service):
     r = await service.call("admin", "DELETE", "vcs/nlp")
     ids = first.json()["id"], job.json()["id"]
     assert (r.status_code, r.json()) == (
-        409, {"detail": f"VC nlp still has allocations: {ids[0]} (bob, server bob/), {ids[1]} (bob, job job-17)"}
+        409,
+        {"detail": f"VC nlp still has allocations: {ids[0]} (bob, server bob/), {ids[1]} (bob, job job-17)"},
     )
     assert (await service.call("bob", "DELETE", f"allocations/{ids[0]}")).status_code == 204
     assert (await service.call("service", "DELETE", f"allocations/{ids[1]}")).status_code == 204
@@ -67,14 +68,20 @@ async def test_devices_limited_by_inventory_across_vcs(service):
 async def test_twenty_concurrent_requests_for_the_last_gpu(service, second_service):
     """Two app instances (two engines, two process-lock tables) on one database:
     only the database lock can keep the quota."""
-    body = {"name": "race", "quota": {"cpu": 64, "memory": "64Gi", "nvidia.com/gpu": 1},
-            "groups": ["vision"], "profiles": ["gpu-1"]}
+    body = {
+        "name": "race",
+        "quota": {"cpu": 64, "memory": "64Gi", "nvidia.com/gpu": 1},
+        "groups": ["vision"],
+        "profiles": ["gpu-1"],
+    }
     assert (await service.call("admin", "POST", "vcs", json=body)).status_code == 201
     users = ["alice", "erin", "frank"]
-    replies = await asyncio.gather(*[
-        (service if i % 2 else second_service).allocate(users[i % 3], "race", "gpu-1", f"race-{i}", kind="job")
-        for i in range(20)
-    ])
+    replies = await asyncio.gather(
+        *[
+            (service if i % 2 else second_service).allocate(users[i % 3], "race", "gpu-1", f"race-{i}", kind="job")
+            for i in range(20)
+        ]
+    )
     statuses = sorted(r.status_code for r in replies)
     assert statuses == [201] + [409] * 19, [r.text for r in replies]
     assert {r.json()["detail"] for r in replies if r.status_code == 409} == {"VC race: 1 of 1 nvidia.com/gpu in use"}

@@ -13,19 +13,34 @@ async def test_seeded_from_settings(service):
     assert vision["free"] == vision["quota"]
     r = await service.call("admin", "GET", "profiles/cpu-small")
     assert r.json() == {
-        "name": "cpu-small", "display_name": "CPU small", "description": "", "image": "",
-        "kernel": "python3", "cpu": 1.0, "memory": 2 * GB, "accelerator": None, "arch": None,
+        "name": "cpu-small",
+        "display_name": "CPU small",
+        "description": "",
+        "image": "",
+        "kernel": "python3",
+        "cpu": 1.0,
+        "memory": 2 * GB,
+        "accelerator": None,
+        "arch": None,
     }
 
 
 async def test_vc_lifecycle(service):
-    body = {"name": "robots", "description": "RL", "quota": {"cpu": "500m", "memory": "512M"},
-            "groups": ["nlp"], "profiles": ["cpu-small"], "user_caps": {"cpu": 0.5}}
+    body = {
+        "name": "robots",
+        "description": "RL",
+        "quota": {"cpu": "500m", "memory": "512M"},
+        "groups": ["nlp"],
+        "profiles": ["cpu-small"],
+        "user_caps": {"cpu": 0.5},
+    }
     r = await service.call("admin", "POST", "vcs", json=body)
     assert r.status_code == 201, r.text
     assert r.json()["quota"] == {"cpu": 0.5, "memory": 512_000_000}
     assert (await service.call("admin", "POST", "vcs", json=body)).json() == {"detail": "VC robots already exists"}
-    r = await service.call("admin", "PATCH", "vcs/robots", json={"quota": {"cpu": 2, "memory": "1Gi"}, "profiles": ["cpu-small", "gpu-1"]})
+    r = await service.call(
+        "admin", "PATCH", "vcs/robots", json={"quota": {"cpu": 2, "memory": "1Gi"}, "profiles": ["cpu-small", "gpu-1"]}
+    )
     assert r.status_code == 200, r.text
     assert r.json()["quota"] == {"cpu": 2.0, "memory": GB}
     assert r.json()["description"] == "RL"
@@ -45,8 +60,14 @@ async def test_vc_with_unknown_profiles_is_422_naming_them(service):
 
 
 async def test_profile_lifecycle(service):
-    body = {"name": "gpu-2", "display_name": "2 GPUs", "cpu": 4, "memory": "16Gi",
-            "accelerator": {"type": "nvidia.com/gpu", "count": 2}, "arch": "amd64"}
+    body = {
+        "name": "gpu-2",
+        "display_name": "2 GPUs",
+        "cpu": 4,
+        "memory": "16Gi",
+        "accelerator": {"type": "nvidia.com/gpu", "count": 2},
+        "arch": "amd64",
+    }
     r = await service.call("admin", "POST", "profiles", json=body)
     assert r.status_code == 201, r.text
     assert r.json()["accelerator"] == {"type": "nvidia.com/gpu", "count": 2}
@@ -69,8 +90,13 @@ async def test_user_sees_only_their_vcs_and_profiles(service):
     assert [p["name"] for p in r.json()] == ["cpu-small", "gpu-1"]
     assert (await service.call("dave", "GET", "vcs")).json() == []
     r = await service.call("alice", "GET", "me")
-    assert r.json() == {"name": "alice", "kind": "user", "admin": False,
-                        "groups": ["everyone", "vision"], "vcs": ["default", "vision"]}
+    assert r.json() == {
+        "name": "alice",
+        "kind": "user",
+        "admin": False,
+        "groups": ["everyone", "vision"],
+        "vcs": ["default", "vision"],
+    }
     r = await service.call("service", "GET", "me")
     assert r.json()["kind"] == "service" and r.json()["name"] == "yitong"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from yitong_services.vcs import quota
 
 GI = 2**30
@@ -22,35 +23,62 @@ def held(*rows: tuple[str, dict]) -> list[quota.Held]:
     return [quota.Held(user, res) for user, res in rows]
 
 
-@pytest.mark.parametrize("request_,allocations,user,cluster,reason", [
-    # the VC is full: the count is what is held
-    ({GPU: 1}, held(("bob", {GPU: 1}), ("erin", {GPU: 1})), "alice", None, "VC vision: 2 of 2 nvidia.com/gpu in use"),
-    ({"cpu": 4.0}, held(("bob", {"cpu": 8.0})), "alice", None, "VC vision: 8 of 8 cpu in use"),
-    # room is left, but not enough: the ask is named
-    ({GPU: 2}, held(("bob", {GPU: 1})), "alice", None, "VC vision: 1 of 2 nvidia.com/gpu in use, 2 asked"),
-    ({"memory": 4 * GI}, held(("bob", {"memory": 14 * GI})), "alice", None,
-     "VC vision: 14Gi of 16Gi memory in use, 4Gi asked"),
-    ({"cpu": 2.5}, held(("bob", {"cpu": 3.0}), ("erin", {"cpu": 3.5})), "alice", None,
-     "VC vision: 6.5 of 8 cpu in use, 2.5 asked"),
-    # the ask alone is more than the quota: never "0 of 8 in use"
-    ({"cpu": 9.0}, [], "alice", None, "VC vision: 9 cpu asked, its quota is 8"),
-    ({GPU: 3}, held(("bob", {GPU: 1})), "alice", None, "VC vision: 3 nvidia.com/gpu asked, its quota is 2"),
-    # user caps
-    ({GPU: 1}, held(("alice", {GPU: 1})), "alice", None, "user cap in VC vision: alice uses 1 of 1 nvidia.com/gpu"),
-    ({"cpu": 2.0}, held(("alice", {"cpu": 3.0})), "alice", None, "user cap in VC vision: alice uses 3 of 4 cpu, 2 asked"),
-    ({GPU: 2}, [], "alice", None, "user cap in VC vision: 2 nvidia.com/gpu asked, the cap is 1"),
-    ({GPU: 1}, held(("bob", {GPU: 1})), "alice", None, None),  # bob's GPU is not alice's cap
-    # the cluster's devices, across VCs
-    ({GPU: 1}, [], "alice", {GPU: 4}, "this cluster: 4 of 4 nvidia.com/gpu in use"),
-    ({GPU: 1}, [], "alice", {GPU: 3}, None),
-])
+@pytest.mark.parametrize(
+    "request_,allocations,user,cluster,reason",
+    [
+        # the VC is full: the count is what is held
+        (
+            {GPU: 1},
+            held(("bob", {GPU: 1}), ("erin", {GPU: 1})),
+            "alice",
+            None,
+            "VC vision: 2 of 2 nvidia.com/gpu in use",
+        ),
+        ({"cpu": 4.0}, held(("bob", {"cpu": 8.0})), "alice", None, "VC vision: 8 of 8 cpu in use"),
+        # room is left, but not enough: the ask is named
+        ({GPU: 2}, held(("bob", {GPU: 1})), "alice", None, "VC vision: 1 of 2 nvidia.com/gpu in use, 2 asked"),
+        (
+            {"memory": 4 * GI},
+            held(("bob", {"memory": 14 * GI})),
+            "alice",
+            None,
+            "VC vision: 14Gi of 16Gi memory in use, 4Gi asked",
+        ),
+        (
+            {"cpu": 2.5},
+            held(("bob", {"cpu": 3.0}), ("erin", {"cpu": 3.5})),
+            "alice",
+            None,
+            "VC vision: 6.5 of 8 cpu in use, 2.5 asked",
+        ),
+        # the ask alone is more than the quota: never "0 of 8 in use"
+        ({"cpu": 9.0}, [], "alice", None, "VC vision: 9 cpu asked, its quota is 8"),
+        ({GPU: 3}, held(("bob", {GPU: 1})), "alice", None, "VC vision: 3 nvidia.com/gpu asked, its quota is 2"),
+        # user caps
+        ({GPU: 1}, held(("alice", {GPU: 1})), "alice", None, "user cap in VC vision: alice uses 1 of 1 nvidia.com/gpu"),
+        (
+            {"cpu": 2.0},
+            held(("alice", {"cpu": 3.0})),
+            "alice",
+            None,
+            "user cap in VC vision: alice uses 3 of 4 cpu, 2 asked",
+        ),
+        ({GPU: 2}, [], "alice", None, "user cap in VC vision: 2 nvidia.com/gpu asked, the cap is 1"),
+        ({GPU: 1}, held(("bob", {GPU: 1})), "alice", None, None),  # bob's GPU is not alice's cap
+        # the cluster's devices, across VCs
+        ({GPU: 1}, [], "alice", {GPU: 4}, "this cluster: 4 of 4 nvidia.com/gpu in use"),
+        ({GPU: 1}, [], "alice", {GPU: 3}, None),
+    ],
+)
 def test_reason(request_, allocations, user, cluster, reason):
     assert quota.check(request_, VC, allocations, user, INV, cluster) == reason
 
 
 def test_cluster_reasons():
     big = quota.VCLimits("big", {GPU: 8}, {})
-    assert quota.check({GPU: 2}, big, [], "alice", INV, {GPU: 3}) == "this cluster: 3 of 4 nvidia.com/gpu in use, 2 asked"
+    assert (
+        quota.check({GPU: 2}, big, [], "alice", INV, {GPU: 3}) == "this cluster: 3 of 4 nvidia.com/gpu in use, 2 asked"
+    )
     assert quota.check({GPU: 5}, big, [], "alice", INV, {GPU: 0}) == "this cluster: 5 nvidia.com/gpu asked, it has 4"
 
 

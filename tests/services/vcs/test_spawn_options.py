@@ -2,10 +2,7 @@
 
 
 def summary(payload: dict) -> dict:
-    return {
-        vc["name"]: {p["name"]: p["reason"] for p in vc["profiles"]}
-        for vc in payload["vcs"]
-    }
+    return {vc["name"]: {p["name"]: p["reason"] for p in vc["profiles"]} for vc in payload["vcs"]}
 
 
 async def test_each_user_sees_their_vcs_with_reasons(service):

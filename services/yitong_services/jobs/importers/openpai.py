@@ -22,7 +22,16 @@ TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-.~]+)*)\s*%>")
 PAI_VAR_RE = re.compile(r"\$(?:\{(PAI_\w+)\}|(PAI_\w+))")
 ARITH_RE = re.compile(r"\$\(\((.*?)\)\)")
 INDEX_WORD_RE = re.compile(r"(?<![$\w])(PAI_TASK_INDEX|PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX)\b")
-TOP_MAPPED = {"protocolVersion", "name", "type", "prerequisites", "taskRoles", "defaults", "jobRetryCount", "parameters"}
+TOP_MAPPED = {
+    "protocolVersion",
+    "name",
+    "type",
+    "prerequisites",
+    "taskRoles",
+    "defaults",
+    "jobRetryCount",
+    "parameters",
+}
 ROLE_MAPPED = {"instances", "dockerImage", "resourcePerInstance", "commands"}
 
 
@@ -47,14 +56,18 @@ def _params(doc: dict[str, Any], text: str, where: str) -> str:
         if scope == "parameters" and path in params:
             return str(params[path])
         if scope == "secrets":
-            raise ImportRefused(f"{where}: uses <% $secrets.{path} %>; secrets are not imported — pass the value "
-                                "through an environment variable instead")
+            raise ImportRefused(
+                f"{where}: uses <% $secrets.{path} %>; secrets are not imported — pass the value "
+                "through an environment variable instead"
+            )
         raise ImportRefused(f"{where}: {m.group(0)} cannot be resolved (only $parameters are supported)")
 
     return TEMPLATE_RE.sub(sub, text)
 
 
-def _pai_vars(text: str, roles: dict[str, dict[str, Any]], head: str, rank_expr: str, notes: list[str], where: str) -> str:
+def _pai_vars(
+    text: str, roles: dict[str, dict[str, Any]], head: str, rank_expr: str, notes: list[str], where: str
+) -> str:
     counts = {r: int(spec.get("instances", 1)) for r, spec in roles.items()}
 
     def sub(m: re.Match[str]) -> str:
@@ -85,15 +98,19 @@ def _image(doc: dict[str, Any], ref: Any, where: str, notes: list[str]) -> str:
     for i, pre in enumerate(doc.get("prerequisites") or []):
         if isinstance(pre, dict) and pre.get("name") == ref and pre.get("type") == "dockerimage":
             if pre.get("auth"):
-                notes.append(f"prerequisites[{i}].auth: registry credentials are not imported; "
-                             "ask an admin for an image pull secret in the VC")
+                notes.append(
+                    f"prerequisites[{i}].auth: registry credentials are not imported; "
+                    "ask an admin for an image pull secret in the VC"
+                )
             if not isinstance(pre.get("uri"), str):
                 raise ImportRefused(f"prerequisites[{i}].uri: a docker image needs one uri")
             return pre["uri"]
     raise ImportRefused(f"{where}.dockerImage: {ref!r} is not a dockerimage in prerequisites")
 
 
-def import_openpai(doc: dict[str, Any], vc: str | None = None, gpu_type: str = "nvidia.com/gpu") -> tuple[JobSpec, list[str]]:
+def import_openpai(
+    doc: dict[str, Any], vc: str | None = None, gpu_type: str = "nvidia.com/gpu"
+) -> tuple[JobSpec, list[str]]:
     if doc.get("protocolVersion") not in (2, "2"):
         raise ImportRefused("protocolVersion: only OpenPAI protocol version 2 can be imported")
     if doc.get("type", "job") != "job":
@@ -106,30 +123,40 @@ def import_openpai(doc: dict[str, Any], vc: str | None = None, gpu_type: str = "
         raise ImportRefused("defaults.virtualCluster: missing; name the Yitong VC to submit to (--vc)")
     for i, pre in enumerate(doc.get("prerequisites") or []):
         if isinstance(pre, dict) and pre.get("type") != "dockerimage":
-            notes.append(f"prerequisites[{i}] ({pre.get('type')} {pre.get('name')!r}): no counterpart, ignored; "
-                         "use a Yitong dataset in inputs")
+            notes.append(
+                f"prerequisites[{i}] ({pre.get('type')} {pre.get('name')!r}): no counterpart, ignored; "
+                "use a Yitong dataset in inputs"
+            )
     names = list(roles)
     if len(names) == 1:
         head, order = names[0], names
     elif len(names) == 2 and names[0] in HEAD_ROLES and int(roles[names[0]].get("instances", 1)) == 1:
         head, order = names[0], names
     else:
-        raise ImportRefused(f"taskRoles: {', '.join(names)} cannot be one Yitong job; only a single role or a "
-                            f"{'/'.join(HEAD_ROLES)} role with one instance plus one worker role can be imported")
+        raise ImportRefused(
+            f"taskRoles: {', '.join(names)} cannot be one Yitong job; only a single role or a "
+            f"{'/'.join(HEAD_ROLES)} role with one instance plus one worker role can be imported"
+        )
     first = roles[head]
     for name in order:
         role, where = roles[name], f"taskRoles.{name}"
         notes += [f"{where}.{k}: no counterpart, ignored" for k in role if k not in ROLE_MAPPED]
-        if role.get("dockerImage") != first.get("dockerImage") or role.get("resourcePerInstance") != first.get("resourcePerInstance"):
-            raise ImportRefused(f"{where}: a different image or resourcePerInstance than {head}; "
-                                "a Yitong job runs the same image and resources on every node")
+        if role.get("dockerImage") != first.get("dockerImage") or role.get("resourcePerInstance") != first.get(
+            "resourcePerInstance"
+        ):
+            raise ImportRefused(
+                f"{where}: a different image or resourcePerInstance than {head}; "
+                "a Yitong job runs the same image and resources on every node"
+            )
         if not isinstance(role.get("commands"), list) or not role["commands"]:
             raise ImportRefused(f"{where}.commands: a list of commands is required")
     res = first.get("resourcePerInstance")
     if not isinstance(res, dict):
         raise ImportRefused(f"taskRoles.{head}.resourcePerInstance: required (cpu, memoryMB, gpu)")
     if res.get("ports"):
-        notes.append(f"taskRoles.{head}.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT")
+        notes.append(
+            f"taskRoles.{head}.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT"
+        )
 
     def script(name: str, rank_expr: str) -> str:
         where = f"taskRoles.{name}.commands"
@@ -139,8 +166,10 @@ def import_openpai(doc: dict[str, Any], vc: str | None = None, gpu_type: str = "
     if len(order) == 1:
         command = script(head, "$YITONG_NODE_RANK")
     else:
-        command = (f'if [ "$YITONG_NODE_RANK" = 0 ]; then\n{script(head, "0")}\nelse\n'
-                   f'{script(order[1], "$((YITONG_NODE_RANK - 1))")}\nfi')
+        command = (
+            f'if [ "$YITONG_NODE_RANK" = 0 ]; then\n{script(head, "0")}\nelse\n'
+            f"{script(order[1], '$((YITONG_NODE_RANK - 1))')}\nfi"
+        )
     spec: dict[str, Any] = {
         "name": yitong_name(doc.get("name", "")),
         "vc": vc or (doc.get("defaults") or {}).get("virtualCluster"),

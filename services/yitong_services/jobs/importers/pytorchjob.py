@@ -18,9 +18,25 @@ from ..spec_errors import JobSpecError
 from .common import ImportRefused
 
 LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
-VALUE_OPTS = {"nproc-per-node", "nnodes", "node-rank", "master-addr", "master-port", "rdzv-backend",
-              "rdzv-endpoint", "rdzv-id", "rdzv-conf", "max-restarts", "monitor-interval", "start-method",
-              "role", "log-dir", "redirects", "tee", "local-ranks-filter"}
+VALUE_OPTS = {
+    "nproc-per-node",
+    "nnodes",
+    "node-rank",
+    "master-addr",
+    "master-port",
+    "rdzv-backend",
+    "rdzv-endpoint",
+    "rdzv-id",
+    "rdzv-conf",
+    "max-restarts",
+    "monitor-interval",
+    "start-method",
+    "role",
+    "log-dir",
+    "redirects",
+    "tee",
+    "local-ranks-filter",
+}
 CONTAINER_MAPPED = {"name", "image", "command", "args", "env", "resources"}
 
 
@@ -28,7 +44,9 @@ def strip_launcher(argv: list[str]) -> tuple[list[str], str | None]:
     """``(program argv, --nproc-per-node value)``; argv unchanged when it starts no launcher."""
     if argv[:1] == ["torchrun"]:
         rest = argv[1:]
-    elif len(argv) >= 3 and argv[0].split("/")[-1].startswith("python") and argv[1] == "-m" and argv[2] in LAUNCH_MODULES:
+    elif (
+        len(argv) >= 3 and argv[0].split("/")[-1].startswith("python") and argv[1] == "-m" and argv[2] in LAUNCH_MODULES
+    ):
         rest = argv[3:]
     else:
         return argv, None
@@ -59,9 +77,13 @@ def _container(name: str, replica: dict[str, Any], notes: list[str]) -> dict[str
         if len(named) != 1 or len(containers) > 1:
             raise ImportRefused(f"{where}.template.spec.containers: exactly one container (pytorch) is supported")
     notes += [f"{where}.template.spec.{k}: no counterpart, ignored" for k in pod if k != "containers"]
-    notes += [f"{where}.{k}: no counterpart, ignored" for k in replica if k not in ("replicas", "template", "restartPolicy")]
+    notes += [
+        f"{where}.{k}: no counterpart, ignored" for k in replica if k not in ("replicas", "template", "restartPolicy")
+    ]
     if replica.get("restartPolicy") not in (None, "Never"):
-        notes.append(f"{where}.restartPolicy: {replica['restartPolicy']} has no counterpart; use retries (the whole job is retried)")
+        notes.append(
+            f"{where}.restartPolicy: {replica['restartPolicy']} has no counterpart; use retries (the whole job is retried)"
+        )
     c = containers[0]
     notes += [f"{where}.containers[0].{k}: no counterpart, ignored" for k in c if k not in CONTAINER_MAPPED]
     return c
@@ -76,7 +98,11 @@ def _resources(c: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any
         raise ImportRefused(f"{where}.resources: one accelerator type per job, got {', '.join(devices)}")
     for kind, count in devices.items():
         out["accelerator"] = {"type": kind, "count": int(count)}
-    notes += [f"{where}.resources.{k}: no counterpart, ignored" for k in amounts if k not in ("cpu", "memory") and "/" not in k]
+    notes += [
+        f"{where}.resources.{k}: no counterpart, ignored"
+        for k in amounts
+        if k not in ("cpu", "memory") and "/" not in k
+    ]
     if "cpu" not in out or "memory" not in out:
         notes.append(f"{where}.resources: no cpu or memory given; Yitong's defaults apply (1 cpu, 2Gi)")
     return out
@@ -94,19 +120,27 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
     if int(replicas.get("Master", {}).get("replicas", 1)) != 1 and "Master" in replicas:
         raise ImportRefused("spec.pytorchReplicaSpecs.Master.replicas: a PyTorchJob has exactly one Master")
     notes = [f"metadata.{k}: no counterpart, ignored" for k in meta if k not in ("name", "namespace")]
-    notes += [f"spec.{k}: no counterpart, ignored" for k in spec if k not in ("pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode")]
+    notes += [
+        f"spec.{k}: no counterpart, ignored"
+        for k in spec
+        if k not in ("pytorchReplicaSpecs", "runPolicy", "elasticPolicy", "nprocPerNode")
+    ]
     containers = {n: _container(n, r, notes) for n, r in replicas.items()}
     first_name, first = next(iter(containers.items()))
     for n, c in containers.items():
         if any(c.get(k) != first.get(k) for k in ("image", "command", "args", "resources", "env")):
-            raise ImportRefused(f"spec.pytorchReplicaSpecs.{n}: a different container than {first_name}; "
-                                "a Yitong job runs the same container on every node")
+            raise ImportRefused(
+                f"spec.pytorchReplicaSpecs.{n}: a different container than {first_name}; "
+                "a Yitong job runs the same container on every node"
+            )
     argv = [str(a) for a in (first.get("command") or []) + (first.get("args") or [])]
     if not argv:
         raise ImportRefused("command: the container has no command or args (the image's entrypoint is unknown)")
     argv, launcher_nproc = strip_launcher(argv)
     if launcher_nproc is not None:
-        notes.append("command: its torchrun launcher is replaced by Yitong's (node count and rendezvous are set per backend)")
+        notes.append(
+            "command: its torchrun launcher is replaced by Yitong's (node count and rendezvous are set per backend)"
+        )
     where = f"spec.pytorchReplicaSpecs.{first_name}.containers[0]"
     out: dict[str, Any] = {
         "name": meta.get("name"),
@@ -130,10 +164,17 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
         out["retries"] = int(run["backoffLimit"])
     if run.get("activeDeadlineSeconds"):
         out["max_run_time"] = int(run["activeDeadlineSeconds"])
-    notes += [f"spec.runPolicy.{k}: no counterpart, ignored" for k in run if k not in ("backoffLimit", "activeDeadlineSeconds")]
+    notes += [
+        f"spec.runPolicy.{k}: no counterpart, ignored"
+        for k in run
+        if k not in ("backoffLimit", "activeDeadlineSeconds")
+    ]
     elastic = spec.get("elasticPolicy") or {}
-    notes += [f"spec.elasticPolicy.{k}: elastic training has no counterpart; the job runs on a fixed {out['nodes']} node(s)"
-              for k in elastic if k != "nProcPerNode"]
+    notes += [
+        f"spec.elasticPolicy.{k}: elastic training has no counterpart; the job runs on a fixed {out['nodes']} node(s)"
+        for k in elastic
+        if k != "nProcPerNode"
+    ]
     nproc = spec.get("nprocPerNode", elastic.get("nProcPerNode", launcher_nproc))
     if nproc is not None:
         out["procs_per_node"] = _nproc(nproc, out)

@@ -31,7 +31,9 @@ def upgrade() -> None:
     op.create_table(
         "dataset_versions",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("dataset_id", sa.Integer, sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "dataset_id", sa.Integer, sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("number", sa.Integer, nullable=False),
         sa.Column("manifest", sa.String(64), nullable=False, index=True),
         sa.Column("parent", sa.Integer, nullable=True),
@@ -45,10 +47,16 @@ def upgrade() -> None:
     op.create_table(
         "dataset_tags",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("dataset_id", sa.Integer, sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "dataset_id", sa.Integer, sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("name", sa.String(64), nullable=False),
         sa.Column(
-            "version_id", sa.Integer, sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"), nullable=False, index=True
+            "version_id",
+            sa.Integer,
+            sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
         ),
         sa.UniqueConstraint("dataset_id", "name", name="uq_dataset_tags_name"),
     )
@@ -56,7 +64,11 @@ def upgrade() -> None:
         "dataset_refs",
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column(
-            "version_id", sa.Integer, sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"), nullable=False, index=True
+            "version_id",
+            sa.Integer,
+            sa.ForeignKey("dataset_versions.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
         ),
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("ref", sa.String(255), nullable=False),
