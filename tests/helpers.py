@@ -110,3 +110,24 @@ def start_service(
         time.sleep(0.2)
     proc.kill()
     raise AssertionError(Path(log).read_text()[-3000:])
+
+
+def ipython(*lines: str, cwd=None, drop: tuple[str, ...] = (), **env: str):
+    """Run ``lines`` in a real (terminal) IPython with the extension loaded; ``drop`` names
+    variables of this process's environment the run must not see."""
+    import subprocess
+    import sys
+
+    argv = [
+        sys.executable,
+        "-m",
+        "IPython",
+        "--no-banner",
+        "--quick",
+        "--colors=nocolor",
+        "--ext=yitong_lab",
+        "-c",
+        "\n".join(lines),
+    ]
+    environ = {k: v for k, v in os.environ.items() if k not in drop}
+    return subprocess.run(argv, capture_output=True, text=True, env={**environ, **env}, timeout=60, cwd=cwd)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from blake3 import blake3
+from helpers import ipython
 
 from yitong_lab.cli.grammar import run
 
@@ -112,21 +113,6 @@ def test_admin_gc_verify(yt_env, imgs, monkeypatch, capsys):
         f"changed  {'c' * 64} (materialise cache)\n"
     )
     assert captured.err.endswith("; 1 objects of the materialise cache were changed\n")
-
-
-def ipython(*lines, **env):
-    argv = [
-        sys.executable,
-        "-m",
-        "IPython",
-        "--no-banner",
-        "--quick",
-        "--colors=nocolor",
-        "--ext=yitong_lab",
-        "-c",
-        "\n".join(lines),
-    ]
-    return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
 
 
 def test_magic_prints_what_the_cli_prints(yt_env, yt, imgs):

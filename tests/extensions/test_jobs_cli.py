@@ -2,12 +2,11 @@
 argument parsing, tables, code capture from the working directory, follow, refusals."""
 
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
+from helpers import ipython as run_ipython
 
 from yitong_lab.cli import job_tables
 from yitong_lab.cli.grammar import run
@@ -469,19 +468,7 @@ def test_tensorboard_prints_the_route(yt_env, monkeypatch, capsys):
 
 
 def ipython(*lines, cwd=None, **env):
-    argv = [
-        sys.executable,
-        "-m",
-        "IPython",
-        "--no-banner",
-        "--quick",
-        "--colors=nocolor",
-        "--ext=yitong_lab",
-        "-c",
-        "\n".join(lines),
-    ]
-    environ = {k: v for k, v in os.environ.items() if k != "YITONG_VC"}
-    return subprocess.run(argv, capture_output=True, text=True, env={**environ, **env}, timeout=60, cwd=cwd)
+    return run_ipython(*lines, cwd=cwd, drop=("YITONG_VC",), **env)
 
 
 def test_line_magic_is_the_same_grammar(yt_env, yt):

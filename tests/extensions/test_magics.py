@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from helpers import ipython
 
 HEAVY = ("httpx", "jupyter_server", "ipywidgets", "tornado", "IPython", "traitlets")
 
@@ -23,22 +24,6 @@ def test_import_is_cheap():
     )
     result = python(code)
     assert (result.returncode, result.stdout.strip()) == (0, "[]"), result.stderr
-
-
-def ipython(*lines, **env):
-    """Run lines in a real (terminal) IPython with the extension loaded."""
-    argv = [
-        sys.executable,
-        "-m",
-        "IPython",
-        "--no-banner",
-        "--quick",
-        "--colors=nocolor",
-        "--ext=yitong_lab",
-        "-c",
-        "\n".join(lines),
-    ]
-    return subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
 
 
 def test_magic_prints_what_the_cli_prints(yt_env, yt, vc_ls_text):
