@@ -161,6 +161,8 @@ def hub_config(
             "start_timeout": 120,
         },
     }
+    if hub.get("start_concurrency") is not None:
+        cfg["YitongSpawner"]["start_concurrency"] = _count(hub["start_concurrency"], "hub.start_concurrency")
     for cls, traits in oauth.authenticator_config(auth, public_url=public_url).items():
         cfg.setdefault(cls, {}).update(traits)
     cfg["ConfigurableHTTPProxy"] = {
@@ -187,6 +189,12 @@ def hub_config(
         if slurm.get("partition"):
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
     return cfg
+
+
+def _count(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{key}: a whole number of at least 0 (0 = automatic), not {value!r}")
+    return value
 
 
 def apply(c: Any, cfg: dict[str, dict[str, Any]]) -> None:

@@ -1,9 +1,11 @@
 """`YitongSpawner`: the VC-aware profile picker and quota check in front of a backend spawner.
 
-start(): ask the platform what this user may start, validate `user_options` against it, reserve
-the profile's resources (`POST /allocations`), build a fresh child spawner of the backend class
-with the profile applied, and delegate. The allocation is released when the server stops, when
-poll() finds it gone, or when the child fails to start. Derived names live in state.
+Before start() (the hub's pre-spawn step): ask the platform what this user may start, validate
+`user_options` against it, reserve the profile's resources (`POST /allocations`), then wait for
+a slot in the hub's start queue (start_queue.py). start(): build a fresh child spawner of the
+backend class with the profile applied, and delegate. The allocation is released when the
+server stops, when poll() finds it gone, or when the child fails to start. Derived names live
+in state.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .form import picker_model, render_picker
 from .options import OptionsError, parse_form, requested_options, validate_options
 from .platform_client import PlatformClient, PlatformError
 from .scopes import server_scopes
+from .start_queue import StartQueue, default_limit, describe, shared_queue
 from .traits import YitongSpawnerTraits
 
 
@@ -33,6 +36,8 @@ async def _render_form(spawner: YitongSpawner) -> str:
 class YitongSpawner(Spawner, YitongSpawnerTraits):
     child = AnyTrait(None, allow_none=True, help="The backend spawner of the current server (not config).")
     allocation: dict[str, Any] | None = None
+    _slot_task: asyncio.Future[None] | None = None
+    _reserved: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None  # reserve() -> start()
     saved: dict[str, Any] = {}
     account: dict[str, Any] | None = None  # multi-user mode: the system account from spawn options
 
@@ -60,6 +65,9 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         # batchspawner-singleuser reports its port to the hub, which sets it on *this* spawner
         if self.child is not None and change.new:
             self.child.port = change.new
+
+    def start_queue(self) -> StartQueue:
+        return shared_queue(self.start_concurrency or default_limit(self.backend))
 
     def platform(self) -> PlatformClient:
         return PlatformClient(self.platform_api_url, self.platform_api_token, self.platform_timeout)
@@ -119,13 +127,38 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    async def start(self):
+    async def run_pre_spawn_hook(self):
+        """Reserve, then wait for a start slot: the hub calls this outside `start_timeout`, so
+        a refusal comes back at once and a wait in the start queue never times the spawn out."""
+        await self.reserve()
+        await self.start_queue().acquire(self)
+        try:
+            return await maybe_future(super().run_pre_spawn_hook())
+        except BaseException:
+            self.start_queue().release(self)
+            raise
+
+    async def _release_slot_when_up(self) -> None:
+        """The slot covers the server's own start-up: the hub clears `_start_pending` once the
+        server answers HTTP or the start has failed."""
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.http_timeout + 5
+            while self._start_pending and loop.time() < deadline:  # noqa: ASYNC110 (the hub's flag, no event)
+                await asyncio.sleep(0.05)
+        finally:
+            self.start_queue().release(self)
+
+    async def reserve(self) -> None:
+        """Ask the platform what this user may start, validate `user_options` against it and
+        reserve the profile's resources (`POST /allocations`); refusals are spawn errors."""
         client = self.platform()
         try:
             spawn_options = await client.spawn_options(self.user.name)
-            options = requested_options(self.user_options, getattr(self, "handler", None))
+            asked: dict[str, Any] = Spawner.user_options.get(self)  # (the trait: mypy cannot infer it here)
+            options = requested_options(asked, getattr(self, "handler", None))
             vc, profile = validate_options(options, spawn_options)
-            if options is not self.user_options:  # an empty API body: show what was chosen
+            if options is not asked:  # an empty API body: show what was chosen
                 self.user_options = {"vc": vc["name"], "profile": profile["name"]}
             self.account = spawn_options.get("account") or None
         except OptionsError as e:
@@ -138,6 +171,23 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         except PlatformError as e:
             raise spawn_error(e.detail, reason="quota", status=e.status) from None
         self.allocation = {"id": allocation.get("id"), "vc": vc["name"], "profile": profile["name"]}
+        self._reserved = (vc, profile, allocation)
+
+    async def start(self):
+        try:
+            url = await self._start()
+        except BaseException:
+            self.start_queue().release(self)
+            raise
+        if self.start_queue().holds(self):
+            self._slot_task = asyncio.ensure_future(self._release_slot_when_up())
+        return url
+
+    async def _start(self):
+        if self._reserved is None:  # started without the hub's pre-spawn step (tests, old hubs)
+            await self.reserve()
+        assert self._reserved is not None
+        (vc, profile, allocation), self._reserved = self._reserved, None
         try:
             overrides = self.profile_overrides(vc, profile, allocation)
             self.saved = {"vc": vc["name"], "profile": profile["name"], "overrides": overrides}
@@ -151,7 +201,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
 
     async def release(self) -> None:
         """Give the allocation back (idempotent; a platform outage is logged, not raised)."""
-        allocation, self.allocation = self.allocation, None
+        allocation, self.allocation, self._reserved = self.allocation, None, None
         if not allocation or allocation.get("id") is None:
             return
         try:
@@ -179,6 +229,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         return status
 
     async def stop(self, now: bool = False) -> None:
+        self.start_queue().release(self)
         try:
             if self.child is not None:
                 await maybe_future(self.child.stop(now=now))
@@ -186,10 +237,15 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             await self.release()
 
     async def progress(self):
-        for _ in range(600):
+        queue, said = self.start_queue(), ""
+        for _ in range(100_000):  # bounded: 0.5 s each, far beyond any wait
             if self.child is not None or not (self._start_pending or self._spawn_pending):
                 break
-            yield {"message": "Reserving resources with the platform service..."}
+            pos = queue.position(self)
+            message = describe(pos) if pos else "Reserving resources with the platform service..."
+            if message != said:
+                said = message
+                yield {"message": message}
             await asyncio.sleep(0.5)
         if self.child is not None:
             async for event in self.child.progress():

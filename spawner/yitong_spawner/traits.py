@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from jupyterhub.spawner import Spawner
-from traitlets import CaselessStrEnum, Dict, Float, Type, Unicode, default
+from traitlets import CaselessStrEnum, Dict, Float, Integer, Type, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 
@@ -37,6 +37,16 @@ class YitongSpawnerTraits(LoggingConfigurable):
     ).tag(config=True)
 
     platform_timeout = Float(10.0, help="Seconds to wait for one platform API request.").tag(config=True)
+
+    start_concurrency = Integer(
+        0,
+        min=0,
+        help="""How many servers this hub starts at once; more wait in a first-come, first-served
+        queue, their position shown on the progress page, and waiting never counts against
+        `start_timeout`. A slot is held until the server answers HTTP. 0 (default): one per CPU
+        core of this machine with the local backend, 32 with Slurm or Kubernetes (their nodes
+        do the work; the engine queues). Example: `c.YitongSpawner.start_concurrency = 4`.""",
+    ).tag(config=True)
 
     user_api_url = Unicode(
         help="""Platform API base URL as the user's server reaches it, given to the server as

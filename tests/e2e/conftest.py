@@ -71,7 +71,7 @@ PROFILES = {
 WORKERS = [f"u{i}" for i in range(20)]
 SETTINGS = {
     "backend": "local",
-    "hub": {"admin_users": ["admin"]},
+    "hub": {"admin_users": ["admin"], "start_concurrency": 2},
     # single-person (fixed user names; no system accounts): tests/e2e/test_confinement.py runs multi-user
     "backends": {"local": {"inventory": {"nvidia.com/gpu": 1}, "mode": "single-person"}},
     "profiles": PROFILES,

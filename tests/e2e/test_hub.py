@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -106,6 +108,55 @@ def test_gpu_quota_twenty_concurrent_spawns(stack, admin_token):
 
     stack.stop_server(admin_token, winner)
     assert not [a for a in stack.allocations(admin_token, vc="vision") if a["resources"].get("nvidia.com/gpu")]
+
+
+def progress_messages(stack, token: str, user: str, timeout: float = 120) -> list[str]:
+    """The messages of the hub's progress stream for ``user``'s next spawn, until ready or failed
+    (a stream that only repeats an earlier spawn's failure is read again)."""
+    messages: list[str] = []
+    deadline = time.monotonic() + timeout
+    with stack.hub(token) as hub:
+        while time.monotonic() < deadline:
+            with hub.stream("GET", f"/users/{user}/server/progress") as r:
+                if r.status_code != 200:  # the spawn has not begun yet
+                    time.sleep(0.05)
+                    continue
+                for line in r.iter_lines():
+                    if line.startswith("data:"):
+                        event = json.loads(line[5:])
+                        if event.get("failed") and not messages:  # an earlier spawn's end: not begun yet
+                            time.sleep(0.05)
+                            break
+                        messages.append(event.get("message", ""))
+                        if event.get("ready") or event.get("failed"):
+                            return messages
+    raise TimeoutError(f"{user}: no end of progress: {messages}")
+
+
+def test_a_spawn_storm_queues_and_every_server_starts(stack, admin_token):
+    """Eight servers asked for at once on a hub that starts two at a time: all eight come up,
+    none times out, and a late one sees its place in the start queue on the progress page."""
+    users = [f"u{i}" for i in range(8)]
+
+    def spawn(user):
+        with stack.hub(admin_token) as hub:
+            return hub.post(f"/users/{user}/server", json={"vc": "vision", "profile": "cpu-small"})
+
+    with ThreadPoolExecutor(len(users) + 1) as pool:
+        watched = pool.submit(progress_messages, stack, admin_token, users[-1])
+        responses = list(pool.map(spawn, users))
+        messages = watched.result()
+    try:
+        assert all(r.status_code in (201, 202) for r in responses), [(r.status_code, r.text[:200]) for r in responses]
+        for user in users:
+            stack.wait_ready(admin_token, user, timeout=180)
+        waits = [m for m in messages if m.startswith("Waiting to start:")]
+        assert waits and "2 of 2 starting at a time" in waits[0], messages
+        assert "Server ready" in messages[-1] or "ready" in messages[-1].lower(), messages
+    finally:
+        for user in users:
+            stack.stop_server(admin_token, user)
+    assert not [a for a in stack.allocations(admin_token, vc="vision") if a["user"] in users]
 
 
 def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):

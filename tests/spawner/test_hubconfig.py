@@ -110,3 +110,11 @@ def test_apply_sets_traits():
     c = Config()
     apply(c, build({}))
     assert c.YitongSpawner.backend == "local" and c.JupyterHub.spawner_class == "yitong"
+
+
+def test_start_concurrency_from_settings():
+    assert "start_concurrency" not in build({})["YitongSpawner"]
+    assert build({"hub": {"start_concurrency": 4}})["YitongSpawner"]["start_concurrency"] == 4
+    for bad in (-1, "4", True, 1.5):
+        with pytest.raises(ValueError, match="hub.start_concurrency: a whole number of at least 0"):
+            build({"hub": {"start_concurrency": bad}})
