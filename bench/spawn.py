@@ -52,7 +52,7 @@ c.JupyterHub.services = [{{"name": "bench", "api_token": "{token}"}}]
 
 
 class BareHub:
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, extra_config: str = ""):
         self.work, self.port, self.token = work, free_port(), secrets.token_hex(16)
         self.api = f"http://127.0.0.1:{self.port}/hub/api"
         args = ["--allow-root"] if os.geteuid() == 0 else []
@@ -67,6 +67,7 @@ class BareHub:
                 args=args,
                 bin=BIN,
             )
+            + extra_config
         )
         self.log = open(work / "hub.log", "ab")
         self.proc = subprocess.Popen(
