@@ -31,8 +31,9 @@ YT = str(VENV_BIN / "yt")
 
 
 class Stack:
-    def __init__(self, workdir: Path, settings: dict[str, Any], passwords: dict[str, str]):
+    def __init__(self, workdir: Path, settings: dict[str, Any], passwords: dict[str, str], cwd: Path | None = None):
         self.workdir = Path(workdir)
+        self.cwd = Path(cwd) if cwd else self.workdir  # where `jupyterhub` runs (make run: the checkout)
         self.data_dir = self.workdir / "data"
         self.settings = json.loads(json.dumps(settings))
         self.passwords = passwords
@@ -67,7 +68,7 @@ class Stack:
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [str(self.bin_dir / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
-            cwd=self.workdir,
+            cwd=self.cwd,
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
