@@ -38,6 +38,8 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     allocation: dict[str, Any] | None = None
     _slot_task: asyncio.Future[None] | None = None
     _reserved: tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None = None  # reserve() -> start()
+    _forget_task: asyncio.Future[None] | None = None
+    has_run = False  # this (named) server has started at least once; kept across stops
     saved: dict[str, Any] = {}
     account: dict[str, Any] | None = None  # multi-user mode: the system account from spawn options
 
@@ -162,16 +164,42 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 self.user_options = {"vc": vc["name"], "profile": profile["name"]}
             self.account = spawn_options.get("account") or None
         except OptionsError as e:
+            self._forget_when_refused()
             raise spawn_error(str(e), reason="options", status=400) from None
         except PlatformError as e:
+            self._forget_when_refused()
             raise spawn_error(e.detail, reason="platform", status=e.status) from None
         ref = f"{self.user.name}/{self.name}"
         try:
             allocation = await client.allocate(self.user.name, vc["name"], profile["name"], ref)
         except PlatformError as e:
+            self._forget_when_refused()
             raise spawn_error(e.detail, reason="quota", status=e.status) from None
         self.allocation = {"id": allocation.get("id"), "vc": vc["name"], "profile": profile["name"]}
         self._reserved = (vc, profile, allocation)
+
+    def _forget_when_refused(self) -> None:
+        """A named server refused before it ever ran is removed once the hub is done with the
+        spawn (the hub would keep it, and list a server the person never had)."""
+        if self.name and not self.has_run:
+            self._forget_task = asyncio.ensure_future(self._forget())
+
+    async def _forget(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while (self._spawn_pending or self._start_pending) and loop.time() < deadline:  # noqa: ASYNC110 (the hub's flags)
+            await asyncio.sleep(0.05)
+        user, name = self.user, self.name
+        if self.active or self.has_run or user.spawners.get(name) is not self:
+            return
+        try:
+            await user._delete_spawner(self)
+            user.db.delete(self.orm_spawner)
+            user.spawners.pop(name, None)
+            user.db.commit()
+            self.log.info("Removed %s: refused before it ever ran", self._log_name)
+        except Exception as e:  # the server stays listed; nothing else depends on it
+            self.log.warning("Could not remove refused server %s: %s", self._log_name, e)
 
     async def start(self):
         try:
@@ -192,7 +220,9 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             overrides = self.profile_overrides(vc, profile, allocation)
             self.saved = {"vc": vc["name"], "profile": profile["name"], "overrides": overrides}
             child = self.build_child(overrides)
-            return await maybe_future(child.start())
+            url = await maybe_future(child.start())
+            self.has_run = True
+            return url
         except BaseException as e:
             await asyncio.shield(self.release())
             if isinstance(e, builders.BuildError):
@@ -267,10 +297,13 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                     state[name] = getattr(self.child, name)
         if self.allocation:
             state["allocation"] = dict(self.allocation)
+        if self.has_run:
+            state["has_run"] = True
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
+        self.has_run = bool(state.get("has_run")) or self.has_run
         self.allocation = dict(state["allocation"]) if state.get("allocation") else None
         if "child_state" in state and state.get("backend", self.backend) == self.backend:
             self.saved = {k: state[k] for k in ("vc", "profile", "overrides") if k in state}

@@ -159,6 +159,38 @@ def test_a_spawn_storm_queues_and_every_server_starts(stack, admin_token):
     assert not [a for a in stack.allocations(admin_token, vc="vision") if a["user"] in users]
 
 
+def test_a_refused_named_server_leaves_nothing_behind(stack, alice_token, admin_token):
+    """Refused before it ever ran: gone from the person's servers. One that ran before stays."""
+
+    def servers() -> set[str]:
+        with stack.hub(alice_token) as hub:
+            return set(hub.get("/users/alice", params={"include_stopped_servers": "1"}).json()["servers"])
+
+    def wait_gone(name: str) -> None:
+        deadline = time.monotonic() + 10
+        while name in servers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    with stack.hub(alice_token) as hub:
+        r = hub.post("/users/alice/servers/phantom", json={"vc": "nlp", "profile": "nlp-cpu"})
+        assert r.status_code >= 400 and "nlp" in r.text, r.text
+    wait_gone("phantom")
+    assert "phantom" not in servers()
+
+    with stack.hub(alice_token) as hub:
+        r = hub.post("/users/alice/servers/kept", json={"vc": "vision", "profile": "cpu-small"})
+        assert r.status_code in (201, 202), r.text
+    stack.wait_ready(admin_token, "alice", "kept")
+    stack.stop_server(admin_token, "alice", "kept")
+    with stack.hub(alice_token) as hub:
+        r = hub.post("/users/alice/servers/kept", json={"vc": "nlp", "profile": "nlp-cpu"})
+        assert r.status_code >= 400, r.text
+    time.sleep(1)
+    assert "kept" in servers()
+    with stack.hub(alice_token) as hub:
+        hub.delete("/users/alice/servers/kept", params={"remove": "true"})
+
+
 def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):
     with stack.platform_client(admin_token) as api:
         r = api.post(
