@@ -315,8 +315,8 @@ class VCIn(TypedDict):
     groups: NotRequired[list[str]]
     name: str
     profiles: NotRequired[list[str]]
-    quota: NotRequired[dict[str, float | int]]
-    user_caps: NotRequired[dict[str, float | int]]
+    quota: NotRequired[dict[str, float | str]]
+    user_caps: NotRequired[dict[str, float | str]]
 
 
 class VCOption(TypedDict):
@@ -343,8 +343,8 @@ class VCPatch(TypedDict):
     description: NotRequired[str | None]
     groups: NotRequired[list[str] | None]
     profiles: NotRequired[list[str] | None]
-    quota: NotRequired[dict[str, float | int] | None]
-    user_caps: NotRequired[dict[str, float | int] | None]
+    quota: NotRequired[dict[str, float | str] | None]
+    user_caps: NotRequired[dict[str, float | str] | None]
 
 
 class VCUsage(TypedDict):

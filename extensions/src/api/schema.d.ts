@@ -1462,11 +1462,11 @@ export interface components {
             profiles?: string[];
             /** Quota */
             quota?: {
-                [key: string]: number;
+                [key: string]: number | string;
             };
             /** User Caps */
             user_caps?: {
-                [key: string]: number;
+                [key: string]: number | string;
             };
         };
         /** VCOption */
@@ -1530,11 +1530,11 @@ export interface components {
             profiles?: string[] | null;
             /** Quota */
             quota?: {
-                [key: string]: number;
+                [key: string]: number | string;
             } | null;
             /** User Caps */
             user_caps?: {
-                [key: string]: number;
+                [key: string]: number | string;
             } | null;
         };
         /** VCUsage */

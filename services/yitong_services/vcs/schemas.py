@@ -35,7 +35,15 @@ Name = Annotated[
 ]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Short = Annotated[str, Field(max_length=MAX_SHORT)]
-Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
+#: amounts as numbers or as the quantities people type (``16Gi``, ``500m``): parsed here, once
+Resources = Annotated[
+    dict[str, float | int],
+    BeforeValidator(parse_resources),
+    WithJsonSchema(
+        {"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}]}},
+        mode="validation",
+    ),
+]
 Cpu = Annotated[float, BeforeValidator(lambda v: parse_amount("cpu", v))]
 Memory = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
 Arch = Literal["amd64", "arm64"] | None
