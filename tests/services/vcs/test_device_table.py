@@ -13,9 +13,10 @@ import pytest
 
 from yitong_services.core.settings import Settings, SettingsError, load_settings
 from yitong_services.jobs.kube import job_manifests
+from yitong_services.jobs.kueue import default_flavors
 from yitong_services.jobs.runner_kube import KubeBackend
 from yitong_services.jobs.runner_slurm import SlurmBackend
-from yitong_services.jobs.slurm import batch_script
+from yitong_services.jobs.slurm import batch_script, qos_grptres
 from yitong_services.jobs.spec import spec_from_dict
 from yitong_services.vcs.devices import placement, visible_env_names
 from yitong_spawner.spawner import YitongSpawner
@@ -71,6 +72,10 @@ async def test_one_settings_change_moves_notebooks_and_jobs(
     assert (pod["nodeSelector"], pod["tolerations"]) == (selector, tolerations)
     script = batch_script(spec, 7, devices=SlurmBackend(tmp_path, settings).devices)
     assert f"#SBATCH --gres={gres}:1" in script.splitlines()
+    # and the VC's queue objects: the Kueue flavor and the Slurm QOS limit
+    [flavor] = [f for f in default_flavors(settings.devices) if f.resources == ("nvidia.com/gpu",)]
+    assert (flavor.node_labels, list(flavor.tolerations)) == (selector, tolerations)
+    assert qos_grptres({"nvidia.com/gpu": 2}, settings.devices) == f"gres/{gres}=2"
 
 
 def test_the_local_variables_follow_the_table(tmp_path):
