@@ -5,12 +5,14 @@ beside this file) and one data directory (``YITONG_DATA_DIR``, default ``.yitong
 file) that holds the databases, secrets, logs and user homes. ``make run`` sets both.
 """
 
+import logging
 import os
 import sys
 from pathlib import Path
 
 from yitong_spawner.hubconfig import apply, hub_config, load_settings, read_or_create_secret
 from yitong_spawner.passwords import ensure_admin
+from yitong_spawner.traits import deprecated_config
 
 c = get_config()  # noqa: F821 (provided by JupyterHub)
 
@@ -49,3 +51,8 @@ for admin in sorted(cfg["Authenticator"]["admin_users"] if password_logins else 
             file=sys.stderr,
             flush=True,
         )
+
+# Config that moved to the settings file (the accelerator table: `devices`) is named at start;
+# keep this last so config added above it is seen too.
+for message in deprecated_config(c):
+    logging.getLogger("JupyterHub").warning(message)

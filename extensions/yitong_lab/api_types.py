@@ -171,9 +171,18 @@ class JobSubmission(TypedDict):
     vc: str
 
 
+class KubePlacement(TypedDict):
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+
+
 class Lineage(TypedDict):
     job: NotRequired[int | None]
     parent: int | None
+
+
+class LocalPlacement(TypedDict):
+    visible_env: list[str]
 
 
 class Manifest(TypedDict):
@@ -194,6 +203,15 @@ class Me(TypedDict):
 
 class Missing(TypedDict):
     missing: list[str]
+
+
+class Placement(TypedDict):
+    "Where a server with this accelerator goes on each backend: the settings' ``devices`` table."
+
+    kubernetes: KubePlacement
+    local: LocalPlacement
+    slurm: SlurmPlacement
+    type: str
 
 
 class ProfileIn(TypedDict):
@@ -219,6 +237,7 @@ class ProfileOption(TypedDict):
     kernel: NotRequired[str]
     memory: NotRequired[int]
     name: str
+    placement: NotRequired[Placement | None]
     reason: NotRequired[str | None]
 
 
@@ -250,10 +269,15 @@ class SizedPath(TypedDict):
     size: int
 
 
+class SlurmPlacement(TypedDict):
+    gres: str | None
+
+
 class SpawnOptions(TypedDict):
     account: NotRequired[SystemAccount | None]
     user: str
     vcs: list[VCOption]
+    visible_env: NotRequired[list[str]]
 
 
 class Stored(TypedDict):
@@ -291,8 +315,8 @@ class VCIn(TypedDict):
     groups: NotRequired[list[str]]
     name: str
     profiles: NotRequired[list[str]]
-    quota: NotRequired[dict[str, float | int]]
-    user_caps: NotRequired[dict[str, float | int]]
+    quota: NotRequired[dict[str, float | str]]
+    user_caps: NotRequired[dict[str, float | str]]
 
 
 class VCOption(TypedDict):
@@ -319,8 +343,8 @@ class VCPatch(TypedDict):
     description: NotRequired[str | None]
     groups: NotRequired[list[str] | None]
     profiles: NotRequired[list[str] | None]
-    quota: NotRequired[dict[str, float | int] | None]
-    user_caps: NotRequired[dict[str, float | int] | None]
+    quota: NotRequired[dict[str, float | str] | None]
+    user_caps: NotRequired[dict[str, float | str] | None]
 
 
 class VCUsage(TypedDict):
@@ -377,16 +401,20 @@ __all__ = [
     "Hashes",
     "Input",
     "JobSubmission",
+    "KubePlacement",
     "Lineage",
+    "LocalPlacement",
     "Manifest",
     "Materialized",
     "Me",
     "Missing",
+    "Placement",
     "ProfileIn",
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
     "SizedPath",
+    "SlurmPlacement",
     "SpawnOptions",
     "Stored",
     "SystemAccount",

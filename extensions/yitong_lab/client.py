@@ -19,7 +19,9 @@ from yitong_lab.api_types import Me, ProfileOut, VCOut  # generated TypedDicts (
 from yitong_lab.errors import YitongError
 from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: stays cheap)
 
-Resources = dict[str, float]
+#: ``resource -> amount``: numbers, or quantities as people type them (``"16Gi"``, ``"500m"``),
+#: which the platform parses (and refuses with a sentence)
+Resources = dict[str, float | str]
 
 #: tries of a create (``create_call``): a dropped connection or a 502/503/504 is retried with the same key
 CREATE_TRIES = 4

@@ -1,5 +1,9 @@
 """Pure builders: (VC, profile, allocated resources) -> trait overrides for each backend's spawner.
 
+Where a device goes (node selector, tolerations, GRES, visible-device variables) is the profile's
+`placement` from `GET /spawn-options`: the platform's one accelerator table (the settings'
+`devices`), the same the platform's jobs use.
+
 Each returns a fresh dict `{trait name: value}` for the child spawner (KubeSpawner, SlurmSpawner,
 the local process spawner). Dict values are merged into, and list values appended to, what the
 deployment configured (see `backends.apply_overrides`). No I/O here; tests compare dict literals.
@@ -8,7 +12,7 @@ deployment configured (see `backends.apply_overrides`). No I/O here; tests compa
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MIB = 1024 * 1024
@@ -36,6 +40,13 @@ def profile_resources(profile: Mapping[str, Any]) -> dict[str, float | int]:
     if acc and acc.get("type") and int(acc.get("count") or 0) > 0:
         out[acc["type"]] = int(acc["count"])
     return out
+
+
+def placed(placement: Mapping[str, Any] | None, kind: str, backend: str) -> Mapping[str, Any]:
+    """The profile's placement on one backend (`{}` when it has none for this device kind)."""
+    if not placement or placement.get("type") != kind:
+        return {}
+    return placement.get(backend) or {}
 
 
 def server_env(
@@ -67,8 +78,7 @@ def kube_overrides(
     resources: Resources,
     env: Mapping[str, str],
     namespace_prefix: str = "yitong-",
-    node_selectors: Mapping[str, Mapping[str, str]] | None = None,
-    tolerations: Mapping[str, list[dict[str, Any]]] | None = None,
+    placement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """KubeSpawner traits: namespace per VC, Kueue queue label, device resources, placement."""
     out: dict[str, Any] = {"namespace": f"{namespace_prefix}{vc}"}
@@ -82,8 +92,9 @@ def kube_overrides(
         out["extra_resource_limits"] = {k: str(n) for k, n in devs.items()}
         out["extra_resource_guarantees"] = {k: str(n) for k, n in devs.items()}
         for kind in devs:
-            selector.update((node_selectors or {}).get(kind, {}))
-            tols.extend(dict(t) for t in (tolerations or {}).get(kind, []))
+            where = placed(placement, kind, "kubernetes")
+            selector.update(where.get("node_selector") or {})
+            tols.extend(dict(t) for t in where.get("tolerations") or [])
     if selector:
         out["node_selector"] = selector
     if tols:
@@ -126,7 +137,7 @@ def slurm_overrides(
     env: Mapping[str, str],
     partition: str = "",
     account_template: str = "{vc}",
-    gres_names: Mapping[str, str] | None = None,
+    placement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """batchspawner SlurmSpawner `req_*` traits: partition, account, cpus, memory, GRES."""
     out: dict[str, Any] = {}
@@ -140,7 +151,7 @@ def slurm_overrides(
         out["req_memory"] = f"{max(1, math.ceil(int(resources['memory']) / MIB))}M"
     gres = []
     for kind, n in devices(resources).items():
-        name = (gres_names or {}).get(kind)
+        name = placed(placement, kind, "slurm").get("gres")
         if not name:
             raise BuildError(f"this Slurm cluster has no GRES configured for {kind}")
         gres.append(f"{name}:{n}")
@@ -155,18 +166,19 @@ def local_overrides(
     *,
     resources: Resources,
     env: Mapping[str, str],
-    visible_device_envs: Mapping[str, list[str]] | None = None,
+    visible_env: Sequence[str] = (),
+    placement: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Local process traits: limits (informational) and device visibility variables numbered 0..n-1.
 
-    Every known device kind gets its variables, empty when none was allocated, so a CPU profile
-    on a machine with GPUs sees none.
+    Every variable of the table (`visible_env`) is set, empty unless the profile's placement lists
+    it for an allocated device, so a CPU profile on a machine with GPUs sees none.
     """
     environment = dict(env)
-    devs = devices(resources)
-    for kind, names in sorted((visible_device_envs or {}).items()):
-        for name in names:
-            environment[name] = ",".join(str(i) for i in range(devs.get(kind, 0)))
+    environment.update(dict.fromkeys(visible_env, ""))
+    for kind, n in devices(resources).items():
+        for name in placed(placement, kind, "local").get("visible_env") or []:
+            environment[name] = ",".join(str(i) for i in range(n))
     out = limits(resources)
     out["environment"] = environment
     return out

@@ -42,6 +42,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     has_run = False  # this (named) server has started at least once; kept across stops
     saved: dict[str, Any] = {}
     account: dict[str, Any] | None = None  # multi-user mode: the system account from spawn options
+    visible_env: list[str] = []  # every visible-device variable of the platform's accelerator table
 
     @default("options_form")
     def _default_options_form(self):
@@ -95,6 +96,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             self.user_api_url, vc["name"], profile["name"], allocation.get("id"), profile.get("kernel")
         )
         home = f"{self.data_dir}/home/{self.user.name}"
+        placement = profile.get("placement")  # the platform's accelerator table, for this profile
         if self.backend == "kubernetes":
             return builders.kube_overrides(
                 vc=vc["name"],
@@ -102,8 +104,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 resources=resources,
                 env=env,
                 namespace_prefix=self.kube_namespace_prefix,
-                node_selectors=self.accelerator_node_selectors,
-                tolerations=self.accelerator_tolerations,
+                placement=placement,
             )
         if self.backend == "slurm":
             out = builders.slurm_overrides(
@@ -113,12 +114,10 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 env=env,
                 partition=self.slurm_partition,
                 account_template=self.slurm_account_template,
-                gres_names=self.accelerator_slurm_gres,
+                placement=placement,
             )
             return {"home_dir": home, **out}
-        out = builders.local_overrides(
-            resources=resources, env=env, visible_device_envs=self.accelerator_visible_devices_env
-        )
+        out = builders.local_overrides(resources=resources, env=env, visible_env=self.visible_env, placement=placement)
         if self.account:  # multi-user: the platform service created it; its home is the server's
             return {"home_dir": self.account["home"], "account": dict(self.account), **out}
         return {"home_dir": home, **out}
@@ -163,6 +162,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             if options is not asked:  # an empty API body: show what was chosen
                 self.user_options = {"vc": vc["name"], "profile": profile["name"]}
             self.account = spawn_options.get("account") or None
+            self.visible_env = list(spawn_options.get("visible_env") or [])
         except OptionsError as e:
             self._forget_when_refused()
             raise spawn_error(str(e), reason="options", status=400) from None

@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from jupyterhub.spawner import Spawner
-from traitlets import CaselessStrEnum, Dict, Float, Integer, Type, Unicode, default
+from traitlets import Bunch, CaselessStrEnum, Dict, Float, Integer, Type, Unicode, default, observe
 from traitlets.config import LoggingConfigurable
+
+#: ``YitongSpawner`` traits replaced by a key of the settings file (they no longer apply)
+DEPRECATED_TRAITS = {
+    "accelerator_node_selectors": "devices.<type>.node_selector",
+    "accelerator_tolerations": "devices.<type>.tolerations",
+    "accelerator_slurm_gres": "devices.<type>.gres",
+    "accelerator_visible_devices_env": "devices.<type>.visible_env",
+}
+
+
+def deprecation(trait: str) -> str:
+    """The warning for a deprecated trait someone set, naming the settings key that replaces it."""
+    return (
+        f"YitongSpawner.{trait} is deprecated and ignored: set {DEPRECATED_TRAITS[trait]} in the settings"
+        " file instead (one accelerator table for notebooks and jobs, see docs/settings.md)"
+    )
+
+
+def deprecated_config(config: Any) -> list[str]:
+    """The warnings for the deprecated traits set in a traitlets config (the hub logs them at start)."""
+    section = config.YitongSpawner if "YitongSpawner" in config else {}
+    return [deprecation(name) for name in DEPRECATED_TRAITS if name in section]
 
 
 class YitongSpawnerTraits(LoggingConfigurable):
@@ -99,31 +122,25 @@ class YitongSpawnerTraits(LoggingConfigurable):
         not enforced). Example: `"yt-{vc}"`.""",
     ).tag(config=True)
 
+    # -- deprecated: the accelerator table is the settings file's `devices` section -------------
+
     accelerator_node_selectors = Dict(
-        {"nvidia.com/gpu": {"accelerator": "nvidia"}, "huawei.com/Ascend910": {"accelerator": "huawei-Ascend910"}},
-        help="""Kubernetes node selector added per accelerator type a profile requests.
-        Example: `{"nvidia.com/gpu": {"accelerator": "nvidia"}}`.""",
+        help="""Deprecated and ignored: set `devices.<type>.node_selector` in the settings file (the
+        platform sends each profile's placement in its spawn options).""",
     ).tag(config=True)
 
     accelerator_tolerations = Dict(
-        {
-            "nvidia.com/gpu": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-            "huawei.com/Ascend910": [{"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"}],
-        },
-        help="""Kubernetes tolerations (lists of Toleration dicts) added per accelerator type,
-        so device nodes can be tainted for device workloads only.""",
+        help="""Deprecated and ignored: set `devices.<type>.tolerations` in the settings file.""",
     ).tag(config=True)
 
     accelerator_slurm_gres = Dict(
-        {"nvidia.com/gpu": "gpu", "huawei.com/Ascend910": "npu"},
-        help="""Slurm GRES name per accelerator type: 2 x nvidia.com/gpu -> `--gres=gpu:2`.""",
+        help="""Deprecated and ignored: set `devices.<type>.gres` in the settings file.""",
     ).tag(config=True)
 
     accelerator_visible_devices_env = Dict(
-        {
-            "nvidia.com/gpu": ["CUDA_VISIBLE_DEVICES"],
-            "huawei.com/Ascend910": ["ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"],
-        },
-        help="""Local backend: environment variables that list the visible devices (numbered
-        0..n-1) per accelerator type; set empty when a profile has none of that type.""",
+        help="""Deprecated and ignored: set `devices.<type>.visible_env` in the settings file.""",
     ).tag(config=True)
+
+    @observe(*DEPRECATED_TRAITS)
+    def _deprecated_trait(self, change: Bunch) -> None:
+        self.log.warning(deprecation(str(change.name)))

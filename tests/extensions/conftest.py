@@ -3,7 +3,9 @@
 - ``platform_api``: a STAND-IN for the platform service's HTTP boundary: a tiny real HTTP
   server (stdlib, own thread, random port) that speaks the contract's JSON of
   docs/architecture.md (``/me``, ``/vcs``, ``/vcs/{vc}``, ``/profiles``, ``/usage``, errors as
-  ``{"detail": ...}``) under ``/services/yitong/api/v1``. ``.url`` is the API base,
+  ``{"detail": ...}``) under ``/services/yitong/api/v1``. Quotas and user caps in a VC body
+  may be numbers or quantity strings (``"16Gi"``): parsed with the service's own parser
+  (``yitong_services.vcs.quantities``), a bad one refused with 422 and its sentence. ``.url`` is the API base,
   ``.requests`` records ``(method, path, authorization, json body)``; set
   ``.fail = (status, detail)`` to make every call fail. Tokens:
   ``admin-token`` (admin), ``alice-token`` (member of default and vision), ``bob-token``
@@ -37,6 +39,8 @@ from types import SimpleNamespace
 
 import pytest
 import pytest_jupyter.jupyter_server as _pj
+
+from yitong_services.vcs.quantities import parse_resources
 
 sys.path.insert(0, str(Path(__file__).parent))
 import datasets_standin
@@ -170,6 +174,12 @@ class StandIn(BaseHTTPRequestHandler):
                     for vc in state.vcs.values()
                 ],
             )
+        for field in ("quota", "user_caps"):  # as the service does: its parser, its sentence
+            if isinstance(body, dict) and body.get(field) is not None:
+                try:
+                    body = {**body, field: parse_resources(body[field])}  # the recorded body stays as sent
+                except ValueError as e:
+                    return self.reply(422, {"detail": f"{field}: {e}"})
         if route == ("POST", "/vcs"):
             if body["name"] in state.vcs:
                 return self.reply(409, {"detail": f"VC {body['name']} already exists"})

@@ -88,13 +88,14 @@ def test_admin_create_edit_rm(yt_env, monkeypatch, capsys):
         "description": "Text models",
         "groups": ["nlp", "ml"],
         "profiles": ["cpu-small"],
-        "quota": {"cpu": 8.0, "memory": 16 * 2**30, "nvidia.com/gpu": 2},
-        "user_caps": {"nvidia.com/gpu": 1},
+        "quota": {"cpu": "8", "memory": "16Gi", "nvidia.com/gpu": "2"},  # as typed: the service parses
+        "user_caps": {"nvidia.com/gpu": "1"},
     }
-    assert "name:         nlp" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "name:         nlp" in out and "memory          16 GiB" in out
     assert run(["vc", "edit", "nlp", "--quota", "cpu=16", "--add-group", "vision", "--remove-group", "ml"]) == 0
     assert yt_env.requests[-1][3] == {
-        "quota": {"cpu": 16.0, "memory": 16 * 2**30, "nvidia.com/gpu": 2},
+        "quota": {"cpu": "16", "memory": 16 * 2**30, "nvidia.com/gpu": 2},  # merged over the current numbers
         "groups": ["nlp", "vision"],
     }
     assert run(["vc", "edit", "nlp", "--description", "x"]) == 0
@@ -109,7 +110,8 @@ def test_admin_create_edit_rm(yt_env, monkeypatch, capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["vc", "create", "x", "--quota", "cpu=lots"], "not an amount"),
+        (["vc", "create", "x", "--quota", "cpu"], "is not resource=amount"),
+        (["vc", "create", "x", "--quota", "memory="], "is not resource=amount"),
         (["vc", "frobnicate"], "invalid choice"),
         ([], "required: COMMAND"),
     ],
@@ -118,6 +120,22 @@ def test_usage_errors_exit_2(yt_env, capsys, argv, message):
     assert run(argv) == 2
     assert message in capsys.readouterr().err
     assert yt_env.requests == []
+
+
+@pytest.mark.parametrize(
+    "quota, sentence",
+    [
+        ("cpu=lots", "quota: cpu: 'lots' is not a quantity (examples: 2, 0.5, 500m, 2Gi, 512M)"),
+        ("nvidia.com/gpu=1.5", "quota: nvidia.com/gpu: '1.5' is not a whole number of devices"),
+        ("memory=3Qi", "quota: memory: '3Qi' is not a quantity (examples: 2, 0.5, 500m, 2Gi, 512M)"),
+    ],
+)
+def test_amounts_are_the_services_to_refuse(yt_env, monkeypatch, capsys, quota, sentence):
+    """The CLI sends amounts as typed; the platform's one parser refuses a bad one (exit 1)."""
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "admin-token")
+    assert run(["vc", "create", "x", "--quota", quota]) == 1
+    assert capsys.readouterr().err == f"yt: {sentence}\n"
+    assert yt_env.requests[-1][3]["quota"] == dict([quota.split("=")])
 
 
 def test_refusals_before_any_call(yt_env, monkeypatch, capsys):

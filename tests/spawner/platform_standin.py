@@ -5,6 +5,8 @@ makes: `GET /spawn-options?user=`, `POST /allocations`, `DELETE /allocations/{id
 platform service: quota arithmetic is not modelled; a test states refusals explicitly in
 `StandIn.refusals[(vc, profile)] = (status, detail)`. The same app answers the hub's
 `/hub/api` version check so a real jupyterhub-singleuser can start without a hub.
+Accelerator placements come from the platform's own table (`yitong_services.vcs.devices`, the
+defaults of the settings' `devices`); `StandIn.devices` may be replaced by a test.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 import jupyterhub
 from helpers import free_port
 from tornado import httpserver, web
+
+from yitong_services.vcs.devices import DEVICES, placement, visible_env_names
 
 BASE = "/services/yitong/api/v1"
 GiB = 1024**3
@@ -42,6 +46,7 @@ def profile(
         "accelerator": accelerator,
         "arch": arch,
         "available": available,
+        "placement": placement(accelerator["type"], DEVICES) if accelerator else None,
     }
     if reason:
         p["reason"] = reason
@@ -64,6 +69,7 @@ class StandIn:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}{BASE}"
         self.next_id = 1
+        self.devices = DEVICES  # the accelerator table: spawn options' visible_env
 
     def find_profile(self, user: str, vc_name: str, name: str) -> dict | None:
         for v in self.spawn_options.get(user, []):
@@ -90,7 +96,8 @@ class _Base(web.RequestHandler):
 class SpawnOptions(_Base):
     def get(self) -> None:
         user = self.get_query_argument("user")
-        self.finish({"user": user, "vcs": copy.deepcopy(self.s.spawn_options.get(user, []))})
+        vcs = copy.deepcopy(self.s.spawn_options.get(user, []))
+        self.finish({"user": user, "vcs": vcs, "visible_env": visible_env_names(self.s.devices)})
 
 
 class Allocations(_Base):

@@ -8,8 +8,21 @@ from spawner.platform_standin import GiB, profile
 from yitong_spawner.builders import BuildError, kube_overrides, local_overrides, profile_resources, slurm_overrides
 
 ENV = {"YITONG_API_URL": "http://api", "YITONG_VC": "vision", "YITONG_PROFILE": "p"}
-SELECTORS = {"nvidia.com/gpu": {"accelerator": "nvidia"}, "huawei.com/Ascend910": {"accelerator": "huawei-Ascend910"}}
-TOLERATIONS = {"nvidia.com/gpu": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+GPU_PLACEMENT = {
+    "type": "nvidia.com/gpu",
+    "kubernetes": {
+        "node_selector": {"accelerator": "nvidia"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    },
+    "slurm": {"gres": "gpu"},
+    "local": {"visible_env": ["CUDA_VISIBLE_DEVICES"]},
+}
+NPU_PLACEMENT = {
+    "type": "huawei.com/Ascend910",
+    "kubernetes": {"node_selector": {}, "tolerations": []},
+    "slurm": {"gres": "npu"},
+    "local": {"visible_env": ["ASCEND_RT_VISIBLE_DEVICES"]},
+}
 GPU2 = profile(
     "gpu-2",
     cpu=4,
@@ -28,8 +41,7 @@ def test_kube_gpu_amd64():
         profile=GPU2,
         resources=profile_resources(GPU2),
         env=ENV,
-        node_selectors=SELECTORS,
-        tolerations=TOLERATIONS,
+        placement=GPU_PLACEMENT,
     ) == {
         "namespace": "yitong-vision",
         "image": "yitong/singleuser-cuda:latest",
@@ -56,8 +68,7 @@ def test_kube_cpu_has_no_device_placement():
         resources=profile_resources(CPU),
         env=ENV,
         namespace_prefix="t-",
-        node_selectors=SELECTORS,
-        tolerations=TOLERATIONS,
+        placement=GPU_PLACEMENT,  # a placement for another kind than the profile's resources is not used
     )
     assert out["namespace"] == "t-nlp"
     assert not {"node_selector", "tolerations", "node_affinity_required", "extra_resource_limits"} & set(out)
@@ -95,7 +106,7 @@ def test_slurm(prof, partition, account, expected):
         env=ENV,
         partition=partition,
         account_template=account,
-        gres_names={"nvidia.com/gpu": "gpu", "huawei.com/Ascend910": "npu"},
+        placement={"gpu-2": GPU_PLACEMENT, "npu-1": NPU_PLACEMENT}.get(prof["name"]),
     )
     assert {k: v for k, v in out.items() if k.startswith("req_")} == expected
     assert out["environment"] == ENV
@@ -103,18 +114,29 @@ def test_slurm(prof, partition, account, expected):
 
 def test_slurm_unknown_device_is_a_clear_error():
     with pytest.raises(BuildError, match="no GRES configured for nvidia.com/gpu"):
-        slurm_overrides(vc="v", profile=GPU2, resources=profile_resources(GPU2), env=ENV, gres_names={})
+        slurm_overrides(vc="v", profile=GPU2, resources=profile_resources(GPU2), env=ENV, placement=None)
+    no_gres = {**GPU_PLACEMENT, "slurm": {"gres": None}}
+    with pytest.raises(BuildError, match="no GRES configured for nvidia.com/gpu"):
+        slurm_overrides(vc="v", profile=GPU2, resources=profile_resources(GPU2), env=ENV, placement=no_gres)
 
 
 @pytest.mark.parametrize(
-    "resources, expected",
+    "resources, placement, expected",
     [
-        ({"cpu": 1.0, "nvidia.com/gpu": 3}, {"CUDA_VISIBLE_DEVICES": "0,1,2", "ASCEND_RT_VISIBLE_DEVICES": ""}),
-        ({"cpu": 1.0, "huawei.com/Ascend910": 2}, {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": "0,1"}),
-        ({"cpu": 1.0}, {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": ""}),
+        (
+            {"cpu": 1.0, "nvidia.com/gpu": 3},
+            GPU_PLACEMENT,
+            {"CUDA_VISIBLE_DEVICES": "0,1,2", "ASCEND_RT_VISIBLE_DEVICES": ""},
+        ),
+        (
+            {"cpu": 1.0, "huawei.com/Ascend910": 2},
+            NPU_PLACEMENT,
+            {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": "0,1"},
+        ),
+        ({"cpu": 1.0}, None, {"CUDA_VISIBLE_DEVICES": "", "ASCEND_RT_VISIBLE_DEVICES": ""}),
     ],
 )
-def test_local(resources, expected):
-    envs = {"nvidia.com/gpu": ["CUDA_VISIBLE_DEVICES"], "huawei.com/Ascend910": ["ASCEND_RT_VISIBLE_DEVICES"]}
-    out = local_overrides(resources=resources, env=ENV, visible_device_envs=envs)
+def test_local(resources, placement, expected):
+    names = ["CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"]
+    out = local_overrides(resources=resources, env=ENV, visible_env=names, placement=placement)
     assert out == {"cpu_limit": 1.0, "cpu_guarantee": 1.0, "environment": {**ENV, **expected}}

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
 from importlib.metadata import entry_points
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from spawner.platform_standin import profile
 from traitlets.config import Config
 
 from yitong_spawner.backends import YitongLocalProcessSpawner, resolve_backend
 from yitong_spawner.spawner import YitongSpawner
+from yitong_spawner.traits import DEPRECATED_TRAITS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_entry_points():
@@ -64,3 +74,38 @@ def test_config_and_backend_class():
     assert s.backend == "slurm" and s.start_timeout == 300
     assert s.backend_cls() is YitongLocalProcessSpawner
     assert s.user_api_url == "http://hub.example/services/yitong/api/v1"
+
+
+@pytest.mark.parametrize("trait, key", sorted(DEPRECATED_TRAITS.items()))
+def test_deprecated_accelerator_traits_warn_and_no_longer_apply(caplog, trait, key):
+    """The accelerator table is the settings' `devices`: a spawner configured the old way says which
+    key replaces the trait, and places devices from the platform's placement all the same."""
+    c = Config()
+    c.YitongSpawner.backend = "slurm"
+    setattr(c.YitongSpawner, trait, {"nvidia.com/gpu": "old" if trait == "accelerator_slurm_gres" else {}})
+    with caplog.at_level(logging.WARNING):
+        spawner = YitongSpawner(config=c, user=SimpleNamespace(name="alice"), data_dir="/d")
+    assert f"YitongSpawner.{trait} is deprecated and ignored: set {key} in the settings file" in caplog.text
+    gpu = profile("gpu-1", accelerator={"type": "nvidia.com/gpu", "count": 1})
+    assert spawner.profile_overrides({"name": "vision"}, gpu, {})["req_gres"] == "gpu:1"
+
+
+def test_the_hub_names_deprecated_traits_at_start(tmp_path):
+    """jupyterhub_config.py (loaded as the hub loads it) warns about a deprecated trait an admin set."""
+    text = (ROOT / "jupyterhub_config.py").read_text()
+    marker = "apply(c, cfg)\n"
+    assert marker in text
+    admin_line = 'c.YitongSpawner.accelerator_tolerations = {"nvidia.com/gpu": []}\n'
+    (tmp_path / "jupyterhub_config.py").write_text(text.replace(marker, marker + admin_line))
+    load = (
+        "from traitlets.config.loader import PyFileConfigLoader as L; L('jupyterhub_config.py', path='.').load_config()"
+    )
+    env = {**os.environ, "YITONG_SETTINGS": str(ROOT / "yitong.example.yaml"), "YITONG_DATA_DIR": str(tmp_path / "d")}
+    done = subprocess.run(
+        [sys.executable, "-c", load], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "YitongSpawner.accelerator_tolerations is deprecated and ignored: set devices.<type>.tolerations" in (
+        done.stderr
+    )
+    assert "accelerator_slurm_gres" not in done.stderr

@@ -1164,12 +1164,31 @@ export interface components {
             /** Vc */
             vc: string;
         };
+        /** KubePlacement */
+        KubePlacement: {
+            /** Node Selector */
+            node_selector: {
+                [key: string]: string;
+            };
+            /** Tolerations */
+            tolerations: {
+                [key: string]: unknown;
+            }[];
+        };
         /** Lineage */
         Lineage: {
             /** Job */
             job?: number | null;
             /** Parent */
             parent: number | null;
+        };
+        /** LocalPlacement */
+        LocalPlacement: {
+            /**
+             * Visible Env
+             * @description variables that list the visible devices, numbered 0..count-1
+             */
+            visible_env: string[];
         };
         /** Manifest */
         Manifest: {
@@ -1201,6 +1220,17 @@ export interface components {
         Missing: {
             /** Missing */
             missing: string[];
+        };
+        /**
+         * Placement
+         * @description Where a server with this accelerator goes on each backend: the settings' ``devices`` table.
+         */
+        Placement: {
+            kubernetes: components["schemas"]["KubePlacement"];
+            local: components["schemas"]["LocalPlacement"];
+            slurm: components["schemas"]["SlurmPlacement"];
+            /** Type */
+            type: string;
         };
         /** ProfileIn */
         ProfileIn: {
@@ -1279,6 +1309,8 @@ export interface components {
             memory: number;
             /** Name */
             name: string;
+            /** @description the accelerator's placement; null without accelerator */
+            placement?: components["schemas"]["Placement"] | null;
             /** Reason */
             reason?: string | null;
         };
@@ -1345,6 +1377,14 @@ export interface components {
             /** Size */
             size: number;
         };
+        /** SlurmPlacement */
+        SlurmPlacement: {
+            /**
+             * Gres
+             * @description GRES name (--gres=<gres>:<count>); null: this type has none
+             */
+            gres: string | null;
+        };
         /** SpawnOptions */
         SpawnOptions: {
             /** @description multi-user mode: the account the server runs as (created on first use); null: single-person */
@@ -1353,6 +1393,11 @@ export interface components {
             user: string;
             /** Vcs */
             vcs: components["schemas"]["VCOption"][];
+            /**
+             * Visible Env
+             * @description every visible-device variable of the accelerator table: local servers get those their profile's placement does not list set empty
+             */
+            visible_env?: string[];
         };
         /** Stored */
         Stored: {
@@ -1417,11 +1462,11 @@ export interface components {
             profiles?: string[];
             /** Quota */
             quota?: {
-                [key: string]: number;
+                [key: string]: number | string;
             };
             /** User Caps */
             user_caps?: {
-                [key: string]: number;
+                [key: string]: number | string;
             };
         };
         /** VCOption */
@@ -1485,11 +1530,11 @@ export interface components {
             profiles?: string[] | null;
             /** Quota */
             quota?: {
-                [key: string]: number;
+                [key: string]: number | string;
             } | null;
             /** User Caps */
             user_caps?: {
-                [key: string]: number;
+                [key: string]: number | string;
             } | null;
         };
         /** VCUsage */

@@ -8,17 +8,22 @@ from typing import Any
 
 from yitong_lab.cli.grammar import UsageError
 from yitong_lab.cli.output import vc_details, vcs_table
-from yitong_lab.units import parse_resources
 
 RESOURCES_HELP = "resource=amount, comma separated or repeated (cpu=8,memory=16Gi,nvidia.com/gpu=2)"
 
 
-def resources(text: str) -> dict[str, Any]:
-    """argparse ``type=`` for ``cpu=8,memory=16Gi``."""
-    try:
-        return parse_resources(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def resources(text: str) -> dict[str, str]:
+    """argparse ``type=`` for ``cpu=8,memory=16Gi``: ``{"cpu": "8", "memory": "16Gi"}``.
+
+    Only the ``name=amount`` list is split here; the amounts go to the platform as typed, which
+    parses them and refuses a bad one with its sentence (exit 1)."""
+    out: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, amount = item.partition("=")
+        if not sep or not name.strip() or not amount.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} is not resource=amount (example: cpu=8,memory=16Gi)")
+        out[name.strip()] = amount.strip()
+    return out
 
 
 class MergeResources(argparse.Action):

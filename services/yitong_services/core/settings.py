@@ -1,6 +1,7 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``backends.*.inventory``, ``profiles``
+and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
 """
@@ -14,6 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
 from .limits import LimitsSettings
@@ -86,6 +88,9 @@ class BackendSettings(BaseModel):
     inventory: Resources = Field(default_factory=dict)
 
 
+DevicesSection = Annotated[dict[DeviceType, DeviceMap], BeforeValidator(merged_device_settings)]
+
+
 class Settings(Lenient):
     backend: Literal["local", "kubernetes", "slurm"] = "local"
     service: ServiceSettings = Field(default_factory=ServiceSettings)
@@ -93,6 +98,9 @@ class Settings(Lenient):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
+    devices: DevicesSection = Field(
+        default_factory=default_devices, description="the accelerator table (vcs/devices.py), merged over the defaults"
+    )
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)
     data_dir: Path = Path(DEFAULT_DATA_DIR)

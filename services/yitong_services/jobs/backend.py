@@ -23,6 +23,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from ..vcs.devices import DEVICES, Devices
 from .spec import JobSpec
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,12 @@ class Backend(abc.ABC):
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         self.data_dir = Path(data_dir)
         self.settings = settings
+
+    @property
+    def devices(self) -> Devices:
+        """The accelerator table (the settings' ``devices``; the defaults without settings)."""
+        table = getattr(self.settings, "devices", None)
+        return DEVICES if table is None else table
 
     @abc.abstractmethod
     async def submit(self, launch: Launch) -> str: ...

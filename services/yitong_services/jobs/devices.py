@@ -1,52 +1,15 @@
-"""Accelerator types and how each backend names them.
-
-One spec field (``accelerator: {type: nvidia.com/gpu, count: 4}``) becomes a device-plugin
-resource plus node placement on Kubernetes, a GRES on Slurm, and visible-device variables on the
-local backend. The defaults match the spawner's (``YitongSpawner.accelerator_*`` traits), so a
-notebook and a job with the same accelerator land on the same kind of node.
+"""Jobs on the accelerator table: which device map a job uses, its torch backend, and whether the
+backend's inventory can run it. The table itself is a fact of the cluster: ``vcs/devices.py``
+(the ``devices`` section of the settings), shared with the notebooks' placement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
+from ..vcs.devices import DEVICES, DeviceMap
 from ..vcs.quantities import Amount
 from .spec import JobSpec
-
-
-@dataclass(frozen=True)
-class DeviceMap:
-    type: str  # also the Kubernetes device-plugin resource name
-    gres: str  # Slurm GRES name: --gres=<gres>:<count>
-    visible_env: tuple[str, ...]  # local backend: variables listing visible devices
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    tolerations: tuple[Mapping[str, Any], ...] = ()
-    dist_backend: str = "gloo"  # torch.distributed backend the device wants
-    flavor: str = ""  # Kueue ResourceFlavor name
-
-
-DEVICES: Mapping[str, DeviceMap] = {
-    "nvidia.com/gpu": DeviceMap(
-        type="nvidia.com/gpu",
-        gres="gpu",
-        visible_env=("CUDA_VISIBLE_DEVICES",),
-        node_selector={"accelerator": "nvidia"},
-        tolerations=({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},),
-        dist_backend="nccl",
-        flavor="nvidia",
-    ),
-    "huawei.com/Ascend910": DeviceMap(
-        type="huawei.com/Ascend910",
-        gres="npu",
-        visible_env=("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES"),
-        node_selector={"accelerator": "huawei-Ascend910"},
-        tolerations=({"key": "huawei.com/Ascend910", "operator": "Exists", "effect": "NoSchedule"},),
-        dist_backend="hccl",
-        flavor="ascend910",
-    ),
-}
 
 
 class BuildError(ValueError):

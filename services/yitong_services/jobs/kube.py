@@ -25,8 +25,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..vcs.devices import DEVICES, DeviceMap
 from ..vcs.quantities import format_amount
-from .devices import DEVICES, BuildError, DeviceMap, device_map
+from .devices import BuildError, device_map
 from .kueue import priority_class_name, vc_queue_manifests
 from .launch import RDZV_PORT, job_env, user_argv
 from .spec import Framework, JobSpec
@@ -174,7 +175,7 @@ def job_manifests(
         if dev.node_selector:
             pod_spec["nodeSelector"] = dict(dev.node_selector)
         if dev.tolerations:
-            pod_spec["tolerations"] = [dict(t) for t in dev.tolerations]
+            pod_spec["tolerations"] = dev.toleration_manifests()
     job_spec: dict[str, Any] = {
         "completionMode": "Indexed",
         "completions": spec.nodes,

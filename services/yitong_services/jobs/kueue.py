@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..vcs.devices import DEVICES, DeviceMap
 from ..vcs.quantities import Amount, Resources, format_amount
-from .devices import DEVICES, DeviceMap
 
 KUEUE = "kueue.x-k8s.io/v1beta1"
 PRIORITY_CLASSES = {"yitong-low": -100, "yitong-normal": 0, "yitong-high": 100}
@@ -36,14 +36,7 @@ def default_flavors(devices: Mapping[str, DeviceMap] = DEVICES) -> list[Flavor]:
     """``default`` for cpu and memory, one flavor per device type placed like the jobs are."""
     out = [Flavor("default", ("cpu", "memory"))]
     for kind, dev in sorted(devices.items()):
-        out.append(
-            Flavor(
-                dev.flavor or kind.replace("/", "-").replace(".", "-").lower(),
-                (kind,),
-                dict(dev.node_selector),
-                tuple(dev.tolerations),
-            )
-        )
+        out.append(Flavor(dev.flavor_name, (kind,), dict(dev.node_selector), tuple(dev.toleration_manifests())))
     return out
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .devices import DEVICES, DeviceMap, dist_backend
+from ..vcs.devices import DEVICES, DeviceMap
+from .devices import dist_backend
 from .spec import JobSpec
 
 RDZV_PORT = 29500

@@ -10,7 +10,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping, Sequence
 
-from .devices import DEVICES, BuildError, DeviceMap
+from ..vcs.devices import DEVICES, DeviceMap
+from .devices import BuildError
 from .launch import job_env, user_argv
 from .spec import Framework, JobSpec
 

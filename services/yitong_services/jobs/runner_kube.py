@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .backend import Backend, Launch, Polled
 from .kube import DEFAULT_DATA_VOLUME, job_manifests, literal
-from .kueue import priority_class_manifests, vc_queue_manifests
+from .kueue import default_flavors, priority_class_manifests, vc_queue_manifests
 from .launch import RDZV_PORT
 from .netpol import Fence, vc_network_policies
 
@@ -397,7 +397,9 @@ class KubeBackend(Backend):
         key = json.dumps([vc, quota], sort_keys=True)
         if key in self._ensured:
             return
-        manifests = vc_queue_manifests(vc, quota, self.kube.cohort, namespace_prefix=self.kube.namespace_prefix)
+        manifests = vc_queue_manifests(
+            vc, quota, self.kube.cohort, default_flavors(self.devices), namespace_prefix=self.kube.namespace_prefix
+        )
         fences = (
             []
             if self.kube.network_policy is None
@@ -421,6 +423,7 @@ class KubeBackend(Backend):
             image=self.image(launch),
             input_subpaths=input_subpaths(launch.input_paths, self.data_dir),
             data_volume=self.kube.data_volume,
+            devices=self.devices,
             ttl_seconds_after_finished=self.kube.ttl_seconds_after_finished,
             run_as_user=self.kube.run_as_user,
             fs_group=self.kube.fs_group,

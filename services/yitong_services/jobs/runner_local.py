@@ -121,6 +121,7 @@ class LocalBackend(Backend):
             launch.visible_devices,
             input_paths,
             torchrun=TORCHRUN,
+            devices=self.devices,
         )
         user = user_argv(launch.spec)
         argv = argv[: len(argv) - len(user)] + [*SHIM, str(here / "logs"), "--", *user]

@@ -365,6 +365,7 @@ class SlurmBackend(Backend):
             input_paths=launch.input_paths,
             attempt_dir=str(here),
             cwd=str(launch.cwd),
+            devices=self.devices,
         )
 
         def write() -> Account | None:

@@ -22,8 +22,9 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
+from ..vcs.devices import DEVICES, DeviceMap
 from ..vcs.quantities import Resources
-from .devices import DEVICES, BuildError, DeviceMap, device_map
+from .devices import BuildError, device_map
 from .launch import RDZV_PORT, job_env, user_argv
 from .spec import Framework, JobSpec
 

@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         args.user or [getpass.getuser()],
         account=config.account or "{vc}",
         qos=config.qos or "yt-{vc}",
+        devices=settings.devices,
     )
     if not config.qos:
         print("# then set backends.slurm.qos: 'yt-{vc}' so jobs ask for their VC's QOS", file=sys.stderr)

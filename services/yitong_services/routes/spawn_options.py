@@ -5,6 +5,7 @@ from ..core.auth import person_for
 from ..core.authz import Person, is_member
 from ..core.confinement import account_for
 from ..vcs.allocations import reason
+from ..vcs.devices import placement, visible_env_names
 from ..vcs.models import VC, Profile
 from ..vcs.schemas import SpawnOptions
 from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict
@@ -15,7 +16,9 @@ router = APIRouter(tags=["spawn-options"])
 
 def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
     """The picker's model: the user's VCs, each profile marked ``available`` with a ``reason``, and
-    (multi-user mode) the system account the server runs as, created here on first use."""
+    (multi-user mode) the system account the server runs as, created here on first use; each
+    accelerator profile's ``placement`` comes from the settings' ``devices`` table."""
+    devices = ctx.settings.devices
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
         profiles = {p.name: p for p in s.scalars(select(Profile))}
@@ -29,9 +32,14 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
                 if name not in profiles:
                     continue
                 why = reason(s, vc, person, profile_resources(profiles[name]), ctx.inventory)
-                options.append(profile_dict(profiles[name]) | {"available": why is None, "reason": why})
+                accelerator = profiles[name].accelerator
+                where = placement(accelerator["type"], devices) if accelerator else None
+                options.append(
+                    profile_dict(profiles[name]) | {"available": why is None, "reason": why, "placement": where}
+                )
             vcs.append({k: d[k] for k in ("name", "description", "quota", "used", "free")} | {"profiles": options})
-    return {"user": person.name, "vcs": vcs, "account": account_for(ctx.settings, person.name)}
+    account = account_for(ctx.settings, person.name)
+    return {"user": person.name, "vcs": vcs, "account": account, "visible_env": visible_env_names(devices)}
 
 
 @router.get("/spawn-options", response_model=SpawnOptions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
@@ -35,7 +35,15 @@ Name = Annotated[
 ]
 Text = Annotated[str, Field(max_length=MAX_TEXT)]
 Short = Annotated[str, Field(max_length=MAX_SHORT)]
-Resources = Annotated[dict[str, float | int], BeforeValidator(parse_resources)]
+#: amounts as numbers or as the quantities people type (``16Gi``, ``500m``): parsed here, once
+Resources = Annotated[
+    dict[str, float | int],
+    BeforeValidator(parse_resources),
+    WithJsonSchema(
+        {"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}]}},
+        mode="validation",
+    ),
+]
 Cpu = Annotated[float, BeforeValidator(lambda v: parse_amount("cpu", v))]
 Memory = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
 Arch = Literal["amd64", "arm64"] | None
@@ -142,9 +150,32 @@ class Me(Strict):
     vcs: list[str]
 
 
+class KubePlacement(Strict):
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+
+
+class SlurmPlacement(Strict):
+    gres: str | None = Field(description="GRES name (--gres=<gres>:<count>); null: this type has none")
+
+
+class LocalPlacement(Strict):
+    visible_env: list[str] = Field(description="variables that list the visible devices, numbered 0..count-1")
+
+
+class Placement(Strict):
+    """Where a server with this accelerator goes on each backend: the settings' ``devices`` table."""
+
+    type: str
+    kubernetes: KubePlacement
+    slurm: SlurmPlacement
+    local: LocalPlacement
+
+
 class ProfileOption(ProfileOut):
     available: bool
     reason: str | None = None
+    placement: Placement | None = Field(None, description="the accelerator's placement; null without accelerator")
 
 
 class VCOption(Strict):
@@ -170,6 +201,11 @@ class SpawnOptions(Strict):
     vcs: list[VCOption]
     account: SystemAccount | None = Field(
         None, description="multi-user mode: the account the server runs as (created on first use); null: single-person"
+    )
+    visible_env: list[str] = Field(
+        default_factory=list,
+        description="every visible-device variable of the accelerator table: local servers get those their"
+        " profile's placement does not list set empty",
     )
 
 

@@ -17,7 +17,12 @@ async def test_each_user_sees_their_vcs_with_reasons(service):
         "default": {"cpu-small": None},
         "nlp": {"cpu-small": None, "gpu-1": None},
     }
-    assert (await service.call("dave", "GET", "spawn-options")).json() == {"user": "dave", "vcs": [], "account": None}
+    assert (await service.call("dave", "GET", "spawn-options")).json() == {
+        "user": "dave",
+        "vcs": [],
+        "account": None,
+        "visible_env": ["ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"],
+    }
 
 
 async def test_reasons_follow_usage(service):
@@ -34,3 +39,21 @@ async def test_reasons_follow_usage(service):
     frank = summary((await service.call("service", "GET", "spawn-options?user=frank")).json())
     assert frank["vision"]["gpu-1"] == "VC vision: 2 of 2 nvidia.com/gpu in use"
     assert frank["vision"]["cpu-small"] is None
+
+
+async def test_accelerator_profiles_carry_their_placement(service):
+    """The settings' accelerator table (defaults here) goes to the spawner with each profile."""
+    vcs = (await service.call("alice", "GET", "spawn-options")).json()["vcs"]
+    vision = next(vc for vc in vcs if vc["name"] == "vision")
+    by_name = {p["name"]: p["placement"] for p in vision["profiles"]}
+    assert by_name["cpu-small"] is None
+    assert by_name["gpu-1"] == {
+        "type": "nvidia.com/gpu",
+        "kubernetes": {
+            "node_selector": {"accelerator": "nvidia"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+        "slurm": {"gres": "gpu"},
+        "local": {"visible_env": ["CUDA_VISIBLE_DEVICES"]},
+    }
+    assert by_name["ascend-1"]["slurm"] == {"gres": "npu"}
