@@ -239,6 +239,7 @@ class ProfileOption(TypedDict):
     name: str
     placement: NotRequired[Placement | None]
     reason: NotRequired[str | None]
+    size: str
 
 
 class ProfileOut(TypedDict):
@@ -322,9 +323,12 @@ class VCIn(TypedDict):
 class VCOption(TypedDict):
     description: str
     free: dict[str, float | int]
+    free_now: dict[str, float | int]
+    free_now_text: str
     name: str
     profiles: list[ProfileOption]
     quota: dict[str, float | int]
+    quota_text: str
     used: dict[str, float | int]
 
 

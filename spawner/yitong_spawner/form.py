@@ -1,5 +1,8 @@
 """The profile picker: a pure view model from `/spawn-options`, rendered by Jinja2 with autoescape.
 
+Amounts are shown as the platform service words them (`size`, `free_now_text`, `quota_text`,
+`reason`): one unit style, defined once (`yitong_services.vcs.quantities.describe`).
+
 VC names, descriptions and profile texts are tenant-supplied: they are only ever inserted as
 escaped text or attribute values. HTML hooks for browser tests are listed in templates/picker.html.
 """
@@ -19,36 +22,6 @@ _env = jinja2.Environment(
 )
 
 
-def fmt_bytes(n: float | int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:g} {unit}" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{value:g}"  # pragma: no cover
-
-
-def fmt_cpu(n: float | int | None) -> str:
-    if n is None:
-        return "-"
-    return f"{float(n):g} core" + ("" if float(n) == 1 else "s")
-
-
-def fmt_resources(resources: Mapping[str, Any] | None) -> str:
-    """`{"cpu": 7.0, "memory": 2**31, "nvidia.com/gpu": 1}` -> "7 cores, 2 GiB, 1 nvidia.com/gpu"."""
-    parts = []
-    for key, value in (resources or {}).items():
-        if key == "cpu":
-            parts.append(fmt_cpu(value))
-        elif key == "memory":
-            parts.append(fmt_bytes(value))
-        else:
-            parts.append(f"{value:g} {key}" if isinstance(value, float) else f"{value} {key}")
-    return ", ".join(parts) or "-"
-
-
 def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Plain dict the template renders: VCs with their profiles, one radio button checked."""
     selected = selected or {}
@@ -57,7 +30,6 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
     for vc in spawn_options.get("vcs") or []:
         rows = []
         for p in vc.get("profiles") or []:
-            acc = p.get("accelerator") or None
             available = bool(p.get("available", True))
             rows.append(
                 {
@@ -68,9 +40,7 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
                     "description": p.get("description") or "",
                     "image": p.get("image") or "-",
                     "kernel": p.get("kernel") or "-",
-                    "cpu": fmt_cpu(p.get("cpu")),
-                    "memory": fmt_bytes(p.get("memory")),
-                    "accelerator": f"{acc.get('type')} × {acc.get('count')}" if acc else "none",
+                    "size": p.get("size") or "-",
                     "arch": p.get("arch") or "any",
                     "available": available,
                     "reason": "" if available else (p.get("reason") or "not available"),
@@ -81,8 +51,8 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
             {
                 "name": vc.get("name", ""),
                 "description": vc.get("description") or "",
-                "free": fmt_resources(vc.get("free")),
-                "quota": fmt_resources(vc.get("quota")),
+                "free": vc.get("free_now_text") or "-",
+                "quota": vc.get("quota_text") or "-",
                 "profiles": rows,
             }
         )

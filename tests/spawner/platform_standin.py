@@ -20,6 +20,7 @@ from helpers import free_port
 from tornado import httpserver, web
 
 from yitong_services.vcs.devices import DEVICES, placement, visible_env_names
+from yitong_services.vcs.quantities import describe
 
 BASE = "/services/yitong/api/v1"
 GiB = 1024**3
@@ -48,6 +49,8 @@ def profile(
         "available": available,
         "placement": placement(accelerator["type"], DEVICES) if accelerator else None,
     }
+    size = {"cpu": float(cpu), "memory": memory} | ({accelerator["type"]: accelerator["count"]} if accelerator else {})
+    p["size"] = describe(size)
     if reason:
         p["reason"] = reason
     return p
@@ -55,7 +58,17 @@ def profile(
 
 def vc(name: str, profiles: list[dict], description: str = "", free: dict | None = None) -> dict[str, Any]:
     free = free if free is not None else {"cpu": 4.0, "memory": 8 * GiB}
-    return {"name": name, "description": description, "quota": free, "used": {}, "free": free, "profiles": profiles}
+    return {
+        "name": name,
+        "description": description,
+        "quota": free,
+        "used": {},
+        "free": free,
+        "free_now": free,
+        "free_now_text": describe(free),
+        "quota_text": describe(free),
+        "profiles": profiles,
+    }
 
 
 class StandIn:

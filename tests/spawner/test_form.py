@@ -58,9 +58,10 @@ def test_hooks_and_disabled_reason():
     assert labels["gpu-2"]["class"] == "yt-profile yt-profile-disabled" and labels["gpu-2"]["data-vc"] == "vision"
     assert labels["cpu-small"]["class"] == "yt-profile"
     assert '<div class="yt-reason">VC vision: 2 of 2 nvidia.com/gpu in use</div>' in text
-    assert '<div class="yt-vc-free">Free now: 7 cores, 14 GiB, 0 nvidia.com/gpu</div>' in text
-    assert '<span class="yt-accelerator">nvidia.com/gpu × 2</span>' in text
-    assert '<span class="yt-memory">16 GiB</span>' in text and '<span class="yt-arch">amd64</span>' in text
+    # amounts as the service words them, in its one style (vcs.quantities.describe)
+    assert '<div class="yt-vc-free">Free now: 7 cpu, 14Gi memory, 0 nvidia.com/gpu</div>' in text
+    assert '<span class="yt-size">4 cpu, 16Gi memory, 2 nvidia.com/gpu</span>' in text
+    assert '<span class="yt-arch">amd64</span>' in text
     assert ("fieldset", {"class": "yt-vc", "data-vc": "vision"}) in tags
 
 

@@ -1313,6 +1313,11 @@ export interface components {
             placement?: components["schemas"]["Placement"] | null;
             /** Reason */
             reason?: string | null;
+            /**
+             * Size
+             * @description what one server takes, for people: "0.5 cpu, 1Gi memory, 1 nvidia.com/gpu"
+             */
+            size: string;
         };
         /** ProfileOut */
         ProfileOut: {
@@ -1477,6 +1482,18 @@ export interface components {
             free: {
                 [key: string]: number;
             };
+            /**
+             * Free Now
+             * @description what could start this moment: `free`, with devices capped by what the cluster has unused
+             */
+            free_now: {
+                [key: string]: number;
+            };
+            /**
+             * Free Now Text
+             * @description `free_now` for people: "3.5 cpu, 7Gi memory, 0 nvidia.com/gpu"
+             */
+            free_now_text: string;
             /** Name */
             name: string;
             /** Profiles */
@@ -1485,6 +1502,11 @@ export interface components {
             quota: {
                 [key: string]: number;
             };
+            /**
+             * Quota Text
+             * @description `quota` for people, in the same style
+             */
+            quota_text: string;
             /** Used */
             used: {
                 [key: string]: number;

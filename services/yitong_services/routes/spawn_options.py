@@ -4,9 +4,11 @@ from sqlalchemy import select
 from ..core.auth import person_for
 from ..core.authz import Person, is_member
 from ..core.confinement import account_for
+from ..vcs import quota
 from ..vcs.allocations import reason
 from ..vcs.devices import placement, visible_env_names
 from ..vcs.models import VC, Profile
+from ..vcs.quantities import describe
 from ..vcs.schemas import SpawnOptions
 from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict
 from .common import Caller, Ctx, in_thread
@@ -22,6 +24,7 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
         profiles = {p.name: p for p in s.scalars(select(Profile))}
+        cluster_used = quota.total(a.resources for group in by_vc.values() for a in group)
         vcs = []
         for vc in s.scalars(select(VC).order_by(VC.name)):
             if not is_member(person, vc.groups):
@@ -31,13 +34,20 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
             for name in vc.profiles:
                 if name not in profiles:
                     continue
-                why = reason(s, vc, person, profile_resources(profiles[name]), ctx.inventory)
+                resources = profile_resources(profiles[name])
+                why = reason(s, vc, person, resources, ctx.inventory)
                 accelerator = profiles[name].accelerator
                 where = placement(accelerator["type"], devices) if accelerator else None
                 options.append(
-                    profile_dict(profiles[name]) | {"available": why is None, "reason": why, "placement": where}
+                    profile_dict(profiles[name])
+                    | {"available": why is None, "reason": why, "placement": where, "size": describe(resources)}
                 )
-            vcs.append({k: d[k] for k in ("name", "description", "quota", "used", "free")} | {"profiles": options})
+            now = quota.free_now(d["free"], ctx.inventory, cluster_used)
+            vcs.append(
+                {k: d[k] for k in ("name", "description", "quota", "used", "free")}
+                | {"free_now": now, "free_now_text": describe(now), "quota_text": describe(d["quota"])}
+                | {"profiles": options}
+            )
     account = account_for(ctx.settings, person.name)
     return {"user": person.name, "vcs": vcs, "account": account, "visible_env": visible_env_names(devices)}
 

@@ -114,6 +114,11 @@ def human_amount(resource: str, amount: Amount) -> str:
     return format_amount(resource, amount)
 
 
+def describe(resources: Resources) -> str:
+    """The one way people see resources: ``{"cpu": 0.5, "memory": 2**30}`` -> "0.5 cpu, 1Gi memory"."""
+    return ", ".join(f"{human_amount(name, amount)} {name}" for name, amount in resources.items()) or "nothing"
+
+
 def add(a: Resources, b: Resources) -> Resources:
     out = dict(a)
     for name, amount in b.items():

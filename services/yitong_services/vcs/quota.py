@@ -58,6 +58,17 @@ def free(quota: Resources, usage: Resources) -> Resources:
     return {name: tidy(name, max(limit - usage.get(name, 0), 0)) for name, limit in quota.items()}
 
 
+def free_now(vc_free: Resources, inventory: Resources, cluster_used: Resources) -> Resources:
+    """What the VC could start this moment: its free quota, and for devices no more than the
+    cluster has unused (a VC may be granted 4 GPUs on a cluster that has none)."""
+    out = dict(vc_free)
+    for name, amount in vc_free.items():
+        if is_device(name):
+            left = max(inventory.get(name, 0) - cluster_used.get(name, 0), 0)
+            out[name] = tidy(name, min(amount, left))
+    return out
+
+
 def _of(resource: str, have: float, limit: float) -> str:
     return f"{human_amount(resource, have)} of {human_amount(resource, limit)} {resource}"
 
@@ -98,7 +109,10 @@ def check_usage(
     cluster_used: Resources | None = None,
 ) -> str | None:
     """:func:`check` with the usage already summed (the admission pass keeps running totals)."""
-    wanted = {name: amount for name, amount in request.items() if amount > 0}
+    # devices first: when a GPU and memory both bind, the scarce device is the limit to name
+    wanted = {
+        name: amount for name, amount in sorted(request.items(), key=lambda kv: not is_device(kv[0])) if amount > 0
+    }
     for name in wanted:
         if is_device(name) and inventory.get(name, 0) <= 0:
             return f"this cluster has no {name}"

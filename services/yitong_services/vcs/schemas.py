@@ -175,6 +175,7 @@ class Placement(Strict):
 class ProfileOption(ProfileOut):
     available: bool
     reason: str | None = None
+    size: str = Field(description='what one server takes, for people: "0.5 cpu, 1Gi memory, 1 nvidia.com/gpu"')
     placement: Placement | None = Field(None, description="the accelerator's placement; null without accelerator")
 
 
@@ -184,6 +185,11 @@ class VCOption(Strict):
     quota: dict[str, float | int]
     used: dict[str, float | int]
     free: dict[str, float | int]
+    free_now: dict[str, float | int] = Field(
+        description="what could start this moment: `free`, with devices capped by what the cluster has unused"
+    )
+    free_now_text: str = Field(description='`free_now` for people: "3.5 cpu, 7Gi memory, 0 nvidia.com/gpu"')
+    quota_text: str = Field(description="`quota` for people, in the same style")
     profiles: list[ProfileOption]
 
 

@@ -68,6 +68,14 @@ def held(*rows: tuple[str, dict]) -> list[quota.Held]:
         # the cluster's devices, across VCs
         ({GPU: 1}, [], "alice", {GPU: 4}, "this cluster: 4 of 4 nvidia.com/gpu in use"),
         ({GPU: 1}, [], "alice", {GPU: 3}, None),
+        # memory and the GPU both bind: the GPU, the scarce one, is named (issue 10)
+        (
+            {"cpu": 1.0, "memory": 4 * GI, GPU: 1},
+            held(("bob", {"memory": 14 * GI, GPU: 1}), ("erin", {GPU: 1})),
+            "alice",
+            None,
+            "VC vision: 2 of 2 nvidia.com/gpu in use",
+        ),
     ],
 )
 def test_reason(request_, allocations, user, cluster, reason):

@@ -57,3 +57,21 @@ async def test_accelerator_profiles_carry_their_placement(service):
         "local": {"visible_env": ["CUDA_VISIBLE_DEVICES"]},
     }
     assert by_name["ascend-1"]["slurm"] == {"gres": "npu"}
+
+
+async def test_free_now_is_capped_by_the_cluster_and_worded_in_one_style(service):
+    """Vision's quota grants 2 Ascend NPUs on a cluster that has none: 'free' is the quota left,
+    'free_now' what could start; both texts and each profile's size in the service's style."""
+    assert (await service.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
+    vcs = (await service.call("alice", "GET", "spawn-options")).json()["vcs"]
+    vision = next(vc for vc in vcs if vc["name"] == "vision")
+    assert vision["free"]["huawei.com/Ascend910"] == 2 and vision["free_now"]["huawei.com/Ascend910"] == 0
+    assert vision["free_now"]["nvidia.com/gpu"] == 1
+    assert vision["free_now_text"] == "7 cpu, 14Gi memory, 1 nvidia.com/gpu, 0 huawei.com/Ascend910"
+    assert vision["quota_text"] == "8 cpu, 16Gi memory, 2 nvidia.com/gpu, 2 huawei.com/Ascend910"
+    sizes = {p["name"]: p["size"] for p in vision["profiles"]}
+    assert sizes == {
+        "cpu-small": "1 cpu, 2Gi memory",
+        "gpu-1": "1 cpu, 2Gi memory, 1 nvidia.com/gpu",
+        "ascend-1": "1 cpu, 2Gi memory, 1 huawei.com/Ascend910",
+    }
