@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``ssh``, ``backends.*.inventory``, ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
 """
@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..ssh.schemas import SSHSettings
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
 from .limits import LimitsSettings
@@ -92,6 +93,7 @@ class Settings(Lenient):
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    ssh: SSHSettings = Field(default_factory=SSHSettings)
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)

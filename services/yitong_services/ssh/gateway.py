@@ -1,0 +1,215 @@
+"""The SSH gateway: an asyncssh server inside the platform service (``ssh.port``; 0: off).
+
+Public-key authentication only: the key must be one the login name's person added
+(``/me/ssh-keys``) and the person must exist in the hub. The login name also names the target
+(``targets``), which must be the person's own: their running notebook server (reached through
+its terminal API, ``notebook``) or a running job of theirs in a VC they still belong to (a shell
+beside the worker on the local backend, an ``srun --overlap`` step on Slurm). No port, agent or
+X11 forwarding, no SFTP/SCP. Everything refused after login is one sentence on stderr and exit
+status 255.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import httpx
+from anyio import to_thread
+
+from ..core.authz import Person
+from ..core.confinement import account_for
+from ..core.context import Context
+from ..core.errors import Refusal
+from ..core.hub import HubError
+from ..jobs.models import Job
+from ..vcs.catalog import member_vc
+from . import hostkey, keys, local_shell, notebook, worker
+from .targets import Target, parse_login
+
+log = logging.getLogger(__name__)
+REFUSED = 255
+
+
+class Refused(Exception):
+    """Why a logged-in person does not reach the target (a sentence)."""
+
+
+class _Server(asyncssh.SSHServer):
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return False
+
+    def kbdint_auth_supported(self) -> bool:
+        return False
+
+    def host_based_auth_supported(self) -> bool:
+        return False
+
+    async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:  # type: ignore[override]
+        target = parse_login(username)
+        if target is None:
+            return False
+        ok = await self.gateway.key_of(target.person, key.get_fingerprint("sha256"))
+        if ok and self.conn is not None:
+            self.conn.set_extra_info(yitong_target=target)
+        return ok
+
+
+class Gateway:
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.settings = ctx.settings
+        self.server: asyncssh.SSHAcceptor | None = None
+        self.http = httpx.AsyncClient(timeout=30)
+
+    @property
+    def port(self) -> int:
+        assert self.server is not None
+        return int(self.server.get_port())
+
+    async def start(self) -> None:
+        key = await to_thread.run_sync(hostkey.load_or_create, self.settings.data_dir)
+        self.server = await asyncssh.create_server(
+            lambda: _Server(self),
+            self.settings.ssh.ip,
+            self.settings.ssh.port,
+            server_host_keys=[key],
+            process_factory=self.session,
+            encoding=None,
+            line_editor=False,
+            agent_forwarding=False,
+            x11_forwarding=False,
+            allow_scp=False,
+            sftp_factory=None,
+            login_timeout=30,
+            keepalive_interval=60,
+        )
+        log.info("SSH gateway listening on %s:%s", self.settings.ssh.ip, self.port)
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+            self.server = None
+        await self.http.aclose()
+
+    async def key_of(self, person: str, fingerprint: str) -> bool:
+        """``fingerprint`` is a key ``person`` added, and the hub knows ``person``."""
+
+        def read() -> set[str]:
+            with self.ctx.db.session() as s:
+                return keys.fingerprints_of(s, person)
+
+        if fingerprint not in await to_thread.run_sync(read):
+            return False
+        try:
+            return await self.ctx.hub.user(person) is not None
+        except HubError:
+            log.warning("SSH login of %s refused: the hub cannot be asked", person)
+            return False
+
+    async def session(self, process: asyncssh.SSHServerProcess) -> None:
+        target: Target = process.get_extra_info("yitong_target")
+        peer = process.get_extra_info("peername")
+        log.info("SSH: %s into %s from %s (%s)", target.person, target.describe(), peer, process.command or "shell")
+        try:
+            if target.kind == "server":
+                status = await self.into_server(process, target)
+            else:
+                status = await self.into_job(process, target)
+        except (Refused, notebook.ServerRefused) as e:
+            process.stderr.write(f"yitong: {e}\r\n".encode())
+            status = REFUSED
+        except Exception:
+            log.exception("SSH session of %s into %s failed", target.person, target.describe())
+            process.stderr.write(b"yitong: the SSH session failed; the platform's log has the details\r\n")
+            status = REFUSED
+        process.exit(status)
+
+    # -- notebook servers -------------------------------------------------------------
+    async def into_server(self, process: asyncssh.SSHServerProcess, target: Target) -> int:
+        hub_url = (self.settings.ssh.hub_url or os.environ.get("YITONG_HUB_URL") or "").rstrip("/")
+        if not hub_url:
+            raise Refused("this gateway does not know the hub's URL (settings: ssh.hub_url)")
+        model = await self.ctx.hub.user(target.person) or {}
+        server = (model.get("servers") or {}).get(target.server)
+        label = f"{target.person}/{target.server}"
+        if not server or not server.get("ready"):
+            raise Refused(f"{target.person} has no running server {target.server!r}: start it from the hub first")
+        token, token_id = await self.ctx.hub.create_token(
+            target.person,
+            [f"access:servers!server={label}"],
+            self.settings.ssh.token_lifetime,
+            f"yitong ssh into {label}",
+        )
+        try:
+            return await notebook.run(process, hub_url + server["url"], token, self.http)
+        finally:
+            try:
+                await self.ctx.hub.revoke_token(target.person, token_id)
+            except HubError as e:
+                log.warning("SSH token %s of %s not revoked (it expires on its own): %s", token_id, target.person, e)
+
+    # -- jobs ---------------------------------------------------------------------------
+    async def into_job(self, process: asyncssh.SSHServerProcess, target: Target) -> int:
+        model = await self.ctx.hub.user(target.person)
+        if model is None:
+            raise Refused(f"{target.person} has no job {target.job_id}")
+        person = Person(target.person, bool(model.get("admin")), tuple(model.get("groups") or ()))
+        job = await to_thread.run_sync(self._own_job, person, target.job_id)
+        pty = process.get_terminal_type() is not None
+        if job["backend"] == "local":
+            from ..jobs.runner_local import owner_of, parse_ref
+
+            pid, _started, attempt = parse_ref(job["backend_ref"])
+            found = await to_thread.run_sync(worker.find_worker, pid, target.rank)
+            if found is None:
+                raise Refused(f"job {target.job_id} has no running worker {target.rank}")
+            owner = await to_thread.run_sync(owner_of, attempt)
+            if found.uid != owner:
+                raise Refused(f"worker {target.rank} of job {target.job_id} is not running as the job's account")
+            argv = worker.shell_argv(process.command, pty)
+            return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid)
+        if job["backend"] == "slurm":
+            from ..jobs.runner_local import job_base_env
+            from ..jobs.runner_slurm import parse_ref as slurm_ref
+
+            slurm_id, _path = slurm_ref(job["backend_ref"])
+            account = await to_thread.run_sync(account_for, self.settings, person.name)
+            uid, gid = (account["uid"], account["gid"]) if account else (None, None)
+            cwd = Path(self.settings.data_dir).absolute() / "jobs" / str(target.job_id)
+            env = worker.without_secrets(job_base_env(os.environ))
+            argv = worker.slurm_argv(slurm_id, process.command, pty)
+            return await local_shell.run(process, argv, env, str(cwd) if cwd.is_dir() else "/", uid, gid)
+        raise Refused(f"SSH into {job['backend']} jobs is not available yet (use the engine's own exec)")
+
+    def _own_job(self, person: Person, job_id: int) -> dict[str, Any]:
+        """The person's own job in a VC they belong to; anything else reads as absent."""
+        absent = Refused(f"{person.name} has no job {job_id}")
+        with self.ctx.db.session() as s:
+            job = s.get(Job, job_id)
+            if job is None or job.user != person.name:
+                raise absent
+            try:
+                member_vc(s, person, job.vc)
+            except Refusal:
+                raise absent from None
+            if job.state != "running" or not job.backend_ref:
+                raise Refused(f"job {job_id} is {job.state}, not running")
+            return {"backend": job.backend, "backend_ref": job.backend_ref}
