@@ -127,6 +127,7 @@ class Gateway:
     async def session(self, process: asyncssh.SSHServerProcess) -> None:
         target: Target = process.get_extra_info("yitong_target")
         peer = process.get_extra_info("peername")
+        eol = "\r\n" if process.get_terminal_type() else "\n"
         log.info("SSH: %s into %s from %s (%s)", target.person, target.describe(), peer, process.command or "shell")
         try:
             if target.kind == "server":
@@ -134,24 +135,24 @@ class Gateway:
             else:
                 status = await self.into_job(process, target)
         except (Refused, notebook.ServerRefused) as e:
-            process.stderr.write(f"yitong: {e}\r\n".encode())
+            process.stderr.write(f"yitong: {e}{eol}".encode())
             status = REFUSED
         except Exception:
             log.exception("SSH session of %s into %s failed", target.person, target.describe())
-            process.stderr.write(b"yitong: the SSH session failed; the platform's log has the details\r\n")
+            process.stderr.write(f"yitong: the SSH session failed; the platform's log has the details{eol}".encode())
             status = REFUSED
         process.exit(status)
 
     # -- notebook servers -------------------------------------------------------------
     async def into_server(self, process: asyncssh.SSHServerProcess, target: Target) -> int:
-        hub_url = (self.settings.ssh.hub_url or os.environ.get("YITONG_HUB_URL") or "").rstrip("/")
-        if not hub_url:
-            raise Refused("this gateway does not know the hub's URL (settings: ssh.hub_url)")
         model = await self.ctx.hub.user(target.person) or {}
         server = (model.get("servers") or {}).get(target.server)
         label = f"{target.person}/{target.server}"
         if not server or not server.get("ready"):
             raise Refused(f"{target.person} has no running server {target.server!r}: start it from the hub first")
+        hub_url = (self.settings.ssh.hub_url or os.environ.get("YITONG_HUB_URL") or "").rstrip("/")
+        if not hub_url:
+            raise Refused("this gateway does not know the hub's URL (settings: ssh.hub_url)")
         token, token_id = await self.ctx.hub.create_token(
             target.person,
             [f"access:servers!server={label}"],
