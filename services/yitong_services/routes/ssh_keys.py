@@ -1,4 +1,5 @@
-"""A person's SSH public keys (``/me/ssh-keys``): what the SSH gateway lets them in with."""
+"""A person's SSH public keys (``/me/ssh-keys``): what the SSH gateway lets them in with; and
+where the gateway is (``/ssh``)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,15 @@ from fastapi import APIRouter, Path, Response
 
 from ..core.limits import MAX_ID
 from ..ssh import keys
-from ..ssh.schemas import SSHKeyIn, SSHKeyOut
+from ..ssh.hostkey import host_key_path
+from ..ssh.schemas import SSHInfo, SSHKeyIn, SSHKeyOut
 from .common import Caller, Ctx, in_thread
 
-router = APIRouter(prefix="/me/ssh-keys", tags=["ssh"])
+router = APIRouter(tags=["ssh"])
 KeyId = Annotated[int, Path(ge=1, le=MAX_ID, description="a key's id")]
 
 
-@router.get("", response_model=list[SSHKeyOut])
+@router.get("/me/ssh-keys", response_model=list[SSHKeyOut])
 async def list_keys(caller: Caller, ctx: Ctx) -> list[dict]:
     """The caller's public keys, oldest first."""
 
@@ -26,7 +28,7 @@ async def list_keys(caller: Caller, ctx: Ctx) -> list[dict]:
     return await in_thread(work)
 
 
-@router.post("", status_code=201, response_model=SSHKeyOut)
+@router.post("/me/ssh-keys", status_code=201, response_model=SSHKeyOut)
 async def add_key(body: SSHKeyIn, caller: Caller, ctx: Ctx) -> dict:
     """Add one OpenSSH public key (ed25519, ecdsa, rsa >= 2048 bits); 422 for anything else,
     409 for a key already added or one key too many (``ssh.max_keys``)."""
@@ -38,7 +40,7 @@ async def add_key(body: SSHKeyIn, caller: Caller, ctx: Ctx) -> dict:
     return await in_thread(work)
 
 
-@router.delete("/{key_id}", status_code=204)
+@router.delete("/me/ssh-keys/{key_id}", status_code=204)
 async def remove_key(key_id: KeyId, caller: Caller, ctx: Ctx) -> Response:
     """Remove one of the caller's keys (404 for anyone else's)."""
 
@@ -48,3 +50,23 @@ async def remove_key(key_id: KeyId, caller: Caller, ctx: Ctx) -> Response:
 
     await in_thread(work)
     return Response(status_code=204)
+
+
+@router.get("/ssh", response_model=SSHInfo)
+async def ssh_info(caller: Caller, ctx: Ctx) -> dict:
+    """Where the SSH gateway listens and its host key (what `yt ssh` needs)."""
+    ssh = ctx.settings.ssh
+
+    def host_key() -> str:
+        try:
+            return " ".join(host_key_path(ctx.settings.data_dir).with_suffix(".pub").read_text().split()[:2])
+        except OSError:
+            return ""
+
+    return {
+        "enabled": bool(ssh.port),
+        "host": ssh.public_host or ssh.ip,
+        "port": ssh.port,
+        "host_key": await in_thread(host_key) if ssh.port else "",
+        "login": caller.name,
+    }

@@ -46,3 +46,11 @@ class SSHKeyOut(BaseModel):
     fingerprint: str = Field(..., description="`SHA256:<base64>`, as `ssh-keygen -lf` prints it")
     comment: str
     created: datetime
+
+
+class SSHInfo(BaseModel):
+    enabled: bool = Field(..., description="whether this platform runs the SSH gateway")
+    host: str = Field(..., description="the host to connect to")
+    port: int
+    host_key: str = Field("", description="the gateway's public host key (`ssh-ed25519 AAAA...`), for known_hosts")
+    login: str = Field(..., description="the caller's login for their default server (`alice`; `alice+job.12` a job)")
