@@ -75,10 +75,18 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
     how transfers show progress (``"auto"``: tqdm on a terminal; ``"widget"`` in a notebook).
     ``cell``: the body of a ``%%yt`` cell (only ``job submit`` takes one).
     """
+    rest: list[str] = []
+    if "--" in argv:  # everything after -- is a command for the remote side (yt ssh TARGET -- CMD)
+        at = argv.index("--")
+        argv, rest = argv[:at], argv[at + 1 :]
     try:
         args = build_parser().parse_args(argv)
     except ParserExit as stop:
         return stop.status
+    if rest and not getattr(args, "takes_rest", None):
+        print(f"{PROG}: this command takes nothing after --", file=sys.stderr)
+        return 2
+    args.rest = rest
     if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
         print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands", file=sys.stderr)
         return 2

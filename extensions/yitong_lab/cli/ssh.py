@@ -35,8 +35,7 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("target", nargs="?", default="", metavar="TARGET")
     sub.add_argument("--dry-run", action="store_true", help="print the ssh command instead of running it")
     sub.add_argument("-i", "--identity", help="the private key file (ssh -i)")
-    sub.add_argument("remote", nargs="*", metavar="COMMAND", help="a command to run instead of a shell")
-    sub.set_defaults(func=ssh)
+    sub.set_defaults(func=ssh, takes_rest="COMMAND")  # the words after -- (grammar.run)
 
 
 def add(args: Any, client: Any, out: Any) -> None:
@@ -83,11 +82,11 @@ def ssh(args: Any, client: Any, out: Any) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     known = known_hosts_file()
-    argv = ssh_argv(login, info["host"], info["port"], str(known), args.remote, args.identity)
+    argv = ssh_argv(login, info["host"], info["port"], str(known), args.rest, args.identity)
     if args.dry_run:
         print(shlex.join(argv))
         return 0
-    if not args.remote and not sys.stdin.isatty():
+    if not args.rest and not sys.stdin.isatty():
         raise UsageError("an interactive shell needs a terminal: run yt ssh in one, or give a command after --")
     line = known_hosts_line(info["host"], info["port"], info["host_key"])
     known.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

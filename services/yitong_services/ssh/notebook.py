@@ -35,12 +35,13 @@ class ServerRefused(Exception):
 
 def exec_line(command: str, nonce: str) -> str:
     """What is typed into the terminal for ``ssh host CMD`` (pure). The command travels as
-    base64, so no character of it is interpreted by the line editor; the markers are printed
-    from two halves so the echo of this line never contains them."""
+    base64, so no character of it is interpreted by the line editor, and runs in a subshell, so
+    its own ``exit`` still reaches the end marker; the markers are printed from two halves so the
+    echo of this line never contains them."""
     encoded = base64.b64encode(command.encode()).decode()
     return (
         f" stty -echo -onlcr 2>/dev/null; printf '%s%s\\n' YT{nonce} B;"
-        f' eval "$(printf %s {encoded} | base64 -d)"; __yt_rc=$?;'
+        f' (eval "$(printf %s {encoded} | base64 -d)"); __yt_rc=$?;'
         f" printf '\\n%s%s:%s\\n' YT{nonce} E \"$__yt_rc\"; exit \"$__yt_rc\"\r"
     )
 
