@@ -100,3 +100,15 @@ async def test_interactive_terminal(stack, box):
         assert b"ans=42 cols=120" in seen, seen
         proc.stdin.write(b"exit\n")
         await proc.wait_closed()
+
+
+def test_magic_lists_keys_and_prints_the_command(stack, alice_token, box):
+    from helpers import ipython
+
+    env = stack.cli_env(alice_token)
+    r = ipython("%yt ssh-key ls", "%yt ssh 7 --dry-run -- nvidia-smi", **env)
+    assert "id_alice" in r.stdout and "SHA256:" in r.stdout, r.stdout + r.stderr
+    assert f"-p {stack.ssh_port}" in r.stdout and "alice+job.7@127.0.0.1 nvidia-smi" in r.stdout
+    # without a terminal and without a command, nothing is started
+    r = ipython("%yt ssh", **env)
+    assert "an interactive shell needs a terminal" in r.stderr + r.stdout

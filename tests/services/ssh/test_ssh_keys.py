@@ -103,3 +103,42 @@ async def test_key_api(service_factory, tmp_path):
         assert (await svc.call("alice", "DELETE", "me/ssh-keys/0")).status_code == 422
         assert len((await svc.call("alice", "GET", "me/ssh-keys")).json()) == 2
         assert (await svc.call(None, "GET", "me/ssh-keys")).status_code == 401
+
+
+@pytest.mark.parametrize(
+    "target,login",
+    [
+        ("", "alice"),
+        ("gpu", "alice+server.gpu"),
+        ("server:12", "alice+server.12"),
+        ("12", "alice+job.12"),
+        ("12:0", "alice+job.12"),
+        ("12:3", "alice+job.12.3"),
+    ],
+)
+def test_yt_ssh_login_names_are_the_gateways(target, login):
+    from yitong_lab.ssh.command import login_name
+
+    assert login_name("alice", target) == login
+    assert parse_login(login) is not None
+
+
+def test_yt_ssh_refuses_odd_targets():
+    from yitong_lab.ssh.command import login_name, ssh_argv
+
+    with pytest.raises(ValueError, match="neither a server name nor JOB"):
+        login_name("alice", "a b;rm")
+    assert ssh_argv("alice", "h", 8022, "/k", ["ls"]) == [
+        "ssh", "-p", "8022", "-o", "UserKnownHostsFile=/k", "-o", "StrictHostKeyChecking=yes", "alice@h", "ls",
+    ]  # fmt: skip
+
+
+def test_exec_output_is_cut_at_the_markers():
+    from yitong_services.ssh.notebook import ExecOutput, exec_line
+
+    line = exec_line("echo 'hi'; exit 3", "ab12")
+    assert "YTab12B" not in line and "YTab12E" not in line and "'hi'" not in line  # base64, markers split
+    cut = ExecOutput("ab12")
+    stream = [line.replace("\r", "\r\n"), "$ YTab", "12B\nhello\nwor", "ld\nYTab12", "E:3\n", "$ "]
+    got = "".join(cut.feed(part) for part in stream)
+    assert (got, cut.status) == ("hello\nworld", 3)
