@@ -40,7 +40,9 @@ def box(stack, alice_token, bob_token, tmp_path_factory):
 def ssh(stack, known, key, login, *command, stdin: str = ""):
     argv = ["ssh", "-F", "/dev/null", "-p", str(stack.ssh_port), "-i", str(key), "-o", "IdentitiesOnly=yes"]
     argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}"]
-    return subprocess.run([*argv, f"{login}@127.0.0.1", *command], input=stdin, capture_output=True, text=True, timeout=90)
+    return subprocess.run(
+        [*argv, f"{login}@127.0.0.1", *command], input=stdin, capture_output=True, text=True, timeout=90
+    )
 
 
 def test_own_server_runs_commands(stack, box):

@@ -194,11 +194,15 @@ class Gateway:
             slurm_id, _path = slurm_ref(job["backend_ref"])
             account = await to_thread.run_sync(account_for, self.settings, person.name)
             uid, gid = (account["uid"], account["gid"]) if account else (None, None)
-            cwd = Path(self.settings.data_dir).absolute() / "jobs" / str(target.job_id)
+            cwd = await to_thread.run_sync(self._job_dir, target.job_id)
             env = worker.without_secrets(job_base_env(os.environ))
             argv = worker.slurm_argv(slurm_id, process.command, pty)
-            return await local_shell.run(process, argv, env, str(cwd) if cwd.is_dir() else "/", uid, gid)
+            return await local_shell.run(process, argv, env, cwd, uid, gid)
         raise Refused(f"SSH into {job['backend']} jobs is not available yet (use the engine's own exec)")
+
+    def _job_dir(self, job_id: int) -> str:
+        path = Path(self.settings.data_dir).absolute() / "jobs" / str(job_id)
+        return str(path) if path.is_dir() else "/"
 
     def _own_job(self, person: Person, job_id: int) -> dict[str, Any]:
         """The person's own job in a VC they belong to; anything else reads as absent."""

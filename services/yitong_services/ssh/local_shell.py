@@ -35,8 +35,12 @@ def set_size(fd: int, width: int, height: int) -> None:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height or 24, width or 80, 0, 0))
 
 
-async def _stdin_loop(process: asyncssh.SSHServerProcess, write: Callable[[bytes], Any], eof: Callable[[], Any],
-                      resize: Callable[[int, int], None]) -> None:
+async def _stdin_loop(
+    process: asyncssh.SSHServerProcess,
+    write: Callable[[bytes], Any],
+    eof: Callable[[], Any],
+    resize: Callable[[int, int], None],
+) -> None:
     while True:
         try:
             data = await process.stdin.read(CHUNK)

@@ -42,7 +42,7 @@ def exec_line(command: str, nonce: str) -> str:
     return (
         f" stty -echo -onlcr 2>/dev/null; printf '%s%s\\n' YT{nonce} B;"
         f' (eval "$(printf %s {encoded} | base64 -d)"); __yt_rc=$?;'
-        f" printf '\\n%s%s:%s\\n' YT{nonce} E \"$__yt_rc\"; exit \"$__yt_rc\"\r"
+        f' printf \'\\n%s%s:%s\\n\' YT{nonce} E "$__yt_rc"; exit "$__yt_rc"\r'
     )
 
 
@@ -78,9 +78,7 @@ class ExecOutput:
         return out
 
 
-async def run(
-    process: asyncssh.SSHServerProcess, base_url: str, token: str, client: httpx.AsyncClient
-) -> int:
+async def run(process: asyncssh.SSHServerProcess, base_url: str, token: str, client: httpx.AsyncClient) -> int:
     """Bridge ``process`` to a new terminal of the server at ``base_url`` (``.../user/alice/``)."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect

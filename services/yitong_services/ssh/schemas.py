@@ -16,7 +16,9 @@ class SSHSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ip: str = Field("127.0.0.1", description="address the gateway listens on")
-    port: int = Field(0, ge=0, le=65535, description="the gateway's port; 0 disables it (the example settings use 8022)")
+    port: int = Field(
+        0, ge=0, le=65535, description="the gateway's port; 0 disables it (the example settings use 8022)"
+    )
     max_keys: int = Field(20, ge=1, le=1000, description="public keys one person may register")
     token_lifetime: int = Field(
         3600, ge=60, description="seconds the hub token minted for one SSH session into a notebook server lives at most"

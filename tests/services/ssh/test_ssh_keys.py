@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 from ssh_helpers import key_pair, public_line
+
 from yitong_services.ssh.keys import KeyRefused, parse_public_key
 from yitong_services.ssh.targets import Target, login_for, parse_login
 
