@@ -85,7 +85,15 @@ class Gateway:
 
     async def start(self) -> None:
         key = await to_thread.run_sync(hostkey.load_or_create, self.settings.data_dir)
-        self.server = await asyncssh.create_server(
+        try:
+            self.server = await self._listen(key)
+        except OSError as e:  # the port is taken: the platform runs on, without SSH
+            log.error("SSH gateway not started on %s:%s: %s", self.settings.ssh.ip, self.settings.ssh.port, e)
+            return
+        log.info("SSH gateway listening on %s:%s", self.settings.ssh.ip, self.port)
+
+    async def _listen(self, key: asyncssh.SSHKey) -> asyncssh.SSHAcceptor:
+        return await asyncssh.create_server(
             lambda: _Server(self),
             self.settings.ssh.ip,
             self.settings.ssh.port,
@@ -100,7 +108,6 @@ class Gateway:
             login_timeout=30,
             keepalive_interval=60,
         )
-        log.info("SSH gateway listening on %s:%s", self.settings.ssh.ip, self.port)
 
     async def stop(self) -> None:
         if self.server is not None:

@@ -126,3 +126,23 @@ async def test_no_server_no_shell(gateway):
     svc, port, known, keys = gateway
     rc, _, err = await ssh(port, known, keys["alice"], "alice", "true")
     assert rc == 255 and "alice has no running server ''" in err
+
+
+async def test_where_the_gateway_is(gateway):
+    svc, port, known, _keys = gateway
+    info = (await svc.call("bob", "GET", "ssh")).json()
+    assert info == {"enabled": True, "host": "127.0.0.1", "port": port, "host_key": info["host_key"], "login": "bob"}
+    assert known.read_text().split()[1:] == info["host_key"].split()
+
+
+async def test_a_taken_port_leaves_the_platform_running(service_factory, caplog):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with service_factory(ssh={"port": port}) as svc:
+            assert (await svc.call("alice", "GET", "me")).status_code == 200
+            assert svc.app.state.ssh.server is None
+    assert f"SSH gateway not started on 127.0.0.1:{port}" in caplog.text
