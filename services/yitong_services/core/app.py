@@ -92,7 +92,7 @@ def create_app(
         else None,
     )
 
-    gateway = Gateway(ctx)
+    gateway = Gateway(ctx, jobs.backend)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -21,10 +21,10 @@ import httpx
 from anyio import to_thread
 
 from ..core.authz import Person
-from ..core.confinement import account_for
 from ..core.context import Context
 from ..core.errors import Refusal
 from ..core.hub import HubError
+from ..jobs.backend import Backend
 from ..jobs.models import Job
 from ..vcs.catalog import member_vc
 from . import hostkey, keys, local_shell, notebook, worker
@@ -72,8 +72,9 @@ class _Server(asyncssh.SSHServer):
 
 
 class Gateway:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, backend: Backend | None = None) -> None:
         self.ctx = ctx
+        self.backend = backend  # the job manager's (the Slurm step runs as its job_account)
         self.settings = ctx.settings
         self.server: asyncssh.SSHAcceptor | None = None
         self.http = httpx.AsyncClient(timeout=30)
@@ -194,17 +195,22 @@ class Gateway:
                 raise Refused(f"worker {target.rank} of job {target.job_id} is not running as the job's account")
             argv = worker.shell_argv(process.command, pty)
             return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid)
-        if job["backend"] == "slurm":
-            from ..jobs.runner_local import job_base_env
+        if job["backend"] == "slurm" and self.backend is not None and self.backend.name == "slurm":
+            from ..jobs.runner_slurm import PASS_ENV
             from ..jobs.runner_slurm import parse_ref as slurm_ref
 
             slurm_id, _path = slurm_ref(job["backend_ref"])
-            account = await to_thread.run_sync(account_for, self.settings, person.name)
-            uid, gid = (account["uid"], account["gid"]) if account else (None, None)
+            backend: Any = self.backend
+            # the account the job's own steps run as (the backend's run_as), never another
+            account = await to_thread.run_sync(backend.job_account, person.name)
+            env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+            env["PATH"] = backend.config.job_path(os.environ.get("PATH", ""))
+            if account is not None:
+                env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
             cwd = await to_thread.run_sync(self._job_dir, target.job_id)
-            env = worker.without_secrets(job_base_env(os.environ))
             argv = worker.slurm_argv(slurm_id, process.command, pty)
-            return await local_shell.run(process, argv, env, cwd, uid, gid)
+            uid, gid = (account.uid, account.gid) if account else (None, None)
+            return await local_shell.run(process, argv, worker.without_secrets(env), cwd, uid, gid)
         raise Refused(f"SSH into {job['backend']} jobs is not available yet (use the engine's own exec)")
 
     def _job_dir(self, job_id: int) -> str:
