@@ -199,6 +199,10 @@ class Gateway:
             from ..jobs.runner_slurm import PASS_ENV
             from ..jobs.runner_slurm import parse_ref as slurm_ref
 
+            if target.rank:
+                raise Refused(
+                    f"on Slurm, SSH reaches worker 0 of a job only (its first node); job {target.job_id} .{target.rank} is not mapped yet"
+                )
             slurm_id, _path = slurm_ref(job["backend_ref"])
             backend: Any = self.backend
             # the account the job's own steps run as (the backend's run_as), never another
