@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,7 @@ class Gateway:
         self.settings = ctx.settings
         self.server: asyncssh.SSHAcceptor | None = None
         self.http = httpx.AsyncClient(timeout=30)
+        self.sessions: Counter[str] = Counter()  # open sessions per person (ssh.max_sessions)
 
     @property
     def port(self) -> int:
@@ -137,7 +139,13 @@ class Gateway:
         peer = process.get_extra_info("peername")
         eol = "\r\n" if process.get_terminal_type() else "\n"
         log.info("SSH: %s into %s from %s (%s)", target.person, target.describe(), peer, process.command or "shell")
+        limit = self.settings.ssh.max_sessions
+        self.sessions[target.person] += 1
         try:
+            if self.sessions[target.person] > limit:
+                raise Refused(
+                    f"{target.person} has {limit} SSH sessions open, the most one person may (ssh.max_sessions)"
+                )
             if target.kind == "server":
                 status = await self.into_server(process, target)
             else:
@@ -149,6 +157,10 @@ class Gateway:
             log.exception("SSH session of %s into %s failed", target.person, target.describe())
             process.stderr.write(f"yitong: the SSH session failed; the platform's log has the details{eol}".encode())
             status = REFUSED
+        finally:
+            self.sessions[target.person] -= 1
+            if not self.sessions[target.person]:
+                del self.sessions[target.person]
         process.exit(status)
 
     # -- notebook servers -------------------------------------------------------------

@@ -20,6 +20,7 @@ class SSHSettings(BaseModel):
         0, ge=0, le=65535, description="the gateway's port; 0 disables it (the example settings use 8022)"
     )
     max_keys: int = Field(20, ge=1, le=1000, description="public keys one person may register")
+    max_sessions: int = Field(16, ge=1, le=10_000, description="SSH sessions one person may have open at once")
     token_lifetime: int = Field(
         3600, ge=60, description="seconds the hub token minted for one SSH session into a notebook server lives at most"
     )

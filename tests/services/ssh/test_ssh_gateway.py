@@ -146,3 +146,33 @@ async def test_a_taken_port_leaves_the_platform_running(service_factory, caplog)
             assert (await svc.call("alice", "GET", "me")).status_code == 200
             assert svc.app.state.ssh.server is None
     assert f"SSH gateway not started on 127.0.0.1:{port}" in caplog.text
+
+
+async def test_sessions_per_person_are_bounded(service_factory, tmp_path):
+    port = free_port()
+    async with service_factory(ssh={"port": port, "max_sessions": 1}, jobs={"poll_interval": 0.2}) as svc:
+        key, line = key_pair(tmp_path)
+        assert (await svc.call("alice", "POST", "me/ssh-keys", json={"key": line})).status_code == 201
+        pub = host_key_path(svc.ctx.settings.data_dir).with_suffix(".pub").read_text().split()
+        known = tmp_path / "known_hosts"
+        known.write_text(f"[127.0.0.1]:{port} {pub[0]} {pub[1]}\n")
+        r = await svc.call("alice", "POST", "jobs", json=py_job("sleeper", "vision", "import time; time.sleep(120)"))
+        job = await wait_state(svc, "alice", r.json()["id"], states={"running"})
+        login = f"alice+job.{job['id']}"
+        try:
+            async with asyncssh.connect(
+                "127.0.0.1", port, username=login, client_keys=[str(key)], known_hosts=str(known)
+            ) as conn:
+                shell = await conn.create_process(term_type="xterm")
+                shell.stdin.write("echo ready\n")
+                while "ready" not in await asyncio.wait_for(shell.stdout.readline(), 30):
+                    pass
+                rc, _, err = await ssh(port, known, key, login, "true")
+                assert rc == 255 and "alice has 1 SSH sessions open, the most one person may" in err
+                shell.stdin.write("exit\n")
+                await shell.wait_closed()
+            rc, _, err = await ssh(port, known, key, login, "true")
+            assert rc == 0, err
+        finally:
+            await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")
+            await wait_state(svc, "alice", job["id"])
