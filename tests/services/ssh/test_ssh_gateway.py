@@ -40,6 +40,17 @@ async def ssh(port: int, known_hosts: Path, key: Path, login: str, *command: str
     return proc.returncode, out.decode(), err.decode()
 
 
+async def until_worker(port: int, known: Path, key: Path, login: str) -> None:
+    """The job is running once its wrapper is; its worker process appears a moment later."""
+    for _ in range(300):
+        rc, _out, err = await ssh(port, known, key, login, "true")
+        if "no running worker" not in err:
+            assert rc == 0, err
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{login}: no worker after 30 s")
+
+
 @pytest.fixture
 async def gateway(service_factory, tmp_path):
     port = free_port()
@@ -71,11 +82,8 @@ async def test_running_job_worker_shell(gateway):
     login = f"alice+job.{job['id']}"
     jobdir = Path(svc.ctx.settings.data_dir).absolute() / "jobs" / str(job["id"])
     try:
-        for _ in range(50):  # the worker process appears a moment after the wrapper
-            rc, out, err = await ssh(port, known, keys["alice"], login, "pwd; echo id=$YITONG_JOB_ID; exit 7")
-            if "no running worker" not in err:
-                break
-            await asyncio.sleep(0.1)
+        await until_worker(port, known, keys["alice"], login)
+        rc, out, err = await ssh(port, known, keys["alice"], login, "pwd; echo id=$YITONG_JOB_ID; exit 7")
         # the job's working directory and environment; the command's exit status passes through
         assert (rc, out.split()) == (7, [str(jobdir), f"id={job['id']}"]), err
         # no secret of the job's (its hub token) nor of the service reaches the shell
@@ -160,6 +168,7 @@ async def test_sessions_per_person_are_bounded(service_factory, tmp_path):
         job = await wait_state(svc, "alice", r.json()["id"], states={"running"})
         login = f"alice+job.{job['id']}"
         try:
+            await until_worker(port, known, key, login)
             async with asyncssh.connect(
                 "127.0.0.1", port, username=login, client_keys=[str(key)], known_hosts=str(known)
             ) as conn:

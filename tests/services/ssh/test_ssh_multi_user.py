@@ -54,7 +54,7 @@ def test_job_shell_runs_as_the_owners_account(hub, tmp_path):
             argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}"]
             return subprocess.run([*argv, f"{login}@127.0.0.1", command], capture_output=True, text=True, timeout=60)
 
-        for _ in range(50):
+        for _ in range(300):  # the worker process appears a moment after the wrapper
             r = ssh(owner, f"{owner}+job.{job['id']}", "whoami; pwd; id -G | wc -w")
             if "no running worker" not in r.stderr:
                 break

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import subprocess
 
 import pytest
 from helpers import free_port, require
@@ -42,6 +43,12 @@ async def test_shell_in_a_running_slurm_job(service_factory, tmp_path):
         job = await wait_state(svc, "alice", r.json()["id"], states={"running"}, timeout=90)
         slurm_id = job["backend_ref"].split(":", 1)[0]
         try:
+            # the platform says running once sbatch took the job; a busy node may still hold it pending
+            for _ in range(300):
+                state = subprocess.run(["squeue", "-h", "-j", slurm_id, "-o", "%T"], capture_output=True, text=True)
+                if state.stdout.strip() == "RUNNING":
+                    break
+                await asyncio.sleep(0.3)
             argv = ["ssh", "-F", "/dev/null", "-p", str(port), "-i", str(key), "-o", "IdentitiesOnly=yes"]
             argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}"]
             argv += [f"alice+job.{job['id']}@127.0.0.1", "echo in=$SLURM_JOB_ID; exit 4"]
