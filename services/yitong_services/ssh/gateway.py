@@ -5,7 +5,7 @@ Public-key authentication only: the key must be one the login name's person adde
 (``targets``), which must be the person's own: their running notebook server (reached through
 its terminal API, ``notebook``) or a running job of theirs in a VC they still belong to (a shell
 beside the worker on the local backend, an ``srun --overlap`` step on Slurm). No port, agent or
-X11 forwarding, no SFTP/SCP. Everything refused after login is one sentence on stderr and exit
+X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr and exit
 status 255.
 """
 
@@ -146,6 +146,8 @@ class Gateway:
                 raise Refused(
                     f"{target.person} has {limit} SSH sessions open, the most one person may (ssh.max_sessions)"
                 )
+            if process.subsystem:
+                raise Refused(f"the {process.subsystem[:40]!r} subsystem is not offered here (no SFTP or SCP)")
             if target.kind == "server":
                 status = await self.into_server(process, target)
             else:

@@ -185,3 +185,22 @@ async def test_sessions_per_person_are_bounded(service_factory, tmp_path):
         finally:
             await svc.call("alice", "POST", f"jobs/{job['id']}/cancel")
             await wait_state(svc, "alice", job["id"])
+
+
+async def test_no_tunnels_no_file_transfer(gateway):
+    _svc, port, known, keys = gateway
+    async with asyncssh.connect(
+        "127.0.0.1", port, username="alice", client_keys=[str(keys["alice"])], known_hosts=str(known)
+    ) as conn:
+        with pytest.raises(asyncssh.ChannelOpenError):
+            await conn.create_connection(asyncssh.SSHTCPSession, "127.0.0.1", port)
+        with pytest.raises(asyncssh.ChannelListenError):
+            await conn.forward_remote_port("127.0.0.1", 0, "127.0.0.1", 22)
+        with pytest.raises((asyncssh.SFTPError, asyncssh.ChannelOpenError, asyncssh.ProcessError, OSError)):
+            async with conn.start_sftp_client() as sftp:
+                await sftp.listdir(".")
+    # a password never logs in
+    with pytest.raises(asyncssh.PermissionDenied):
+        await asyncssh.connect(
+            "127.0.0.1", port, username="alice", password="x", client_keys=None, known_hosts=str(known)
+        )
