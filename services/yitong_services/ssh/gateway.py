@@ -5,8 +5,8 @@ Public-key authentication only: the key must be one the login name's person adde
 (``targets``), which must be the person's own: their running notebook server (reached through
 its terminal API, ``notebook``) or a running job of theirs in a VC they still belong to (a shell
 beside the worker on the local backend, an ``srun --overlap`` step on Slurm). No port, agent or
-X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr and exit
-status 255.
+X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr
+and exit status 255; a person has at most ``ssh.max_sessions`` sessions open.
 """
 
 from __future__ import annotations
