@@ -3,6 +3,7 @@ where the gateway is (``/ssh``)."""
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
@@ -57,16 +58,18 @@ async def ssh_info(caller: Caller, ctx: Ctx) -> dict:
     """Where the SSH gateway listens and its host key (what `yt ssh` needs)."""
     ssh = ctx.settings.ssh
 
-    def host_key() -> str:
+    def where() -> tuple[str, str]:  # blocking: a file read, maybe a name lookup
         try:
-            return " ".join(host_key_path(ctx.settings.data_dir).with_suffix(".pub").read_text().split()[:2])
+            key = " ".join(host_key_path(ctx.settings.data_dir).with_suffix(".pub").read_text().split()[:2])
         except OSError:
-            return ""
+            key = ""
+        return ssh.connect_host(socket.getfqdn), key
 
+    host, key = await in_thread(where)
     return {
         "enabled": bool(ssh.port),
-        "host": ssh.public_host or ssh.ip,
+        "host": host,
         "port": ssh.port,
-        "host_key": await in_thread(host_key) if ssh.port else "",
+        "host_key": key if ssh.port else "",
         "login": caller.name,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +29,15 @@ class SSHSettings(BaseModel):
         None,
         description="the hub's public URL the gateway reaches notebook servers through; null: $YITONG_HUB_URL",
     )
-    public_host: str | None = Field(None, description="the host name `yt ssh` prints and connects to; null: the ip")
+    public_host: str | None = Field(
+        None, description="the host name `yt ssh` prints and connects to; null: the ip (this host's name for 0.0.0.0)"
+    )
+
+    def connect_host(self, hostname: Callable[[], str]) -> str:
+        """Where people connect: ``public_host``, else ``ip`` unless it is a wildcard (then ``hostname()``)."""
+        if self.public_host:
+            return self.public_host
+        return hostname() if self.ip in ("", "0.0.0.0", "::") else self.ip
 
 
 class SSHKeyIn(BaseModel):

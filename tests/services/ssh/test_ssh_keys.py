@@ -143,3 +143,17 @@ def test_exec_output_is_cut_at_the_markers():
     stream = [line.replace("\r", "\r\n"), "$ YTab", "12B\nhello\nwor", "ld\nYTab12", "E:3\n", "$ "]
     got = "".join(cut.feed(part) for part in stream)
     assert (got, cut.status) == ("hello\nworld", 3)
+
+
+@pytest.mark.parametrize(
+    "section,host",
+    [
+        ({}, "127.0.0.1"),
+        ({"ip": "0.0.0.0"}, "node7"),
+        ({"ip": "0.0.0.0", "public_host": "ssh.example.org"}, "ssh.example.org"),
+    ],
+)
+def test_where_people_connect(section, host):
+    from yitong_services.ssh.schemas import SSHSettings
+
+    assert SSHSettings(**section).connect_host(lambda: "node7") == host
