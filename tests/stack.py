@@ -43,6 +43,10 @@ class Stack:
             ip="127.0.0.1", port=self.port, internal_port=free_port(), proxy_api_port=free_port()
         )
         self.settings.setdefault("service", {})["port"] = self.service_port
+        # the SSH gateway, when the settings have an ssh section: a free port, never the fixed default
+        self.ssh_port = free_port() if "ssh" in self.settings else 0
+        if self.ssh_port:
+            self.settings["ssh"]["port"] = self.ssh_port
         self.url = f"http://127.0.0.1:{self.port}"
         self.api = f"{self.url}/hub/api"
         self.platform = f"{self.url}/services/yitong/api/v1"

@@ -15,11 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"yitong_services": ROOT / "services", "yitong_lab": ROOT / "extensions", "yitong_spawner": ROOT / "spawner"}
 # services: which capability packages each may import at module level ("routes" only from core.app)
 ALLOWED = {
-    "core": {"core", "vcs", "datasets", "jobs"},  # app/context/settings/metrics compose the packages
+    "core": {"core", "vcs", "datasets", "jobs", "ssh"},  # app/context/settings/metrics compose the packages
     "vcs": {"core", "vcs"},
     "datasets": {"core", "vcs", "datasets"},
     "jobs": {"core", "vcs", "datasets", "jobs"},
-    "routes": {"core", "vcs", "datasets", "jobs", "routes"},
+    "ssh": {"core", "vcs", "datasets", "jobs", "ssh"},
+    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "routes"},
 }
 
 

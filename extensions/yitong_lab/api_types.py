@@ -265,6 +265,27 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
+class SSHInfo(TypedDict):
+    enabled: bool
+    host: str
+    host_key: NotRequired[str]
+    login: str
+    port: int
+
+
+class SSHKeyIn(TypedDict):
+    key: str
+
+
+class SSHKeyOut(TypedDict):
+    algorithm: str
+    bits: int
+    comment: str
+    created: str
+    fingerprint: str
+    id: int
+
+
 class SizedPath(TypedDict):
     path: str
     size: int
@@ -417,6 +438,9 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "SSHInfo",
+    "SSHKeyIn",
+    "SSHKeyOut",
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",

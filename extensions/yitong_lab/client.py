@@ -18,6 +18,7 @@ from typing import Any
 from yitong_lab.api_types import Me, ProfileOut, VCOut  # generated TypedDicts (stdlib only)
 from yitong_lab.errors import YitongError
 from yitong_lab.jobs.sdk import Job, JobCalls, Run  # noqa: F401  (stdlib only: stays cheap)
+from yitong_lab.ssh.sdk import SSHCalls
 
 #: ``resource -> amount``: numbers, or quantities as people type them (``"16Gi"``, ``"500m"``),
 #: which the platform parses (and refuses with a sentence)
@@ -59,10 +60,12 @@ def error_detail(body: Any, status: int) -> str:
     return f"the platform API answered HTTP {status}"
 
 
-class Client(JobCalls):
+class Client(JobCalls, SSHCalls):
     """``Client(url=None, token=None)``; defaults come from the environment (see module doc).
     The job and run calls (``submit_job``, ``jobs``, ``job``, ``job_log``, ``follow_log``, ``run``,
-    ``rerun``, ...) come from :class:`~yitong_lab.jobs.sdk.JobCalls`."""
+    ``rerun``, ...) come from :class:`~yitong_lab.jobs.sdk.JobCalls`; the SSH key calls
+    (``ssh_keys``, ``add_ssh_key``, ``remove_ssh_key``, ``ssh_info``) from
+    :class:`~yitong_lab.ssh.sdk.SSHCalls`."""
 
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
         self.url = (url or api_url()).rstrip("/")

@@ -114,7 +114,12 @@ def hub_config(
                         "--port",
                         str(service_port),
                     ],
-                    "environment": {"YITONG_DATA_DIR": data_dir, "YITONG_SETTINGS": settings_path},
+                    # YITONG_HUB_URL: where the SSH gateway reaches notebook servers (through the proxy)
+                    "environment": {
+                        "YITONG_DATA_DIR": data_dir,
+                        "YITONG_SETTINGS": settings_path,
+                        "YITONG_HUB_URL": public_url,
+                    },
                 }
             ],
             "load_roles": [

@@ -7,6 +7,7 @@ Fixtures:
   and ``nlp`` (group ``nlp``; profile nlp-cpu). Users: ``admin`` (hub admin), ``alice`` and
   ``carol`` (vision), ``bob`` (nlp), ``u0``..``u19`` (vision, no password: the admin spawns
   for them).
+  The SSH gateway listens on ``stack.ssh_port``.
 - ``admin_token``, ``alice_token``, ``bob_token``: hub API tokens.
 - ``page``: a Playwright page in headless Chromium (``$YITONG_TEST_CHROMIUM``, default
   ``/usr/bin/chromium``); its viewport is the test module's ``VIEWPORT``, else 1280x800.
@@ -90,6 +91,7 @@ SETTINGS = {
         },
     },
     "groups": {"vision": ["alice", "carol", *WORKERS], "nlp": ["bob"]},
+    "ssh": {},  # the gateway on a free port (Stack.ssh_port)
 }
 PASSWORDS = {"admin": "admin-pw-e2e", "alice": "alice-pw-e2e", "bob": "bob-pw-e2e", "carol": "carol-pw-e2e"}
 

@@ -488,6 +488,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/me/ssh-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Keys
+         * @description The caller's public keys, oldest first.
+         */
+        get: operations["list_keys_services_yitong_api_v1_me_ssh_keys_get"];
+        put?: never;
+        /**
+         * Add Key
+         * @description Add one OpenSSH public key (ed25519, ecdsa, rsa >= 2048 bits); 422 for anything else,
+         *     409 for a key already added or one key too many (``ssh.max_keys``).
+         */
+        post: operations["add_key_services_yitong_api_v1_me_ssh_keys_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/me/ssh-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove Key
+         * @description Remove one of the caller's keys (404 for anyone else's).
+         */
+        delete: operations["remove_key_services_yitong_api_v1_me_ssh_keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/objects/missing": {
         parameters: {
             query?: never;
@@ -663,6 +708,26 @@ export interface paths {
          * @description The user themself, an admin, or this service (``?user=`` required for a service).
          */
         get: operations["spawn_options_services_yitong_api_v1_spawn_options_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/ssh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Ssh Info
+         * @description Where the SSH gateway listens and its host key (what `yt ssh` needs).
+         */
+        get: operations["ssh_info_services_yitong_api_v1_ssh_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1374,6 +1439,61 @@ export interface components {
             kernel?: string | null;
             /** Memory */
             memory?: number | null;
+        };
+        /** SSHInfo */
+        SSHInfo: {
+            /**
+             * Enabled
+             * @description whether this platform runs the SSH gateway
+             */
+            enabled: boolean;
+            /**
+             * Host
+             * @description the host to connect to
+             */
+            host: string;
+            /**
+             * Host Key
+             * @description the gateway's public host key (`ssh-ed25519 AAAA...`), for known_hosts
+             * @default
+             */
+            host_key: string;
+            /**
+             * Login
+             * @description the caller's login for their default server (`alice`; `alice+job.12` a job)
+             */
+            login: string;
+            /** Port */
+            port: number;
+        };
+        /** SSHKeyIn */
+        SSHKeyIn: {
+            /**
+             * Key
+             * @description one OpenSSH public key line: `ssh-ed25519 AAAA... comment` (ed25519, ecdsa, rsa >= 2048 bits)
+             */
+            key: string;
+        };
+        /** SSHKeyOut */
+        SSHKeyOut: {
+            /** Algorithm */
+            algorithm: string;
+            /** Bits */
+            bits: number;
+            /** Comment */
+            comment: string;
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /**
+             * Fingerprint
+             * @description `SHA256:<base64>`, as `ssh-keygen -lf` prints it
+             */
+            fingerprint: string;
+            /** Id */
+            id: number;
         };
         /** SizedPath */
         SizedPath: {
@@ -2916,6 +3036,116 @@ export interface operations {
             };
         };
     };
+    list_keys_services_yitong_api_v1_me_ssh_keys_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SSHKeyOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    add_key_services_yitong_api_v1_me_ssh_keys_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SSHKeyIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SSHKeyOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    remove_key_services_yitong_api_v1_me_ssh_keys__key_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a key's id */
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     missing_objects_services_yitong_api_v1_objects_missing_post: {
         parameters: {
             query?: never;
@@ -3380,6 +3610,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    ssh_info_services_yitong_api_v1_ssh_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SSHInfo"];
                 };
             };
             /** @description refused, with a sentence why */

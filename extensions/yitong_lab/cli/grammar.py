@@ -3,7 +3,8 @@
 Nouns plug in through :data:`COMMANDS`: each module named there has
 ``register(nouns, common)`` that adds its subparser(s) to ``nouns`` (passing
 ``parents=[common]`` to leaf commands for ``--json``) and sets ``func`` on each leaf:
-``func(args, client, out)`` where ``out`` is an :class:`~yitong_lab.cli.output.Output`.
+``func(args, client, out)`` where ``out`` is an :class:`~yitong_lab.cli.output.Output`; a
+``func`` that returns an int sets the exit code (``yt ssh`` passes ssh's on).
 A new noun (``data``, ``job``, ``run``) is one new module plus one line here.
 """
 
@@ -24,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "data": "yitong_lab.cli.data",
     "job": "yitong_lab.cli.job",
     "run": "yitong_lab.cli.run",
+    "ssh": "yitong_lab.cli.ssh",
 }
 
 
@@ -73,10 +75,18 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
     how transfers show progress (``"auto"``: tqdm on a terminal; ``"widget"`` in a notebook).
     ``cell``: the body of a ``%%yt`` cell (only ``job submit`` takes one).
     """
+    rest: list[str] = []
+    if "--" in argv:  # everything after -- is a command for the remote side (yt ssh TARGET -- CMD)
+        at = argv.index("--")
+        argv, rest = argv[:at], argv[at + 1 :]
     try:
         args = build_parser().parse_args(argv)
     except ParserExit as stop:
         return stop.status
+    if rest and not getattr(args, "takes_rest", None):
+        print(f"{PROG}: this command takes nothing after --", file=sys.stderr)
+        return 2
+    args.rest = rest
     if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
         print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands", file=sys.stderr)
         return 2
@@ -88,7 +98,7 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
     if own:
         client = Client()
     try:
-        args.func(args, client, Output(json=getattr(args, "json", False), progress=progress))
+        status = args.func(args, client, Output(json=getattr(args, "json", False), progress=progress))
     except YitongError as error:
         print(f"{PROG}: {error.detail}", file=sys.stderr)
         return 1
@@ -98,4 +108,4 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
     finally:
         if own:
             client.close()
-    return 0
+    return status if isinstance(status, int) else 0

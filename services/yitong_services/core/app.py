@@ -22,6 +22,7 @@ from ..jobs.tokens import JobTokens
 from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
 from ..routes.common import Caller, require_admin
+from ..ssh.gateway import Gateway
 from ..vcs.inventory import inventory as backend_inventory
 from ..vcs.seed import seed
 from ..vcs.stale_servers import reconcile_forever
@@ -91,6 +92,8 @@ def create_app(
         else None,
     )
 
+    gateway = Gateway(ctx, jobs.backend)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         task = None
@@ -98,9 +101,12 @@ def create_app(
             task = asyncio.create_task(reconcile_forever(ctx, interval))
         if settings.jobs.enabled:
             await jobs.start()
+        if settings.ssh.port and hub.token:
+            await gateway.start()
         try:
             yield
         finally:
+            await gateway.stop()
             await jobs.stop()
             if task:
                 task.cancel()
@@ -120,6 +126,7 @@ def create_app(
     )
     app.state.yitong = ctx
     app.state.jobs = jobs
+    app.state.ssh = gateway
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")

@@ -14,6 +14,7 @@ from . import (
     profiles,
     runs,
     spawn_options,
+    ssh_keys,
     storage,
     usage,
     vcs,
@@ -24,6 +25,7 @@ from . import (
 ROUTERS: list[APIRouter] = [
     health.router,
     me.router,
+    ssh_keys.router,
     vcs.router,
     profiles.router,
     spawn_options.router,

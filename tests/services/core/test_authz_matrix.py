@@ -8,7 +8,7 @@ a new route cannot land without saying who may call it.
 Each role acts on its own fresh objects, made before the calls, so one role's delete does not
 change what the next one sees: VC ``t-<role>`` (hub group ``vision``: alice is a member, bob is
 not) offering profile ``p-<role>``; alice's server allocation ``alice/<role>`` in VC vision;
-alice's failed job ``j-<role>`` in VC vision and its run.
+alice's failed job ``j-<role>`` in VC vision and its run; an SSH key of alice's.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 from fastapi.routing import APIRoute
 from jobs_helpers import py_job, wait_state
+from ssh_helpers import public_line
 
 PREFIX = "/services/yitong/"
 ROLES = {"anonymous": None, "member": "alice", "other": "bob", "admin": "admin"}
@@ -66,6 +67,11 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/runs/{run_id}"): (None, MEMBER_SEES),
     ("POST", "api/v1/runs/{run_id}/rerun"): (None, row(201, 404, 201)),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
+    # keys are the caller's own: nobody, admins included, reaches another person's
+    ("GET", "api/v1/me/ssh-keys"): (None, ALL),
+    ("POST", "api/v1/me/ssh-keys"): ({"key": public_line()}, row(201, 201, 201)),
+    ("DELETE", "api/v1/me/ssh-keys/{key_id}"): (None, row(204, 404, 404)),
+    ("GET", "api/v1/ssh"): (None, ALL),
     ("GET", "metrics"): (None, ADMIN_ONLY),
 }
 
@@ -140,7 +146,10 @@ async def _objects(svc, role: str) -> dict[str, object]:
     job = (await svc.call("alice", "POST", "jobs", json=py_job(f"j-{role}", "vision", "raise SystemExit(3)"))).json()
     job = await wait_state(svc, "alice", job["id"])
     assert job["state"] == "failed", job
+    key = await svc.call("alice", "POST", "me/ssh-keys", json={"key": public_line()})
+    assert key.status_code == 201, key.text
     return {
+        "key_id": key.json()["id"],
         "vc": f"t-{role}",
         "name": f"p-{role}",
         "allocation_id": alloc.json()["id"],

@@ -165,8 +165,9 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs
 
 
 class MultiUser:
-    def __init__(self, hub, tmp: Path) -> None:
+    def __init__(self, hub, tmp: Path, **extra) -> None:
         self.hub, self.tmp, self.port = hub, tmp, free_port()
+        self.extra = extra  # more settings sections (tests/services/ssh: the gateway's)
         # every directory above the data directory must be searchable by the accounts (pytest's are 0700)
         self.data = Path(tempfile.mkdtemp(prefix="yitong-cf-", dir="/var/tmp")) / "data"
         self.data.parent.chmod(0o711)
@@ -188,6 +189,7 @@ class MultiUser:
             "backends": {"local": {"inventory": {}, "mode": "multi-user"}},
             "jobs": {"poll_interval": 0.2},
             "service": {"reconcile_interval": 0},
+            **self.extra,
         }
         (self.tmp / "settings.yaml").write_text(yaml.safe_dump(settings))
         # the embedded layout's secrets (written by jupyterhub_config.py), left readable to check start fixes them

@@ -1,0 +1,167 @@
+"""Run a process on this machine for one SSH channel: in a new pseudo-terminal when the client
+asked for one, else on pipes (stdout and stderr apart). Its exit status is the channel's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import struct
+import termios
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import asyncssh
+
+CHUNK = 65536
+
+
+def _child_setup(pty: bool, uid: int | None, gid: int | None) -> None:
+    """In the child before exec: its own session (the terminal becomes its controlling tty),
+    then the owner's account (no supplementary groups) when the gateway runs as root."""
+    os.setsid()
+    if pty:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    if uid is not None and gid is not None and uid != os.geteuid():
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+
+def set_size(fd: int, width: int, height: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height or 24, width or 80, 0, 0))
+
+
+async def _stdin_loop(
+    process: asyncssh.SSHServerProcess,
+    write: Callable[[bytes], Any],
+    eof: Callable[[], Any],
+    resize: Callable[[int, int], None],
+) -> None:
+    while True:
+        try:
+            data = await process.stdin.read(CHUNK)
+        except asyncssh.TerminalSizeChanged as e:
+            resize(e.width, e.height)
+            continue
+        except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+            continue
+        except (asyncssh.Error, OSError, BrokenPipeError):
+            break
+        if not data:
+            break
+        await write(data) if asyncio.iscoroutinefunction(write) else write(data)
+    with contextlib.suppress(Exception):
+        await eof() if asyncio.iscoroutinefunction(eof) else eof()
+
+
+async def run(
+    process: asyncssh.SSHServerProcess,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    uid: int | None = None,
+    gid: int | None = None,
+) -> int:
+    """Run ``argv`` for ``process`` and return its exit status (128 + signal when killed)."""
+    if process.get_terminal_type() is not None:
+        return await _run_pty(process, argv, env, cwd, uid, gid)
+    return await _run_pipes(process, argv, env, cwd, uid, gid)
+
+
+def _status(rc: int) -> int:
+    return 128 - rc if rc < 0 else rc
+
+
+async def _run_pipes(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[no-untyped-def]
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=partial(_child_setup, False, uid, gid),
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+
+    async def write(data: bytes) -> None:
+        proc.stdin.write(data)  # type: ignore[union-attr]
+        await proc.stdin.drain()  # type: ignore[union-attr]
+
+    async def out(reader: asyncio.StreamReader, writer: Any) -> None:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+
+    stdin = asyncio.create_task(_stdin_loop(process, write, proc.stdin.close, lambda w, h: None))
+    try:
+        await asyncio.gather(out(proc.stdout, process.stdout), out(proc.stderr, process.stderr))
+        return _status(await proc.wait())
+    finally:
+        stdin.cancel()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            await proc.wait()
+
+
+async def _run_pty(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[no-untyped-def]
+    master, slave = os.openpty()
+    width, height, _pw, _ph = process.get_terminal_size()
+    set_size(master, width, height)
+    env = {**env, "TERM": process.get_terminal_type() or "xterm"}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            preexec_fn=partial(_child_setup, True, uid, gid),
+        )
+    finally:
+        os.close(slave)
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    os.set_blocking(master, False)
+
+    def readable() -> None:
+        try:
+            data = os.read(master, CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:  # EIO: every process holding the terminal has ended
+            data = b""
+        if not data:
+            loop.remove_reader(master)
+            if not done.done():
+                done.set_result(None)
+            return
+        process.stdout.write(data)
+
+    def write(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(master, view) :]
+            except BlockingIOError:
+                break  # the terminal's input queue is full: drop the rest, as a real terminal would
+
+    loop.add_reader(master, readable)
+    stdin = asyncio.create_task(_stdin_loop(process, write, lambda: write(b"\x04"), partial(set_size, master)))
+    try:
+        await done
+        return _status(await proc.wait())
+    finally:
+        stdin.cancel()
+        loop.remove_reader(master)
+        os.close(master)
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            await proc.wait()
