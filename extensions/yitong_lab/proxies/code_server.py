@@ -1,7 +1,8 @@
 """``code-server`` (VS Code in the browser) behind ``<base_url>code-server/``.
 
 code-server serves relative URLs, so the default path rewriting to ``/`` works
-(no ``absolute_url``). Settings: ``YITONG_CODE_SERVER_WORKDIR`` (default: home).
+(no ``absolute_url``). Settings: ``YITONG_CODE_SERVER_WORKDIR`` (default: home),
+``YITONG_CODE_SERVER_PREFIX`` (default: ``<checkout>/.tools/code-server``).
 
 Where it comes from: ``<checkout>/.tools/code-server`` (``make code-server``, which ``make run``
 starts in the background: scripts/install-code-server.sh), else ``code-server`` on PATH (the
@@ -26,8 +27,8 @@ from yitong_lab.proxies import ICONS, escape_template
 NAME = "code-server"
 # <checkout>/.tools/code-server (this package lives in <checkout>/extensions/yitong_lab)
 PREFIX = Path(__file__).resolve().parents[3] / ".tools" / NAME
-# the installed size (code-server 4.139.1 + Node 24.21.0 with its headers), for the percentage
-INSTALLED_BYTES = 900 * 2**20
+# the installed size (code-server 4.139.1 + Node 24.21.0 with its headers: 770 MiB), for the percentage
+INSTALLED_BYTES = 770 * 2**20
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,22 @@ def code_server_command(executable: str, workdir: str, port: int | str) -> list[
     ]
 
 
-def launch_command(workdir: str, python: str = sys.executable) -> list[str]:
+def launch_command(workdir: str, prefix: Path, python: str = sys.executable) -> list[str]:
     """The proxy's command: the launcher on this Python (``{port}`` filled by the proxy)."""
-    return [python, "-m", "yitong_lab.proxies.code_server_launch", "--port", "{port}", escape_template(workdir)]
+    return [
+        python,
+        "-m",
+        "yitong_lab.proxies.code_server_launch",
+        "--port",
+        "{port}",
+        "--prefix",
+        escape_template(str(prefix)),
+        escape_template(workdir),
+    ]
+
+
+def configured_prefix() -> Path:
+    return Path(os.environ.get("YITONG_CODE_SERVER_PREFIX") or PREFIX)
 
 
 def tree_bytes(path: Path) -> int:
@@ -84,7 +98,7 @@ def install_running(prefix: Path) -> bool:
     return False
 
 
-def install_state(prefix: Path = PREFIX, on_path: str | None = None) -> InstallState:
+def install_state(prefix: Path, on_path: str | None = None) -> InstallState:
     """Where code-server is, or how far its install under ``prefix`` is."""
     binary = prefix / "bin" / NAME
     if os.access(binary, os.X_OK):
@@ -109,10 +123,11 @@ def launcher_title(state: InstallState) -> str:
 
 
 def setup_code_server() -> dict[str, Any]:
-    state = install_state()
+    prefix = configured_prefix()
+    state = install_state(prefix)
     workdir = os.environ.get("YITONG_CODE_SERVER_WORKDIR") or os.path.expanduser("~")
     return {
-        "command": launch_command(workdir),
+        "command": launch_command(workdir, prefix),
         "timeout": 30,
         "new_browser_tab": True,
         "launcher_entry": {

@@ -1,5 +1,5 @@
 """What jupyter-server-proxy runs for ``<base_url>code-server/``:
-``python -m yitong_lab.proxies.code_server_launch --port PORT WORKDIR``.
+``python -m yitong_lab.proxies.code_server_launch --port PORT --prefix PREFIX WORKDIR``.
 
 code-server there (:func:`code_server.install_state`): exec it on PORT. Not yet: serve a small
 page on PORT (127.0.0.1) that says how far its install is and polls; once the install is done,
@@ -19,7 +19,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from yitong_lab.proxies.code_server import PREFIX, InstallState, code_server_command, install_state
+from yitong_lab.proxies.code_server import InstallState, code_server_command, install_state
 
 MARKER = "yt-code-server-install"
 POLL_SECONDS = 2.0
@@ -123,7 +123,7 @@ def wait_for_install(port: int, prefix: Path) -> InstallState:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--prefix", type=Path, default=PREFIX, help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", type=Path, required=True, help="where make code-server installs it")
     parser.add_argument("workdir")
     args = parser.parse_args(argv)
     state = install_state(args.prefix)
