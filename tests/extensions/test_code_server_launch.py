@@ -107,6 +107,7 @@ def test_progress_then_code_server(tmp_path):
                 f"127.0.0.1:{port}",
                 "--disable-telemetry",
                 "--disable-update-check",
+        "--disable-workspace-trust",
                 str(tmp_path / "home <x>"),
             ]
         finally:

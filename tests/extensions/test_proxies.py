@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from jupyter_server_proxy.config import ServerProcess
 
-from yitong_lab.proxies import code_server, tensorboard
+from yitong_lab.proxies import code_server, code_server_launch, tensorboard
 
 
 def render(command, **args):
@@ -50,6 +50,7 @@ def test_code_server_command():
         "127.0.0.1:4321",
         "--disable-telemetry",
         "--disable-update-check",
+        "--disable-workspace-trust",
         "/home/alice",
     ]
 
@@ -143,3 +144,9 @@ def test_entry_points_resolve(name):
     process = ServerProcess(name=name, **entry.load()())  # as jupyter-server-proxy does
     assert process.launcher_entry.title in ("VS Code", "TensorBoard")
     assert process.launcher_entry.path_info == f"{name}/"
+
+
+def test_code_server_keeps_this_servers_environment():
+    # VSCODE_CLI=1: VS Code does not swap in a login shell's environment (its /etc/profile PATH)
+    env = code_server_launch.code_server_env({"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice"})
+    assert env == {"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice", "VSCODE_CLI": "1"}

@@ -50,6 +50,7 @@ def code_server_command(executable: str, workdir: str, port: int | str) -> list[
         f"127.0.0.1:{port}",
         "--disable-telemetry",
         "--disable-update-check",
+        "--disable-workspace-trust",  # the person's own home: no "trust the authors?" dialog
         workdir,
     ]
 

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from pathlib import Path
 
 from yitong_lab.proxies.code_server import InstallState, code_server_command, install_state
@@ -120,6 +121,13 @@ def wait_for_install(port: int, prefix: Path) -> InstallState:
     return server.state
 
 
+def code_server_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """This server's environment for code-server. ``VSCODE_CLI=1``: VS Code then keeps it as it is
+    rather than replacing it with a login shell's (whose /etc/profile resets PATH, losing this
+    installation's ``yt`` and ``jupyter``): its terminals get the PATH JupyterLab's have."""
+    return {**environ, "VSCODE_CLI": "1"}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
@@ -132,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     assert state.executable is not None
     sys.stdout.flush()
     command = code_server_command(state.executable, args.workdir, args.port)
-    os.execv(command[0], command)
+    os.execve(command[0], command, code_server_env(os.environ))
 
 
 if __name__ == "__main__":
