@@ -7,7 +7,6 @@ pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py."""
 
 import asyncio
 import fcntl
-import json
 import os
 import subprocess
 import sys
@@ -107,7 +106,7 @@ def test_progress_then_code_server(tmp_path):
                 f"127.0.0.1:{port}",
                 "--disable-telemetry",
                 "--disable-update-check",
-        "--disable-workspace-trust",
+                "--disable-workspace-trust",
                 str(tmp_path / "home <x>"),
             ]
         finally:

@@ -16,8 +16,8 @@ import json
 import os
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from yitong_lab.proxies.code_server import InstallState, code_server_command, install_state
@@ -87,7 +87,7 @@ class Waiting(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Waiting
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         state = self.server.state
         if self.path.endswith("?progress"):
             body, kind = progress_json(state), "application/json"
@@ -101,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
