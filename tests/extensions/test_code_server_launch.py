@@ -1,6 +1,7 @@
 """``<base_url>code-server/`` before code-server is there: the launcher (a real subprocess,
 real HTTP) serves its install's progress and then execs code-server on the same port, and a
-real Jupyter server with jupyter-server-proxy answers the path with a sentence, not a 500.
+real Jupyter server with jupyter-server-proxy answers ``code-server/`` and ``tensorboard/``
+with a sentence, not a 500, when the program is not installed.
 
 The "code-server" the launcher execs here is a STAND-IN script (it answers with its argv and
 pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py."""
@@ -143,16 +144,25 @@ async def jp_asyncio_loop():
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    # code-server neither in a (fresh) .tools nor on PATH: the proxy's entry is read at start-up
+    # code-server neither in a (fresh) .tools nor on PATH, tensorboard not on PATH (the venv's bin
+    # is left out): the proxy entries are read at start-up
     monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(tmp_path / "tools" / "code-server"))
-    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]))
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", "/bin"]))
     assert code_server.install_state(tmp_path / "tools" / "code-server").state == "absent"
     return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True, "jupyter_server_proxy": True}}}
 
 
-async def test_proxy_path_without_code_server_is_a_sentence(jp_fetch):
-    response = await jp_fetch("code-server/", raise_error=False)
+@pytest.mark.parametrize(
+    ("path", "sentence"),
+    [
+        ("code-server/", "VS Code (code-server) is not installed on this server"),
+        ("code-server/some/file.js", "VS Code (code-server) is not installed on this server"),
+        ("tensorboard/", "TensorBoard is not installed in this server&#x27;s environment"),
+    ],
+)
+async def test_proxy_path_without_the_program_is_a_sentence(jp_fetch, path, sentence):
+    response = await jp_fetch(path, raise_error=False)
     assert response.code == 503, response.body[:500]
     text = response.body.decode()
-    assert "VS Code (code-server) is not installed on this server" in text
+    assert sentence in text
     assert "FileNotFoundError" not in text

@@ -132,9 +132,21 @@ def test_tensorboard(monkeypatch, tmp_path):
 def test_tensorboard_defaults(monkeypatch):
     monkeypatch.delenv("YITONG_TB_LOGDIR", raising=False)
     monkeypatch.setenv("HOME", "/home/alice")
+    monkeypatch.setattr(tensorboard.shutil, "which", lambda name: f"/opt/bin/{name}")
+    assert tensorboard.setup_tensorboard()["command"][1:3] == ["--logdir", "/home/alice"]
+
+
+def test_tensorboard_absent(monkeypatch):
     monkeypatch.setattr(tensorboard.shutil, "which", lambda name: None)
     config = tensorboard.setup_tensorboard()
-    assert config["command"][1:3] == ["--logdir", "/home/alice"]
+    assert render(config["command"], port=6006) == [
+        sys.executable,
+        "-m",
+        "yitong_lab.proxies.absent",
+        "--port",
+        "6006",
+        tensorboard.NOT_INSTALLED,
+    ]
     assert config["launcher_entry"]["enabled"] is False
 
 
