@@ -72,6 +72,8 @@ def test_vscode_from_the_launcher(stack, admin_token, page, code_server_installe
             time.sleep(0.2)
         assert Path(found.read_text().strip()) == stack.bin_dir / "yt"
 
+        vscode.keyboard.type("clear; command -v yt; yt --help | head -3\n")  # for the screenshot
+        vscode.wait_for_timeout(3_000)
         DOCS_IMG.mkdir(parents=True, exist_ok=True)
         vscode.screenshot(path=str(DOCS_IMG / "vscode.png"))
     finally:
