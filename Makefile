@@ -11,9 +11,9 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy
+.PHONY: run test install labextension docs clean lint mypy code-server code-server-background
 
-run: install
+run: install code-server-background
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
 	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
 
@@ -50,6 +50,26 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 	$(BIN)/jupyter-builder develop --overwrite extensions >/dev/null
 	$(BIN)/jupyter kernelspec install --sys-prefix --replace kernels/yitong-python3 >/dev/null
 	touch $@
+
+# code-server (VS Code in the browser) and its Node, pinned, from npm into .tools/code-server
+# (~600 MB, a few minutes): scripts/install-code-server.sh. `make run` starts it in the
+# background, at low priority, so the hub comes up at once; the launcher card and
+# <server>/code-server/ show its progress meanwhile (docs/vscode.md). Its log:
+# $(DATA_DIR)/logs/code-server-install.log. Ctrl-C on `make run` leaves it running to the end.
+CODE_SERVER := .tools/code-server/bin/code-server
+CODE_SERVER_LOG := $(DATA_DIR)/logs/code-server-install.log
+
+code-server: $(CODE_SERVER)
+
+$(CODE_SERVER): scripts/install-code-server.sh
+	scripts/install-code-server.sh
+
+code-server-background:
+	@if [ ! -x $(CODE_SERVER) ] && ! command -v code-server >/dev/null; then \
+	    mkdir -p "$(dir $(CODE_SERVER_LOG))"; \
+	    echo "Yitong: installing VS Code in the background (log: $(CODE_SERVER_LOG))"; \
+	    nohup nice -n 19 scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 </dev/null & \
+	fi
 
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).

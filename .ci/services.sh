@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install (Debian packages) and start the system services the test suite needs:
-# munge + a single-node Slurm, PostgreSQL, Chromium. Idempotent: safe to run twice.
+# munge + a single-node Slurm, PostgreSQL, Chromium, libkrb5-dev (code-server's build). Idempotent: safe to run twice.
 # Prints the environment the tests read; `source <(.ci/services.sh --env)` exports it.
 set -euo pipefail
 
@@ -12,6 +12,8 @@ install_packages() {
   command -v munged >/dev/null || missing+=(munge)
   [ -x /usr/lib/postgresql/15/bin/postgres ] || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || missing+=(postgresql)
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # code-server's native modules (make code-server, the VS Code browser test) build against it
+  dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -1,12 +1,16 @@
 """jupyter-server-proxy entries: pure config functions and their entry points."""
 
+import contextlib
+import dataclasses
+import fcntl
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 from jupyter_server_proxy.config import ServerProcess
 
-from yitong_lab.proxies import code_server, tensorboard
+from yitong_lab.proxies import code_server, code_server_launch, tensorboard
 
 
 def render(command, **args):
@@ -15,29 +19,92 @@ def render(command, **args):
 
 
 def test_code_server(monkeypatch, tmp_path):
-    monkeypatch.setattr(code_server.shutil, "which", lambda name: f"/opt/bin/{name}")
+    prefix = tmp_path / "tools" / "code-server"
     monkeypatch.setenv("YITONG_CODE_SERVER_WORKDIR", str(tmp_path / "{odd}"))
+    monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(prefix))
+    monkeypatch.setattr(code_server.shutil, "which", lambda name: f"/opt/bin/{name}")
     config = code_server.setup_code_server()
+    # always the launcher on this Python: it execs code-server, or serves its install's progress
     assert render(config["command"], port=4321) == [
-        "/opt/bin/code-server",
+        sys.executable,
+        "-m",
+        "yitong_lab.proxies.code_server_launch",
+        "--port",
+        "4321",
+        "--prefix",
+        str(prefix),
+        str(tmp_path / "{odd}"),
+    ]
+    assert config["launcher_entry"]["enabled"] is True
+    assert config["launcher_entry"]["title"] == "VS Code"
+    assert "absolute_url" not in config
+    assert Path(config["launcher_entry"]["icon_path"]).read_text().startswith("<svg")
+
+
+def test_code_server_command():
+    assert code_server.code_server_command("/t/bin/code-server", "/home/alice", 4321) == [
+        "/t/bin/code-server",
         "--auth",
         "none",
         "--bind-addr",
         "127.0.0.1:4321",
         "--disable-telemetry",
         "--disable-update-check",
-        str(tmp_path / "{odd}"),
+        "--disable-workspace-trust",
+        "/home/alice",
     ]
-    assert config["launcher_entry"]["enabled"] is True
-    assert "absolute_url" not in config
-    assert Path(config["launcher_entry"]["icon_path"]).read_text().startswith("<svg")
 
 
-def test_code_server_absent_disables_launcher(monkeypatch):
+def test_code_server_absent_disables_launcher(monkeypatch, tmp_path):
+    monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(tmp_path / "code-server"))
     monkeypatch.setattr(code_server.shutil, "which", lambda name: None)
     config = code_server.setup_code_server()
     assert config["launcher_entry"]["enabled"] is False
-    assert config["command"][0] == "code-server"
+    assert config["command"][:3] == [sys.executable, "-m", "yitong_lab.proxies.code_server_launch"]
+
+
+def fake_install(prefix: Path, state: str) -> None:
+    """The files scripts/install-code-server.sh leaves in each state (the lock is taken by the test)."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    if state == "installed":
+        (prefix / "bin").mkdir(parents=True)
+        (prefix / "bin" / "code-server").write_text("#!/bin/sh\n")
+        (prefix / "bin" / "code-server").chmod(0o755)
+    elif state in ("installing", "interrupted"):
+        (Path(f"{prefix}.partial") / "lib").mkdir(parents=True)
+        with open(Path(f"{prefix}.partial") / "lib" / "blob", "wb") as blob:
+            blob.truncate(code_server.INSTALLED_BYTES * 2 // 5)  # sparse: its size, no disk
+        Path(f"{prefix}.lock").touch()
+    elif state == "failed":
+        Path(f"{prefix}.failed").write_text("code-server install failed (exit 1)\n")
+
+
+@pytest.mark.parametrize(
+    ("files", "locked", "expected", "title"),
+    [
+        ("installed", False, code_server.InstallState("installed", "PREFIX/bin/code-server"), "VS Code"),
+        ("installing", True, code_server.InstallState("installing", percent=40), "VS Code (installing, 40%)"),
+        ("interrupted", False, code_server.InstallState("absent"), "VS Code"),  # a partial nobody writes
+        ("failed", False, code_server.InstallState("failed", detail="code-server install failed (exit 1)"), "VS Code"),
+        ("nothing", False, code_server.InstallState("absent"), "VS Code"),
+    ],
+)
+def test_install_state(tmp_path, files, locked, expected, title):
+    prefix = tmp_path / "tools" / "code-server"
+    fake_install(prefix, files)
+    with open(f"{prefix}.lock", "a") if locked else contextlib.nullcontext() as lock:
+        if lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # as the install script's flock does
+        state = code_server.install_state(prefix, on_path="")
+    if expected.executable:
+        expected = dataclasses.replace(expected, executable=expected.executable.replace("PREFIX", str(prefix)))
+    assert state == expected
+    assert code_server.launcher_title(state) == title
+
+
+def test_install_state_falls_back_to_path(tmp_path):
+    state = code_server.install_state(tmp_path / "none", on_path="/usr/bin/code-server")
+    assert state == code_server.InstallState("installed", "/usr/bin/code-server")
 
 
 def test_tensorboard(monkeypatch, tmp_path):
@@ -65,9 +132,21 @@ def test_tensorboard(monkeypatch, tmp_path):
 def test_tensorboard_defaults(monkeypatch):
     monkeypatch.delenv("YITONG_TB_LOGDIR", raising=False)
     monkeypatch.setenv("HOME", "/home/alice")
+    monkeypatch.setattr(tensorboard.shutil, "which", lambda name: f"/opt/bin/{name}")
+    assert tensorboard.setup_tensorboard()["command"][1:3] == ["--logdir", "/home/alice"]
+
+
+def test_tensorboard_absent(monkeypatch):
     monkeypatch.setattr(tensorboard.shutil, "which", lambda name: None)
     config = tensorboard.setup_tensorboard()
-    assert config["command"][1:3] == ["--logdir", "/home/alice"]
+    assert render(config["command"], port=6006) == [
+        sys.executable,
+        "-m",
+        "yitong_lab.proxies.absent",
+        "--port",
+        "6006",
+        tensorboard.NOT_INSTALLED,
+    ]
     assert config["launcher_entry"]["enabled"] is False
 
 
@@ -77,3 +156,9 @@ def test_entry_points_resolve(name):
     process = ServerProcess(name=name, **entry.load()())  # as jupyter-server-proxy does
     assert process.launcher_entry.title in ("VS Code", "TensorBoard")
     assert process.launcher_entry.path_info == f"{name}/"
+
+
+def test_code_server_keeps_this_servers_environment():
+    # VSCODE_CLI=1: VS Code does not swap in a login shell's environment (its /etc/profile PATH)
+    env = code_server_launch.code_server_env({"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice"})
+    assert env == {"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice", "VSCODE_CLI": "1"}

@@ -1,41 +1,140 @@
 """``code-server`` (VS Code in the browser) behind ``<base_url>code-server/``.
 
 code-server serves relative URLs, so the default path rewriting to ``/`` works
-(no ``absolute_url``). Settings: ``YITONG_CODE_SERVER_WORKDIR`` (default: home).
+(no ``absolute_url``). Settings: ``YITONG_CODE_SERVER_WORKDIR`` (default: home),
+``YITONG_CODE_SERVER_PREFIX`` (default: ``<checkout>/.tools/code-server``).
+
+Where it comes from: ``<checkout>/.tools/code-server`` (``make code-server``, which ``make run``
+starts in the background: scripts/install-code-server.sh), else ``code-server`` on PATH (the
+images). The proxy's command is always :mod:`yitong_lab.proxies.code_server_launch` on this
+Python, never the binary itself: it execs code-server when it is there and otherwise serves a
+small page saying how far its install is (or that it is not installed), so opening
+``<base_url>code-server/`` is never a 500 from a missing program.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from yitong_lab.proxies import ICONS, escape_template
 
+NAME = "code-server"
+# <checkout>/.tools/code-server (this package lives in <checkout>/extensions/yitong_lab)
+PREFIX = Path(__file__).resolve().parents[3] / ".tools" / NAME
+# the install's stage at its largest (code-server 4.139.1 + Node 24.21.0 with its headers, 770 MiB
+# once installed, + npm's cache), for the percentage; it stays there while native modules build
+INSTALLED_BYTES = 1000 * 2**20
 
-def code_server_command(executable: str, workdir: str) -> list[str]:
+
+@dataclass(frozen=True)
+class InstallState:
+    """``state``: installed | installing | failed | absent; ``percent`` while installing."""
+
+    state: str
+    executable: str | None = None
+    percent: int = 0
+    detail: str = ""
+
+
+def code_server_command(executable: str, workdir: str, port: int | str) -> list[str]:
     return [
         executable,
         "--auth",
         "none",
         "--bind-addr",
-        "127.0.0.1:{port}",
+        f"127.0.0.1:{port}",
         "--disable-telemetry",
         "--disable-update-check",
+        "--disable-workspace-trust",  # the person's own home: no "trust the authors?" dialog
+        workdir,
+    ]
+
+
+def launch_command(workdir: str, prefix: Path, python: str = sys.executable) -> list[str]:
+    """The proxy's command: the launcher on this Python (``{port}`` filled by the proxy)."""
+    return [
+        python,
+        "-m",
+        "yitong_lab.proxies.code_server_launch",
+        "--port",
+        "{port}",
+        "--prefix",
+        escape_template(str(prefix)),
         escape_template(workdir),
     ]
 
 
+def configured_prefix() -> Path:
+    return Path(os.environ.get("YITONG_CODE_SERVER_PREFIX") or PREFIX)
+
+
+def tree_bytes(path: Path) -> int:
+    total = 0
+    for parent, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def install_running(prefix: Path) -> bool:
+    """Whether scripts/install-code-server.sh holds ``<prefix>.lock`` now."""
+    try:
+        fd = os.open(f"{prefix}.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def install_state(prefix: Path, on_path: str | None = None) -> InstallState:
+    """Where code-server is, or how far its install under ``prefix`` is."""
+    binary = prefix / "bin" / NAME
+    if os.access(binary, os.X_OK):
+        return InstallState("installed", str(binary))
+    found = on_path if on_path is not None else shutil.which(NAME)
+    if found:
+        return InstallState("installed", found)
+    partial = Path(f"{prefix}.partial")
+    if install_running(prefix):
+        percent = min(99, 100 * tree_bytes(partial) // INSTALLED_BYTES) if partial.is_dir() else 0
+        return InstallState("installing", percent=percent)
+    failed = Path(f"{prefix}.failed")
+    if failed.is_file():
+        return InstallState("failed", detail=failed.read_text(errors="replace").strip()[-500:])
+    return InstallState("absent")
+
+
+def launcher_title(state: InstallState) -> str:
+    if state.state == "installing":
+        return f"VS Code (installing, {state.percent}%)"
+    return "VS Code"
+
+
 def setup_code_server() -> dict[str, Any]:
-    executable = shutil.which("code-server")
+    prefix = configured_prefix()
+    state = install_state(prefix)
     workdir = os.environ.get("YITONG_CODE_SERVER_WORKDIR") or os.path.expanduser("~")
     return {
-        "command": code_server_command(executable or "code-server", workdir),
+        "command": launch_command(workdir, prefix),
         "timeout": 30,
         "new_browser_tab": True,
         "launcher_entry": {
-            "enabled": executable is not None,
-            "title": "VS Code",
+            "enabled": state.state in ("installed", "installing"),
+            "title": launcher_title(state),
             "icon_path": str(ICONS / "code-server.svg"),
             "category": "Other",
         },

@@ -3,7 +3,8 @@
 TensorBoard builds absolute links from ``--path_prefix``, so the proxy passes the absolute
 URL (``absolute_url: True``) and the prefix is ``{base_url}tensorboard``. It listens on
 127.0.0.1 only (``--host``; ``--bind_all`` is a plain on/off switch and stays off).
-Settings: ``YITONG_TB_LOGDIR`` (default: home).
+Settings: ``YITONG_TB_LOGDIR`` (default: home). Not installed: the path answers 503 with a
+sentence (:mod:`yitong_lab.proxies.absent`), the launcher card is hidden.
 
 Per job (:class:`JobBoards`, used by the server extension's ``yitong/jobs/<id>/tensorboard``
 route): ``tensorboard --logdir <the job's outputs> --port <free> --path_prefix
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from yitong_lab.proxies import ICONS, escape_template
+from yitong_lab.proxies.absent import absent_command
 
 NAME = "tensorboard"
 
@@ -49,11 +51,17 @@ def tensorboard_command(executable: str, logdir: str) -> list[str]:
     ]
 
 
+NOT_INSTALLED = (
+    "TensorBoard is not installed in this server's environment (pip install tensorboard, then restart the server)."
+)
+
+
 def setup_tensorboard() -> dict[str, Any]:
     executable = shutil.which("tensorboard")
     logdir = os.path.expanduser(os.environ.get("YITONG_TB_LOGDIR") or "~")
+    command = tensorboard_command(executable, logdir) if executable else absent_command(NOT_INSTALLED)
     return {
-        "command": tensorboard_command(executable or "tensorboard", logdir),
+        "command": command,
         "absolute_url": True,
         "timeout": 60,
         "new_browser_tab": True,

@@ -1,0 +1,168 @@
+"""``<base_url>code-server/`` before code-server is there: the launcher (a real subprocess,
+real HTTP) serves its install's progress and then execs code-server on the same port, and a
+real Jupyter server with jupyter-server-proxy answers ``code-server/`` and ``tensorboard/``
+with a sentence, not a 500, when the program is not installed.
+
+The "code-server" the launcher execs here is a STAND-IN script (it answers with its argv and
+pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py."""
+
+import asyncio
+import fcntl
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_jupyter.jupyter_server as _pj
+from helpers import free_port
+
+from yitong_lab.proxies import code_server
+
+globals().update(
+    {
+        name: value
+        for name, value in vars(_pj).items()
+        if type(value).__name__ == "FixtureFunctionDefinition" and name != "jp_asyncio_loop"
+    }
+)
+
+STAND_IN = """#!{python}
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+host, port = sys.argv[sys.argv.index("--bind-addr") + 1].split(":")
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({{"argv": sys.argv[1:], "pid": os.getpid()}}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+HTTPServer((host, int(port)), H).serve_forever()
+"""
+
+
+def get(url: str) -> httpx.Response:
+    for _ in range(100):
+        try:
+            return httpx.get(url, timeout=5)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise TimeoutError(url)
+
+
+def test_progress_then_code_server(tmp_path):
+    prefix = tmp_path / "tools" / "code-server"
+    partial = Path(f"{prefix}.partial")
+    partial.mkdir(parents=True)
+    with open(partial / "blob", "wb") as blob:
+        blob.truncate(code_server.INSTALLED_BYTES // 4)  # sparse
+    port = free_port()
+    with open(f"{prefix}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # an install under way, as the script holds it
+        launcher = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "yitong_lab.proxies.code_server_launch",
+                "--port",
+                str(port),
+                "--prefix",
+                str(prefix),
+                str(tmp_path / "home <x>"),
+            ]
+        )
+        try:
+            page = get(f"http://127.0.0.1:{port}/")
+            assert page.status_code == 200 and 'id="yt-code-server-install"' in page.text
+            assert 'data-state="installing"' in page.text and "25%" in page.text
+            assert get(f"http://127.0.0.1:{port}/?progress").json() == {
+                "marker": "yt-code-server-install",
+                "state": "installing",
+                "percent": 25,
+                "message": "VS Code is being installed: 25%. This page opens it when it is ready.",
+            }
+            # the install finishes: the script renames the stage to the prefix and lets go of the lock
+            (partial / "bin").mkdir()
+            (partial / "bin" / "code-server").write_text(STAND_IN.format(python=sys.executable))
+            (partial / "bin" / "code-server").chmod(0o755)
+            (partial / "blob").unlink()
+            partial.rename(prefix)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    answer = httpx.get(f"http://127.0.0.1:{port}/?progress", timeout=5)
+                    if "yt-code-server-install" not in answer.text:
+                        break
+                except httpx.TransportError:
+                    pass  # between the page and code-server: the port is free for a moment
+                time.sleep(0.2)
+            reply = answer.json()
+            assert reply["pid"] == launcher.pid  # exec'd, so jupyter-server-proxy still holds its process
+            assert reply["argv"] == [
+                "--auth",
+                "none",
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                str(tmp_path / "home <x>"),
+            ]
+        finally:
+            launcher.terminate()
+            launcher.wait(10)
+
+
+def test_failed_install_says_so_escaped(tmp_path):
+    prefix = tmp_path / "code-server"
+    Path(f"{prefix}.failed").write_text("code-server install failed (exit 1) <script>")
+    port = free_port()
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "yitong_lab.proxies.code_server_launch", "--port", str(port)]
+        + ["--prefix", str(prefix), str(tmp_path)]
+    )
+    try:
+        page = get(f"http://127.0.0.1:{port}/")
+        assert page.status_code == 503
+        assert "Installing VS Code failed" in page.text and "make code-server" in page.text
+        assert page.text.count("<script>") == 1  # the page's own
+        assert "(exit 1) &lt;script&gt;" in page.text
+    finally:
+        launcher.terminate()
+        launcher.wait(10)
+
+
+# -- through a real Jupyter server and jupyter-server-proxy -------------------------------------
+
+
+@pytest.fixture
+async def jp_asyncio_loop():
+    yield asyncio.get_running_loop()
+
+
+@pytest.fixture
+def jp_server_config(tmp_path, monkeypatch):
+    # code-server neither in a (fresh) .tools nor on PATH, tensorboard not on PATH (the venv's bin
+    # is left out): the proxy entries are read at start-up
+    monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(tmp_path / "tools" / "code-server"))
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", "/bin"]))
+    assert code_server.install_state(tmp_path / "tools" / "code-server").state == "absent"
+    return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True, "jupyter_server_proxy": True}}}
+
+
+@pytest.mark.parametrize(
+    ("path", "sentence"),
+    [
+        ("code-server/", "VS Code (code-server) is not installed on this server"),
+        ("code-server/some/file.js", "VS Code (code-server) is not installed on this server"),
+        ("tensorboard/", "TensorBoard is not installed in this server&#x27;s environment"),
+    ],
+)
+async def test_proxy_path_without_the_program_is_a_sentence(jp_fetch, path, sentence):
+    response = await jp_fetch(path, raise_error=False)
+    assert response.code == 503, response.body[:500]
+    text = response.body.decode()
+    assert sentence in text
+    assert "FileNotFoundError" not in text
