@@ -76,7 +76,11 @@ function input(cls: string, placeholder = '', type = 'text'): HTMLInputElement {
   return node;
 }
 
-function select(cls: string, options: string[], labels: Record<string, string> = {}): HTMLSelectElement {
+function select(
+  cls: string,
+  options: string[],
+  labels: Record<string, string> = {}
+): HTMLSelectElement {
   const node = el('select', `${cls} jp-mod-styled`) as HTMLSelectElement;
   node.append(
     ...options.map(o => {
@@ -120,13 +124,11 @@ export class JobForm {
     this._yaml.rows = 12;
     this._yaml.spellcheck = false;
     this._yaml.setAttribute('aria-label', 'Job spec (YAML or JSON)');
-    this._yaml.placeholder = 'name: train\nvc: vision\nenvironment: {kernel: python3}\ncommand: python train.py';
+    this._yaml.placeholder =
+      'name: train\nvc: vision\nenvironment: {kernel: python3}\ncommand: python train.py';
     this._kernel.value = 'python3';
     const accel = el('div', 'yt-job-form-row');
-    accel.append(
-      labelled('Accelerator', this._accelType),
-      labelled('Count', this._accelCount)
-    );
+    accel.append(labelled('Accelerator', this._accelType), labelled('Count', this._accelCount));
     const shape = el('div', 'yt-job-form-row');
     shape.append(labelled('Nodes', this._nodes), labelled('Procs/node', this._procs));
     const resources = el('div', 'yt-job-form-row');
@@ -144,9 +146,17 @@ export class JobForm {
       accel
     );
     this._yamlBox.append(this._yaml);
-    const submit = el('button', 'yt-job-form-submit jp-Button jp-mod-styled jp-mod-accept', 'Submit') as HTMLButtonElement;
+    const submit = el(
+      'button',
+      'yt-job-form-submit jp-Button jp-mod-styled jp-mod-accept',
+      'Submit'
+    ) as HTMLButtonElement;
     submit.type = 'submit';
-    const close = el('button', 'yt-job-form-cancel jp-Button jp-mod-styled jp-mod-reject', 'Close') as HTMLButtonElement;
+    const close = el(
+      'button',
+      'yt-job-form-cancel jp-Button jp-mod-styled jp-mod-reject',
+      'Close'
+    ) as HTMLButtonElement;
     close.type = 'button';
     close.onclick = () => {
       this.hide();

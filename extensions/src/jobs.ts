@@ -128,13 +128,27 @@ export class JobsSection {
     const shown = this._jobs.slice(0, SHOWN);
     const rows = shown.map(job => jobRow(job, job.id === selected, () => this._select(job)));
     if (!rows.length) {
-      rows.push(el('div', 'yt-empty', 'No jobs yet: submit one with New job, yt job submit or %yt job submit.'));
+      rows.push(
+        el(
+          'div',
+          'yt-empty',
+          'No jobs yet: submit one with New job, yt job submit or %yt job submit.'
+        )
+      );
     }
     if (this._jobs.length > SHOWN) {
-      rows.push(el('div', 'yt-empty yt-jobs-more', `${this._jobs.length - SHOWN} older jobs not shown (yt job list).`));
+      rows.push(
+        el(
+          'div',
+          'yt-empty yt-jobs-more',
+          `${this._jobs.length - SHOWN} older jobs not shown (yt job list).`
+        )
+      );
     }
     // keep the keyboard focus on the same job across reloads
-    const focused = (document.activeElement as HTMLElement | null)?.closest?.('.yt-job') as HTMLElement | null;
+    const focused = (document.activeElement as HTMLElement | null)?.closest?.(
+      '.yt-job'
+    ) as HTMLElement | null;
     const focusedId = focused && this._list.contains(focused) ? focused.dataset.job : undefined;
     this._list.replaceChildren(...rows);
     if (focusedId !== undefined) {

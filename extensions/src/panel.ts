@@ -113,11 +113,7 @@ export class YitongPanel extends Widget {
       if (this._info === null) {
         this._info = await fetchInfo().catch(() => null);
       }
-      const [vcs] = await Promise.all([
-        fetchVCs(),
-        this._jobs.refresh(),
-        this._datasets.refresh()
-      ]);
+      const [vcs] = await Promise.all([fetchVCs(), this._jobs.refresh(), this._datasets.refresh()]);
       this._jobs.setVCs(vcs.map(vc => vc.name));
       this._error.hidden = true;
       this._error.textContent = '';
