@@ -7,6 +7,9 @@ import type { components } from './api/schema';
 /** The REST models, generated from the service's OpenAPI document (`docs/generate.py`). */
 export type Schemas = components['schemas'];
 
+/** How often the views reload what may have changed (faster for active jobs: jobs.ts). */
+export const REFRESH_MS = 15000;
+
 export type Resources = Record<string, number>;
 
 /** A VC as the platform answers it (`VCOut`, every field present in an answer). */
