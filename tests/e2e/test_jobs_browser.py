@@ -193,6 +193,12 @@ def test_lab_views(stack, admin_token, page):
         expect(waiter_detail).to_have_attribute("data-state", "succeeded", timeout=60_000)
         lines = [line for line in waiter_detail.locator(".yt-job-log").inner_text().splitlines() if line]
         assert lines == [f"line {i}" for i in range(LINES)], lines
+
+        # reloaded without a link, the open tabs come back (the layout restorer)
+        page.goto(lab)
+        expect(view(page, "vc", "vision")).to_have_count(1, timeout=120_000)
+        expect(view(page, "job", str(job_id))).to_have_count(1)
+        expect(view(page, "datasets")).to_have_count(1)
     finally:
         for job in api.get("/jobs", params={"user": USER}).json():
             if job["state"] not in TERMINAL:
