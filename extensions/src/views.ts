@@ -7,7 +7,7 @@
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { IApiInfo, fetchInfo, fetchVCs } from './api';
+import { IApiInfo, REFRESH_MS, fetchInfo, fetchVCs, formatAmount } from './api';
 import { DatasetsSection } from './datasets';
 import { fetchDatasets } from './datasetsApi';
 import { el } from './dom';
@@ -236,7 +236,17 @@ export class VCView extends YitongView {
     this._error.hidden = true;
     this.node.append(this._error, this._body);
     this._body.className = 'yt-vc-view';
+    this._timer = window.setInterval(() => {
+      if (this.isVisible) {
+        void this.refresh();
+      }
+    }, REFRESH_MS);
     void this.refresh();
+  }
+
+  dispose(): void {
+    window.clearInterval(this._timer);
+    super.dispose();
   }
 
   async refresh(): Promise<void> {
@@ -287,7 +297,7 @@ export class VCView extends YitongView {
         list(
           'yt-vc-caps',
           'Per-person caps',
-          Object.entries(vc.user_caps ?? {}).map(([k, v]) => `${k}: ${v}`)
+          Object.entries(vc.user_caps ?? {}).map(([k, v]) => `${k}: ${formatAmount(k, v)}`)
         ),
         running
       );
@@ -298,6 +308,7 @@ export class VCView extends YitongView {
   }
 
   private _actions: IViewActions;
+  private _timer: number;
   private _error = el('div', 'yt-error');
   private _body = el('div', 'yt-vc-view');
 }

@@ -191,7 +191,10 @@ def test_lab_views(stack, admin_token, page):
         deep_link(page, lab, f"job/{waiter}")
         waiter_detail = view(page, "job", str(waiter)).locator(".yt-job-detail")
         expect(waiter_detail).to_have_attribute("data-state", "succeeded", timeout=60_000)
-        lines = [line for line in waiter_detail.locator(".yt-job-log").inner_text().splitlines() if line]
+        waiter_log = waiter_detail.locator(".yt-job-log")
+        expect(waiter_log).to_have_attribute("data-follow", "done", timeout=30_000)
+        expect(waiter_log).to_contain_text(f"line {LINES - 1}", timeout=30_000)
+        lines = [line for line in waiter_log.inner_text().splitlines() if line]
         assert lines == [f"line {i}" for i in range(LINES)], lines
 
         # reloaded without a link, the open tabs come back (the layout restorer)
