@@ -20,11 +20,13 @@ run: install code-server-background
 test: install lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Linters (ruff.toml, mypy.ini): `make test` runs them first; the TypeScript is type-checked by
-# the extension's build (tsc). eslint and prettier are not set up yet (docs/architecture.md).
+# Linters (ruff.toml, mypy.ini; extensions/eslint.config.mjs, extensions/.prettierrc): `make test`
+# runs them first; the TypeScript is also type-checked by the extension's build (tsc).
+# `cd extensions && npm run lint` applies prettier's formatting and eslint's fixes.
 lint: install mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	cd extensions && npm run -s lint:check
 
 mypy: install
 	$(BIN)/mypy services/yitong_services spawner/yitong_spawner extensions/yitong_lab

@@ -7,6 +7,9 @@ import type { components } from './api/schema';
 /** The REST models, generated from the service's OpenAPI document (`docs/generate.py`). */
 export type Schemas = components['schemas'];
 
+/** How often the views reload what may have changed (faster for active jobs: jobs.ts). */
+export const REFRESH_MS = 15000;
+
 export type Resources = Record<string, number>;
 
 /** A VC as the platform answers it (`VCOut`, every field present in an answer). */
@@ -55,7 +58,7 @@ export async function requestJSON<T>(
     throw new ApiError(`cannot reach this server: ${String(error)}`, 0, true);
   }
   const text = await response.text();
-  let data: any = null;
+  let data: { detail?: unknown; message?: string } | null = null;
   try {
     data = text ? JSON.parse(text) : null;
   } catch {
@@ -63,7 +66,7 @@ export async function requestJSON<T>(
   }
   if (!response.ok) {
     const said = typeof data?.detail === 'string';
-    const detail = said ? data.detail : data?.message;
+    const detail = said ? (data?.detail as string) : data?.message;
     const status = response.status;
     const transient = status === 502 || status === 504 || (status === 503 && !said);
     throw new ApiError(detail || `the platform API answered HTTP ${status}`, status, transient);
@@ -78,7 +81,9 @@ export function newIdempotencyKey(): string {
   if (typeof c.randomUUID === 'function') {
     return c.randomUUID();
   }
-  return Array.from(c.getRandomValues(new Uint8Array(16)), b => b.toString(16).padStart(2, '0')).join('');
+  return Array.from(c.getRandomValues(new Uint8Array(16)), b =>
+    b.toString(16).padStart(2, '0')
+  ).join('');
 }
 
 /** Tries of a create: a dropped connection or a gateway error is retried with the same key. */

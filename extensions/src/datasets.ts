@@ -43,7 +43,9 @@ export class DatasetsSection {
       this._list.replaceChildren(
         ...(datasets.length
           ? datasets.map(d => this._datasetCard(d))
-          : [el('div', 'yt-empty', 'No datasets yet: upload a folder below or run yt data commit.')])
+          : [
+              el('div', 'yt-empty', 'No datasets yet: upload a folder below or run yt data commit.')
+            ])
       );
       await Promise.all(
         [...this._expanded].map(name => this._loadVersions(name).catch(() => undefined))
@@ -96,11 +98,17 @@ export class DatasetsSection {
     }
     const box = el('div', 'yt-versions');
     box.append(...versions.map(v => this._versionRow(name, v)));
-    const diffButton = el('button', 'yt-diff-button jp-Button jp-mod-styled', 'Diff selected') as HTMLButtonElement;
+    const diffButton = el(
+      'button',
+      'yt-diff-button jp-Button jp-mod-styled',
+      'Diff selected'
+    ) as HTMLButtonElement;
     const diffOut = el('pre', 'yt-diff');
     diffOut.hidden = true;
     diffButton.onclick = async () => {
-      const picked = Array.from(box.querySelectorAll<HTMLInputElement>('.yt-version-select:checked'))
+      const picked = Array.from(
+        box.querySelectorAll<HTMLInputElement>('.yt-version-select:checked')
+      )
         .map(c => Number(c.value))
         .sort((a, b) => a - b);
       if (picked.length !== 2) {
@@ -147,7 +155,11 @@ export class DatasetsSection {
           (v.tags?.length ? ` · ${v.tags.join(', ')}` : '')
       )
     );
-    const copy = el('button', 'yt-copy-path jp-Button jp-mod-minimal', 'Copy path') as HTMLButtonElement;
+    const copy = el(
+      'button',
+      'yt-copy-path jp-Button jp-mod-minimal',
+      'Copy path'
+    ) as HTMLButtonElement;
     copy.title = 'Materialise this version read-only and copy its local path';
     const pathText = el('div', 'yt-version-path');
     copy.onclick = async () => {
@@ -180,7 +192,11 @@ export class DatasetsSection {
     files.type = 'file';
     files.multiple = true;
     files.setAttribute('webkitdirectory', '');
-    const button = el('button', 'yt-upload-button jp-Button jp-mod-styled jp-mod-accept', 'Upload folder') as HTMLButtonElement;
+    const button = el(
+      'button',
+      'yt-upload-button jp-Button jp-mod-styled jp-mod-accept',
+      'Upload folder'
+    ) as HTMLButtonElement;
     button.type = 'submit';
     const bar = el('progress', 'yt-upload-progress') as HTMLProgressElement;
     bar.hidden = true;
@@ -196,11 +212,16 @@ export class DatasetsSection {
       bar.hidden = false;
       form.dataset.state = 'running';
       try {
-        const task = await uploadFolder(dataset.value.trim(), message.value, picked, (phase, done, total) => {
-          bar.max = Math.max(total, 1);
-          bar.value = Math.min(done, total);
-          status.textContent = `${PHASES[phase] ?? phase}: ${size(done)} / ${size(total)}`;
-        });
+        const task = await uploadFolder(
+          dataset.value.trim(),
+          message.value,
+          picked,
+          (phase, done, total) => {
+            bar.max = Math.max(total, 1);
+            bar.value = Math.min(done, total);
+            status.textContent = `${PHASES[phase] ?? phase}: ${size(done)} / ${size(total)}`;
+          }
+        );
         if (task.state === 'error') {
           throw new Error(task.error || 'the commit failed');
         }

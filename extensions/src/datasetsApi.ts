@@ -50,7 +50,7 @@ export async function materialize(dataset: string, version: number): Promise<str
 
 /** The folder-relative path of a picked file, without the picked folder's own name. */
 export function relativePath(file: File): string {
-  const full = (file as any).webkitRelativePath || file.name;
+  const full = (file as File & { webkitRelativePath?: string }).webkitRelativePath || file.name;
   const parts = full.split('/');
   return parts.length > 1 ? parts.slice(1).join('/') : full;
 }
@@ -61,7 +61,12 @@ function xsrfToken(): string | null {
 }
 
 /** PUT one file's bytes (XHR, for upload progress events). */
-function putFile(uploadId: string, path: string, file: File, sent: (n: number) => void): Promise<void> {
+function putFile(
+  uploadId: string,
+  path: string,
+  file: File,
+  sent: (n: number) => void
+): Promise<void> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(
     settings.baseUrl,

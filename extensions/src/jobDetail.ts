@@ -49,7 +49,10 @@ function plain(value: unknown): string {
 function field(name: string, label: string, value: unknown): HTMLElement {
   const row = el('div', 'yt-job-field');
   row.dataset.field = name;
-  row.append(el('span', 'yt-job-field-label', label), el('span', 'yt-job-field-value', plain(value)));
+  row.append(
+    el('span', 'yt-job-field-label', label),
+    el('span', 'yt-job-field-value', plain(value))
+  );
   return row;
 }
 
@@ -57,25 +60,35 @@ function field(name: string, label: string, value: unknown): HTMLElement {
 export function runSummary(record: IRun): string {
   const lines = [
     `run ${record.run} · attempt ${record.attempt} · ${record.state}` +
-      (record.exit_code !== null && record.exit_code !== undefined ? ` · exit ${record.exit_code}` : ''),
+      (record.exit_code !== null && record.exit_code !== undefined
+        ? ` · exit ${record.exit_code}`
+        : ''),
     `started ${timeText(record.started)} · finished ${timeText(record.finished)}`
   ];
   const metrics = Object.entries(record.metrics || {});
   lines.push(
-    metrics.length ? `metrics: ${metrics.map(([k, v]) => `${k}=${plain(v)}`).join(', ')}` : 'metrics: none'
+    metrics.length
+      ? `metrics: ${metrics.map(([k, v]) => `${k}=${plain(v)}`).join(', ')}`
+      : 'metrics: none'
   );
   for (const input of record.inputs || []) {
     lines.push(`input ${input.mount}: ${input.dataset} v${input.version}`);
   }
   if (record.code?.commit) {
-    lines.push(`code: ${record.code.commit}${record.code.dirty_hash ? ' (with local changes)' : ''}`);
+    lines.push(
+      `code: ${record.code.commit}${record.code.dirty_hash ? ' (with local changes)' : ''}`
+    );
   }
   const env = record.environment;
   if (env) {
-    lines.push(`environment: ${plain({ image: env.image, kernel: env.kernel, python: env.python_version })}`);
+    lines.push(
+      `environment: ${plain({ image: env.image, kernel: env.kernel, python: env.python_version })}`
+    );
   }
   if (record.artifacts?.length) {
-    lines.push(`artifacts: ${record.artifacts.length} file${record.artifacts.length === 1 ? '' : 's'}`);
+    lines.push(
+      `artifacts: ${record.artifacts.length} file${record.artifacts.length === 1 ? '' : 's'}`
+    );
   }
   return lines.join('\n');
 }
@@ -86,7 +99,11 @@ export class JobDetail {
   /** `onClone(spec)` opens the form with the spec; `onChanged()` asks the list to reload. */
   constructor(
     job: IJob,
-    handlers: { onClose: () => void; onClone: (spec: Record<string, unknown>) => void; onChanged: () => void }
+    handlers: {
+      onClose: () => void;
+      onClone: (spec: Record<string, unknown>) => void;
+      onChanged: () => void;
+    }
   ) {
     this._handlers = handlers;
     this.node.setAttribute('aria-label', `Job ${job.id}`);
@@ -124,7 +141,10 @@ export class JobDetail {
 
   /** Redraw from a fresher model; the log keeps streaming. */
   update(job: IJob): void {
-    const ended = this._job !== undefined && ACTIVE_STATES.has(this._job.state) && !ACTIVE_STATES.has(job.state);
+    const ended =
+      this._job !== undefined &&
+      ACTIVE_STATES.has(this._job.state) &&
+      !ACTIVE_STATES.has(job.state);
     this._job = job;
     this.node.dataset.job = String(job.id);
     this.node.dataset.state = job.state;
@@ -140,7 +160,9 @@ export class JobDetail {
     this._fields.replaceChildren(
       field('state', 'State', job.state),
       ...(job.reason ? [field('reason', 'Reason', job.reason)] : []),
-      ...(job.state === 'queued' && job.position ? [field('position', 'Queue position', job.position)] : []),
+      ...(job.state === 'queued' && job.position
+        ? [field('position', 'Queue position', job.position)]
+        : []),
       field('vc', 'VC', job.vc),
       field('user', 'User', job.user),
       field('exit_code', 'Exit code', job.exit_code),
@@ -181,7 +203,12 @@ export class JobDetail {
     }
   }
 
-  private _button(cls: string, text: string, help: string, onclick: () => unknown): HTMLButtonElement {
+  private _button(
+    cls: string,
+    text: string,
+    help: string,
+    onclick: () => unknown
+  ): HTMLButtonElement {
     const button = el('button', `${cls} jp-Button jp-mod-styled`, text) as HTMLButtonElement;
     button.type = 'button';
     button.title = help;
@@ -224,8 +251,11 @@ export class JobDetail {
       this._button('yt-job-clone', 'Clone', `Submit a copy of job ${job.id}`, () =>
         this._handlers.onClone(job.spec)
       ),
-      this._button('yt-job-tensorboard', 'TensorBoard', `Open TensorBoard on job ${job.id}'s outputs`, () =>
-        window.open(tensorboardUrl(job.id), '_blank', 'noopener')
+      this._button(
+        'yt-job-tensorboard',
+        'TensorBoard',
+        `Open TensorBoard on job ${job.id}'s outputs`,
+        () => window.open(tensorboardUrl(job.id), '_blank', 'noopener')
       )
     );
     this._actions.replaceChildren(...buttons);
@@ -238,7 +268,11 @@ export class JobDetail {
       }
       const row = el('div', 'yt-job-run');
       row.dataset.run = String(id);
-      const toggle = el('button', 'yt-job-run-toggle jp-Button jp-mod-minimal', `Run ${id}`) as HTMLButtonElement;
+      const toggle = el(
+        'button',
+        'yt-job-run-toggle jp-Button jp-mod-minimal',
+        `Run ${id}`
+      ) as HTMLButtonElement;
       toggle.type = 'button';
       toggle.setAttribute('aria-expanded', 'false');
       toggle.title = `Show the ledger record of run ${id}`;

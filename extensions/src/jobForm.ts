@@ -1,67 +1,19 @@
-// The "New job" form of the Jobs section: either fields (VC, name, command, shape, resources) or a
-// whole spec document (YAML or JSON) typed into a textarea. The service validates; its sentence
-// (422/403/404 `detail`) is shown next to the form.
-// DOM hooks: form.yt-job-form (data-state: idle | sending | error | done, data-mode: fields |
-// yaml), .yt-job-form-mode-fields / .yt-job-form-mode-yaml (radios), .yt-job-form-vc,
-// .yt-job-form-name, .yt-job-form-command, .yt-job-form-kernel, .yt-job-form-framework,
-// .yt-job-form-nodes, .yt-job-form-procs, .yt-job-form-cpu, .yt-job-form-memory,
-// .yt-job-form-accel-type, .yt-job-form-accel-count, .yt-job-form-yaml, .yt-job-form-submit,
-// .yt-job-form-cancel, .yt-job-form-error.
+// The job form (a main-area tab, views.ts): fields on the left and the whole spec as YAML on the
+// right, kept in sync: editing a field rewrites the YAML, editing the YAML (when it parses) fills
+// the fields. Fields the form has no input for (env, retries, ...) live on in the YAML. The YAML
+// is what is submitted; the service validates and its sentence (422/403/404 `detail`) is shown
+// under the form. Clone opens it with a job's spec in human units (specText.ts).
+// DOM hooks: form.yt-job-form (data-state: idle | sending | error | done), .yt-job-form-vc,
+// .yt-job-form-name, .yt-job-form-command, .yt-job-form-kernel, .yt-job-form-image,
+// .yt-job-form-framework, .yt-job-form-nodes, .yt-job-form-procs, .yt-job-form-cpu,
+// .yt-job-form-memory, .yt-job-form-accel-type, .yt-job-form-accel-count, .yt-job-form-dataset,
+// .yt-job-form-yaml, .yt-job-form-yaml-error, .yt-job-form-submit, .yt-job-form-error.
 import { el } from './dom';
-import { IJob, submitSpec, submitYAML } from './jobsApi';
+import { IJob, submitYAML } from './jobsApi';
+import { FormValues, fieldsFromSpec, parseSpecYAML, specFromFields, specYAML } from './specText';
 
 const FRAMEWORKS = ['plain', 'pytorch', 'mpi', 'tensorflow', 'mindspore'];
 const ACCELERATORS = ['', 'nvidia.com/gpu', 'huawei.com/Ascend910'];
-
-export type FormValues = Record<string, string>;
-
-/** Field values -> a job spec (plain values in, a plain dict out). Empty optional fields are left
- * out so the service's defaults apply; numbers that do not parse are sent as typed, for the
- * service to name the field. */
-export function specFromFields(v: FormValues): Record<string, unknown> {
-  const number = (text: string): number | string => {
-    const n = Number(text);
-    return text.trim() !== '' && isFinite(n) ? n : text;
-  };
-  const spec: Record<string, unknown> = {
-    name: v.name.trim(),
-    vc: v.vc,
-    environment: v.image?.trim()
-      ? { image: v.image.trim(), ...(v.kernel?.trim() ? { kernel: v.kernel.trim() } : {}) }
-      : { kernel: v.kernel?.trim() || 'python3' },
-    command: v.command
-  };
-  if (v.framework && v.framework !== 'plain') {
-    spec.framework = v.framework;
-  }
-  for (const [key, field] of [
-    ['nodes', 'nodes'],
-    ['procs_per_node', 'procs'],
-    ['cpu', 'cpu']
-  ]) {
-    if (v[field]?.trim()) {
-      spec[key] = number(v[field]);
-    }
-  }
-  if (v.memory?.trim()) {
-    spec.memory = v.memory.trim();
-  }
-  if (v.accelType?.trim()) {
-    spec.accelerator = {
-      type: v.accelType.trim(),
-      count: v.accelCount?.trim() ? number(v.accelCount) : 1
-    };
-  }
-  return spec;
-}
-
-/** A spec as the text of the YAML textarea: JSON (valid YAML), without empty values. */
-export function specText(spec: Record<string, unknown>): string {
-  const kept = Object.fromEntries(
-    Object.entries(spec).filter(([, value]) => value !== null && value !== undefined)
-  );
-  return JSON.stringify(kept, null, 2);
-}
 
 function labelled(text: string, input: HTMLElement): HTMLElement {
   const label = el('label', 'yt-job-form-field');
@@ -76,15 +28,23 @@ function input(cls: string, placeholder = '', type = 'text'): HTMLInputElement {
   return node;
 }
 
-function select(cls: string, options: string[], labels: Record<string, string> = {}): HTMLSelectElement {
-  const node = el('select', `${cls} jp-mod-styled`) as HTMLSelectElement;
-  node.append(
-    ...options.map(o => {
+function options(node: HTMLSelectElement, values: string[], labels: Record<string, string> = {}) {
+  const current = node.value;
+  node.replaceChildren(
+    ...values.map(o => {
       const option = el('option', '', labels[o] ?? o) as HTMLOptionElement;
       option.value = o;
       return option;
     })
   );
+  if (values.includes(current)) {
+    node.value = current;
+  }
+}
+
+function select(cls: string, values: string[], labels: Record<string, string> = {}) {
+  const node = el('select', `${cls} jp-mod-styled`) as HTMLSelectElement;
+  options(node, values, labels);
   return node;
 }
 
@@ -92,122 +52,172 @@ export class JobForm {
   readonly node = el('form', 'yt-job-form') as HTMLFormElement;
 
   /** `onSubmitted(job)` once the service accepted a job. */
-  constructor(onSubmitted: (job: IJob) => void, onClose: () => void) {
+  constructor(onSubmitted: (job: IJob) => void) {
     this._onSubmitted = onSubmitted;
-    this.node.hidden = true;
     this.node.dataset.state = 'idle';
     this.node.noValidate = true;
     this.node.setAttribute('aria-label', 'Submit a job');
-    const modes = el('div', 'yt-job-form-modes');
-    modes.setAttribute('role', 'radiogroup');
-    modes.setAttribute('aria-label', 'How to describe the job');
-    for (const [mode, text] of [
-      ['fields', 'Fields'],
-      ['yaml', 'Spec (YAML or JSON)']
-    ]) {
-      const radio = el('input', `yt-job-form-mode-${mode}`) as HTMLInputElement;
-      radio.type = 'radio';
-      radio.name = 'yt-job-form-mode';
-      radio.value = mode;
-      radio.onchange = () => this.setMode(mode as 'fields' | 'yaml');
-      const label = el('label', 'yt-job-form-mode');
-      label.append(radio, el('span', '', text));
-      modes.append(label);
-    }
     this._command.placeholder = 'python train.py --epochs 3   (run by bash -c)';
     this._command.rows = 3;
     this._command.setAttribute('aria-label', 'Command');
-    this._yaml.rows = 12;
+    this._yaml.rows = 24;
     this._yaml.spellcheck = false;
-    this._yaml.setAttribute('aria-label', 'Job spec (YAML or JSON)');
-    this._yaml.placeholder = 'name: train\nvc: vision\nenvironment: {kernel: python3}\ncommand: python train.py';
+    this._yaml.setAttribute('aria-label', 'Job spec (YAML)');
     this._kernel.value = 'python3';
-    const accel = el('div', 'yt-job-form-row');
-    accel.append(
-      labelled('Accelerator', this._accelType),
-      labelled('Count', this._accelCount)
-    );
-    const shape = el('div', 'yt-job-form-row');
-    shape.append(labelled('Nodes', this._nodes), labelled('Procs/node', this._procs));
-    const resources = el('div', 'yt-job-form-row');
-    resources.append(labelled('CPU', this._cpu), labelled('Memory', this._memory));
-    const env = el('div', 'yt-job-form-row');
-    env.append(labelled('Kernel', this._kernel), labelled('Image', this._image));
+    const row = (...children: HTMLElement[]) => {
+      const box = el('div', 'yt-job-form-row');
+      box.append(...children);
+      return box;
+    };
     this._fields.append(
       labelled('VC', this._vc),
       labelled('Name', this._name),
       labelled('Command', this._command),
-      env,
+      row(labelled('Kernel', this._kernel), labelled('Image', this._image)),
       labelled('Framework', this._framework),
-      shape,
-      resources,
-      accel
+      row(labelled('Nodes', this._nodes), labelled('Procs/node', this._procs)),
+      row(labelled('CPU', this._cpu), labelled('Memory', this._memory)),
+      row(labelled('Accelerator', this._accelType), labelled('Count', this._accelCount)),
+      labelled('Input dataset', this._dataset)
     );
-    this._yamlBox.append(this._yaml);
-    const submit = el('button', 'yt-job-form-submit jp-Button jp-mod-styled jp-mod-accept', 'Submit') as HTMLButtonElement;
+    this._yamlError.hidden = true;
+    this._yamlBox.append(
+      el('div', 'yt-job-form-label', 'Spec (YAML, docs/jobs-spec.md)'),
+      this._yaml,
+      this._yamlError
+    );
+    const sides = el('div', 'yt-job-form-sides');
+    sides.append(this._fields, this._yamlBox);
+    const submit = el(
+      'button',
+      'yt-job-form-submit jp-Button jp-mod-styled jp-mod-accept',
+      'Submit'
+    ) as HTMLButtonElement;
     submit.type = 'submit';
-    const close = el('button', 'yt-job-form-cancel jp-Button jp-mod-styled jp-mod-reject', 'Close') as HTMLButtonElement;
-    close.type = 'button';
-    close.onclick = () => {
-      this.hide();
-      onClose();
-    };
-    const buttons = el('div', 'yt-job-form-buttons');
-    buttons.append(submit, close);
     this._error.hidden = true;
     this._error.setAttribute('role', 'alert');
     this._submit = submit;
-    this.node.append(
-      el('div', 'yt-job-form-title', 'Submit a job'),
-      modes,
-      this._fields,
-      this._yamlBox,
-      this._error,
-      buttons
-    );
+    const buttons = el('div', 'yt-job-form-buttons');
+    buttons.append(submit);
+    this.node.append(el('div', 'yt-job-form-title', 'Submit a job'), sides, this._error, buttons);
+    this._fields.addEventListener('input', () => this._fromFields());
+    this._fields.addEventListener('change', () => this._fromFields());
+    this._yaml.addEventListener('input', () => this._fromYAML());
     this.node.onsubmit = event => {
       event.preventDefault();
       void this._send();
     };
-    this.setMode('fields');
+    this._fromFields();
   }
 
   /** The VCs offered (the user's), with `preferred` (this server's VC) chosen when nothing is. */
   setVCs(names: string[], preferred: string | null): void {
     const current = this._vc.value || preferred || '';
-    this._vc.replaceChildren(
-      ...names.map(name => {
-        const option = el('option', '', name) as HTMLOptionElement;
-        option.value = name;
-        return option;
-      })
-    );
+    options(this._vc, names);
     if (names.includes(current)) {
       this._vc.value = current;
     }
+    this._fromFields();
   }
 
-  setMode(mode: 'fields' | 'yaml'): void {
-    this.node.dataset.mode = mode;
-    this._fields.hidden = mode !== 'fields';
-    this._yamlBox.hidden = mode !== 'yaml';
-    (this.node.querySelector(`.yt-job-form-mode-${mode}`) as HTMLInputElement).checked = true;
-  }
-
-  /** Open the form empty (fields) or with `spec` as text (Clone). */
-  show(spec?: Record<string, unknown>): void {
-    this._error.hidden = true;
-    this.node.dataset.state = 'idle';
-    if (spec) {
-      this._yaml.value = specText(spec);
-      this.setMode('yaml');
+  /** The datasets offered as the input (`vc/name`); a chosen one not listed stays as chosen. */
+  setDatasets(names: string[]): void {
+    const current = this._dataset.value;
+    const values = ['', ...names];
+    if (current && !values.includes(current)) {
+      values.push(current);
     }
-    this.node.hidden = false;
-    (spec ? this._yaml : this._name).focus();
+    options(this._dataset, values, { '': 'none' });
+    this._dataset.value = current;
   }
 
-  hide(): void {
-    this.node.hidden = true;
+  /** Fill the form from `spec` (Clone): the YAML in human units, the fields from it. */
+  load(spec: Record<string, unknown>): void {
+    this._yaml.value = specYAML(spec);
+    this._fromYAML();
+  }
+
+  /** The spec the YAML holds now (the last one that parsed). */
+  get spec(): Record<string, unknown> {
+    return this._spec;
+  }
+
+  private _values(): FormValues {
+    return {
+      vc: this._vc.value,
+      name: this._name.value,
+      command: this._command.value,
+      kernel: this._kernel.value,
+      image: this._image.value,
+      framework: this._framework.value,
+      nodes: this._nodes.value,
+      procs: this._procs.value,
+      cpu: this._cpu.value,
+      memory: this._memory.value,
+      accelType: this._accelType.value,
+      accelCount: this._accelCount.value,
+      dataset: this._dataset.value
+    };
+  }
+
+  private _fromFields(): void {
+    let command: unknown = this._command.value;
+    this._spec = specFromFields(this._values(), this._spec);
+    // a list command shown as JSON in the field stays a list
+    if (typeof command === 'string' && command.trim().startsWith('[')) {
+      try {
+        command = JSON.parse(command);
+        this._spec.command = command;
+      } catch {
+        // a string that starts with [
+      }
+    }
+    this._yaml.value = specYAML(this._spec);
+    this._yamlError.hidden = true;
+  }
+
+  private _fromYAML(): void {
+    const spec = parseSpecYAML(this._yaml.value);
+    if (spec instanceof Error) {
+      this._yamlError.textContent = spec.message;
+      this._yamlError.hidden = false;
+      return;
+    }
+    this._yamlError.hidden = true;
+    this._spec = spec;
+    const values = fieldsFromSpec(spec);
+    if (values.dataset) {
+      this.setDatasets(
+        Array.from(this._dataset.options)
+          .map(o => o.value)
+          .filter(Boolean)
+          .concat(values.dataset)
+          .filter((v, i, all) => all.indexOf(v) === i)
+      );
+    }
+    if (values.vc && !Array.from(this._vc.options).some(o => o.value === values.vc)) {
+      const option = el('option', '', values.vc) as HTMLOptionElement;
+      option.value = values.vc;
+      this._vc.append(option);
+    }
+    const inputs: [HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, string][] = [
+      [this._vc, values.vc],
+      [this._name, values.name],
+      [this._command, values.command],
+      [this._kernel, values.kernel],
+      [this._image, values.image],
+      [this._framework, values.framework],
+      [this._nodes, values.nodes],
+      [this._procs, values.procs],
+      [this._cpu, values.cpu],
+      [this._memory, values.memory],
+      [this._accelType, values.accelType],
+      [this._accelCount, values.accelCount],
+      [this._dataset, values.dataset]
+    ];
+    for (const [node, value] of inputs) {
+      node.value = value;
+    }
   }
 
   private async _send(): Promise<void> {
@@ -215,27 +225,8 @@ export class JobForm {
     this.node.dataset.state = 'sending';
     this._error.hidden = true;
     try {
-      const job =
-        this.node.dataset.mode === 'yaml'
-          ? await submitYAML(this._yaml.value)
-          : await submitSpec(
-              specFromFields({
-                vc: this._vc.value,
-                name: this._name.value,
-                command: this._command.value,
-                kernel: this._kernel.value,
-                image: this._image.value,
-                framework: this._framework.value,
-                nodes: this._nodes.value,
-                procs: this._procs.value,
-                cpu: this._cpu.value,
-                memory: this._memory.value,
-                accelType: this._accelType.value,
-                accelCount: this._accelCount.value
-              })
-            );
+      const job = await submitYAML(this._yaml.value);
       this.node.dataset.state = 'done';
-      this.hide();
       this._onSubmitted(job);
     } catch (error) {
       this.node.dataset.state = 'error';
@@ -247,9 +238,11 @@ export class JobForm {
   }
 
   private _onSubmitted: (job: IJob) => void;
+  private _spec: Record<string, unknown> = {};
   private _submit: HTMLButtonElement;
   private _fields = el('div', 'yt-job-form-fields');
   private _yamlBox = el('div', 'yt-job-form-yaml-box');
+  private _yamlError = el('div', 'yt-error yt-job-form-yaml-error');
   private _error = el('div', 'yt-error yt-job-form-error');
   private _vc = select('yt-job-form-vc', []);
   private _name = input('yt-job-form-name', 'train (a-z, 0-9, -)');
@@ -259,9 +252,10 @@ export class JobForm {
   private _framework = select('yt-job-form-framework', FRAMEWORKS);
   private _nodes = input('yt-job-form-nodes', '1', 'number');
   private _procs = input('yt-job-form-procs', 'auto', 'number');
-  private _cpu = input('yt-job-form-cpu', '1');
+  private _cpu = input('yt-job-form-cpu', '1 or 500m');
   private _memory = input('yt-job-form-memory', '2Gi');
   private _accelType = select('yt-job-form-accel-type', ACCELERATORS, { '': 'none' });
   private _accelCount = input('yt-job-form-accel-count', '1', 'number');
+  private _dataset = select('yt-job-form-dataset', [''], { '': 'none' });
   private _yaml = el('textarea', 'yt-job-form-yaml jp-mod-styled') as HTMLTextAreaElement;
 }

@@ -1,17 +1,17 @@
-// The "Jobs" section of the Yitong sidebar: the queue (newest first, state badges, queue position
-// and reason for waiting jobs, age), a detail view on click (jobDetail.ts) and a submit form
-// (jobForm.ts). While any shown job is active the section reloads every JOBS_REFRESH_MS, only
-// while the panel is visible; the panel's own 15 s refresh covers the rest.
+// The Jobs list (a main-area tab, views.ts): the queue (newest first, state badges, queue
+// position and reason for waiting jobs, age); a click opens the job's own tab (jobDetail.ts) and
+// New job opens the form (jobForm.ts). While any shown job is active the list reloads every
+// JOBS_REFRESH_MS, only while it is visible; otherwise every REFRESH_MS.
 // DOM hooks: .yt-jobs, .yt-jobs-error, .yt-job-new, .yt-job-list,
 // .yt-job[data-job=ID][data-state=S] (.yt-job-state, .yt-job-title, .yt-job-meta,
-// .yt-job-position, .yt-job-reason, .yt-job-age), .yt-jobs-more; the form's and the detail's hooks
-// are listed in their modules.
+// .yt-job-position, .yt-job-reason, .yt-job-age), .yt-jobs-more.
 import { el } from './dom';
-import { JobDetail, stateBadge } from './jobDetail';
-import { JobForm } from './jobForm';
-import { ACTIVE_STATES, IJob, ageText, fetchJob, fetchJobs } from './jobsApi';
+import { stateBadge } from './jobDetail';
+import { REFRESH_MS } from './api';
+import { ACTIVE_STATES, IJob, ageText, fetchJobs } from './jobsApi';
 
 export const JOBS_REFRESH_MS = 3000;
+
 /** The list shows this many of the newest jobs. */
 const SHOWN = 50;
 
@@ -45,36 +45,27 @@ function jobRow(job: IJob, selected: boolean, onclick: () => void): HTMLElement 
   return row;
 }
 
-export class JobsSection {
+export class JobsList {
   readonly node = el('div', 'yt-jobs');
 
-  constructor(options: { defaultVC: () => string | null; isVisible: () => boolean }) {
-    this._defaultVC = options.defaultVC;
-    this._isVisible = options.isVisible;
+  constructor(options: {
+    onOpen: (job: IJob) => void;
+    onNew: () => void;
+    isVisible: () => boolean;
+  }) {
+    this._options = options;
     const header = el('div', 'yt-header');
     const add = el('button', 'yt-job-new jp-Button jp-mod-styled', 'New job') as HTMLButtonElement;
     add.type = 'button';
     add.title = 'Submit a job';
-    add.onclick = () => this._form.show();
+    add.onclick = () => options.onNew();
     header.append(el('span', 'yt-title', 'Jobs'), add);
     this._error.hidden = true;
     this._list.setAttribute('aria-label', 'Jobs, newest first');
-    this._form = new JobForm(
-      job => {
-        this._select(job);
-        void this.refresh();
-      },
-      () => undefined
-    );
-    this.node.append(header, this._form.node, this._error, this._detailBox, this._list);
+    this.node.append(header, this._error, this._list);
   }
 
-  /** The VCs the user may submit to (the panel's VC cards). */
-  setVCs(names: string[]): void {
-    this._form.setVCs(names, this._defaultVC());
-  }
-
-  /** Reload the list and the open detail; schedules the next fast reload while jobs are active. */
+  /** Reload the list; schedules the next reload (fast while jobs are active). */
   async refresh(): Promise<void> {
     if (this._pending) {
       return this._pending;
@@ -86,36 +77,15 @@ export class JobsSection {
     return this._pending;
   }
 
-  /** The panel was hidden: stop the log stream (the timer stops by itself). */
-  pause(): void {
-    this._detail?.pause();
-  }
-
-  /** The panel is shown again. */
-  resume(): void {
-    this._detail?.resume();
-    void this.refresh();
-  }
-
   dispose(): void {
     this._disposed = true;
     window.clearTimeout(this._timer);
-    this._detail?.dispose();
-    this._detail = null;
   }
 
   private async _load(): Promise<void> {
     try {
-      const openId = this._detail?.jobId;
-      const [jobs, detail] = await Promise.all([
-        fetchJobs(),
-        openId !== undefined ? fetchJob(openId).catch(() => null) : Promise.resolve(null)
-      ]);
-      this._jobs = jobs;
+      this._jobs = await fetchJobs();
       this._error.hidden = true;
-      if (detail && this._detail?.jobId === detail.id) {
-        this._detail.update(detail);
-      }
       this._render();
     } catch (error) {
       this._error.textContent = error instanceof Error ? error.message : String(error);
@@ -124,17 +94,30 @@ export class JobsSection {
   }
 
   private _render(): void {
-    const selected = this._detail?.jobId;
     const shown = this._jobs.slice(0, SHOWN);
-    const rows = shown.map(job => jobRow(job, job.id === selected, () => this._select(job)));
+    const rows = shown.map(job => jobRow(job, false, () => this._options.onOpen(job)));
     if (!rows.length) {
-      rows.push(el('div', 'yt-empty', 'No jobs yet: submit one with New job, yt job submit or %yt job submit.'));
+      rows.push(
+        el(
+          'div',
+          'yt-empty',
+          'No jobs yet: submit one with New job, yt job submit or %yt job submit.'
+        )
+      );
     }
     if (this._jobs.length > SHOWN) {
-      rows.push(el('div', 'yt-empty yt-jobs-more', `${this._jobs.length - SHOWN} older jobs not shown (yt job list).`));
+      rows.push(
+        el(
+          'div',
+          'yt-empty yt-jobs-more',
+          `${this._jobs.length - SHOWN} older jobs not shown (yt job list).`
+        )
+      );
     }
     // keep the keyboard focus on the same job across reloads
-    const focused = (document.activeElement as HTMLElement | null)?.closest?.('.yt-job') as HTMLElement | null;
+    const focused = (document.activeElement as HTMLElement | null)?.closest?.(
+      '.yt-job'
+    ) as HTMLElement | null;
     const focusedId = focused && this._list.contains(focused) ? focused.dataset.job : undefined;
     this._list.replaceChildren(...rows);
     if (focusedId !== undefined) {
@@ -142,61 +125,29 @@ export class JobsSection {
     }
   }
 
-  private _select(job: IJob): void {
-    if (this._detail?.jobId === job.id) {
-      return;
-    }
-    this._detail?.dispose();
-    const detail = new JobDetail(job, {
-      onClose: () => {
-        detail.dispose();
-        if (this._detail === detail) {
-          this._detail = null;
-        }
-        this._render();
-      },
-      onClone: spec => this._form.show(spec),
-      onChanged: () => void this.refresh()
-    });
-    this._detail = detail;
-    this._detailBox.replaceChildren(detail.node);
-    detail.node.scrollIntoView?.({ block: 'nearest' });
-    this._render();
-    // the list's model lacks ranks and access: fetch the full one now
-    void fetchJob(job.id)
-      .then(full => {
-        if (this._detail === detail) {
-          detail.update(full);
-        }
-      })
-      .catch(() => undefined);
-    this._schedule();
-  }
-
   private _schedule(): void {
     window.clearTimeout(this._timer);
-    const active =
-      this._jobs.some(j => ACTIVE_STATES.has(j.state)) ||
-      (this._detail !== null && ACTIVE_STATES.has(this._detail.node.dataset.state ?? ''));
-    if (this._disposed || !active) {
+    if (this._disposed) {
       return;
     }
-    this._timer = window.setTimeout(() => {
-      if (this._isVisible()) {
-        void this.refresh();
-      }
-    }, JOBS_REFRESH_MS);
+    const active = this._jobs.some(j => ACTIVE_STATES.has(j.state));
+    this._timer = window.setTimeout(
+      () => {
+        if (this._options.isVisible()) {
+          void this.refresh();
+        } else {
+          this._schedule();
+        }
+      },
+      active ? JOBS_REFRESH_MS : REFRESH_MS
+    );
   }
 
-  private _defaultVC: () => string | null;
-  private _isVisible: () => boolean;
-  private _form: JobForm;
-  private _detail: JobDetail | null = null;
+  private _options: { onOpen: (job: IJob) => void; onNew: () => void; isVisible: () => boolean };
   private _jobs: IJob[] = [];
   private _pending: Promise<void> | null = null;
   private _timer = 0;
   private _disposed = false;
   private _error = el('div', 'yt-error yt-jobs-error');
   private _list = el('div', 'yt-job-list');
-  private _detailBox = el('div', 'yt-job-detail-box');
 }

@@ -6,13 +6,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { createJSON, getJSON, requestJSON } from './api';
 
 export type JobState =
-  | 'queued'
-  | 'admitted'
-  | 'running'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-  | 'preempted';
+  'queued' | 'admitted' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'preempted';
 
 /** States in which a job may still change by itself (the list polls while any job is in one). */
 export const ACTIVE_STATES: ReadonlySet<string> = new Set(['queued', 'admitted', 'running']);
@@ -87,7 +81,12 @@ export function submitYAML(text: string): Promise<IJob> {
 
 /** Where the server extension starts TensorBoard on the job's outputs (a redirect). */
 export function tensorboardUrl(id: number): string {
-  return URLExt.join(ServerConnection.makeSettings().baseUrl, 'yitong/jobs', String(id), 'tensorboard');
+  return URLExt.join(
+    ServerConnection.makeSettings().baseUrl,
+    'yitong/jobs',
+    String(id),
+    'tensorboard'
+  );
 }
 
 /**
@@ -148,7 +147,7 @@ export async function followLog(
         offset += whole.byteLength;
         onText(decoder.decode(whole, { stream: true }));
       }
-    } catch (error) {
+    } catch {
       if (signal.aborted) {
         return;
       }

@@ -1,95 +1,63 @@
-// The "Yitong" sidebar: the user's VCs with quota / used / free per resource as bars, then the
-// Jobs section (jobs.ts) and the Datasets section (datasets.ts).
-// DOM hooks for browser tests: #yitong-panel, .yt-vc[data-vc=NAME],
-// .yt-resource[data-resource=R] (data-quota/data-used/data-free), .yt-error, .yt-refresh;
-// the Jobs and Datasets sections' hooks are listed in jobs.ts and datasets.ts.
+// The "Yitong" sidebar: a compact launcher and status summary. The user's VCs with usage bars
+// (a click opens the VC's tab), the counts of running and queued jobs, and buttons that open the
+// main-area views (views.ts): Jobs, New job, Datasets.
+// DOM hooks for browser tests: #yitong-panel, .yt-vc[data-vc=NAME] (vcs.ts), .yt-error,
+// .yt-refresh, .yt-open-jobs, .yt-open-form, .yt-open-datasets, .yt-job-counts
+// (data-running, data-queued).
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { IApiInfo, IVC, fetchInfo, fetchVCs, formatAmount, resourceNames } from './api';
-import { DatasetsSection } from './datasets';
-import { JobsSection } from './jobs';
-import { yitongIcon } from './icon';
+import { IApiInfo, IVC, REFRESH_MS, fetchInfo, fetchVCs } from './api';
 import { el } from './dom';
+import { yitongIcon } from './icon';
+import { IJob, fetchJobs } from './jobsApi';
+import { vcCard } from './vcs';
 
-export const REFRESH_MS = 15000;
-
-function resourceRow(vc: IVC, name: string): HTMLElement {
-  const quota = vc.quota?.[name];
-  const used = vc.used?.[name] ?? 0;
-  const free = vc.free?.[name];
-  const row = el('div', 'yt-resource');
-  row.dataset.resource = name;
-  row.dataset.quota = String(quota ?? '');
-  row.dataset.used = String(used);
-  row.dataset.free = String(free ?? '');
-  const label = el('div', 'yt-resource-label');
-  label.append(
-    el('span', 'yt-resource-name', name),
-    el(
-      'span',
-      'yt-resource-amounts',
-      `${formatAmount(name, used)} / ${formatAmount(name, quota)} used · ${formatAmount(name, free)} free`
-    )
-  );
-  const bar = el('div', 'yt-bar');
-  const fill = el('div', 'yt-bar-used');
-  const share = quota ? Math.min(100, (100 * used) / quota) : 0;
-  fill.style.width = `${share}%`;
-  if (share >= 90) {
-    fill.classList.add('yt-bar-full');
-  }
-  bar.title = quota ? `${Math.round(share)}% used` : 'no quota';
-  bar.appendChild(fill);
-  row.append(label, bar);
-  return row;
-}
-
-function vcCard(vc: IVC, current: string | null): HTMLElement {
-  const card = el('div', 'yt-vc');
-  card.dataset.vc = vc.name;
-  const title = el('div', 'yt-vc-name', vc.name);
-  if (vc.name === current) {
-    card.classList.add('yt-current');
-    title.appendChild(el('span', 'yt-vc-badge', 'this server'));
-  }
-  card.appendChild(title);
-  if (vc.description) {
-    card.appendChild(el('div', 'yt-vc-description', vc.description));
-  }
-  for (const name of resourceNames(vc)) {
-    card.appendChild(resourceRow(vc, name));
-  }
-  return card;
+/** What the sidebar's items do (commands of index.ts). */
+export interface IPanelActions {
+  openJobs: () => void;
+  openForm: () => void;
+  openDatasets: () => void;
+  openVC: (name: string) => void;
 }
 
 export class YitongPanel extends Widget {
-  constructor() {
+  constructor(actions: IPanelActions) {
     super();
     this.id = 'yitong-panel';
     this.addClass('yt-panel');
     this.title.icon = yitongIcon;
     this.title.caption = 'Yitong: virtual clusters, jobs, datasets';
+    this._actions = actions;
     const header = el('div', 'yt-header');
     const button = el('button', 'yt-refresh jp-Button jp-mod-minimal') as HTMLButtonElement;
     button.title = 'Refresh';
     refreshIcon.element({ container: button });
     button.onclick = () => void this.refresh();
-    header.append(el('span', 'yt-title', 'Virtual clusters'), button);
+    header.append(el('span', 'yt-title', 'Yitong'), button);
+    const launch = el('div', 'yt-launch');
+    const open = (cls: string, text: string, help: string, onclick: () => void) => {
+      const b = el('button', `${cls} jp-Button jp-mod-styled`, text) as HTMLButtonElement;
+      b.type = 'button';
+      b.title = help;
+      b.onclick = onclick;
+      return b;
+    };
+    launch.append(
+      open('yt-open-jobs', 'Jobs', 'Open the jobs list', actions.openJobs),
+      open('yt-open-form jp-mod-accept', 'New job', 'Open the job form', actions.openForm),
+      open('yt-open-datasets', 'Datasets', 'Open the datasets', actions.openDatasets)
+    );
     this._error.hidden = true;
-    this._datasets = new DatasetsSection(() => this._info?.vc ?? null);
-    this._jobs = new JobsSection({
-      defaultVC: () => this._info?.vc ?? null,
-      isVisible: () => this.isVisible && !this.isDisposed
-    });
     this.node.append(
       header,
+      launch,
+      this._counts,
       this._error,
+      el('div', 'yt-title yt-section-title', 'Virtual clusters'),
       this._list,
-      this._updated,
-      this._jobs.node,
-      this._datasets.node
+      this._updated
     );
     this._timer = window.setInterval(() => {
       if (this.isVisible) {
@@ -98,7 +66,7 @@ export class YitongPanel extends Widget {
     }, REFRESH_MS);
   }
 
-  /** Fetch the VCs and redraw; a failure shows the service's sentence in `.yt-error`. */
+  /** Fetch the VCs and the jobs and redraw; a failure shows the service's sentence. */
   async refresh(): Promise<void> {
     if (this._pending) {
       return this._pending;
@@ -113,15 +81,10 @@ export class YitongPanel extends Widget {
       if (this._info === null) {
         this._info = await fetchInfo().catch(() => null);
       }
-      const [vcs] = await Promise.all([
-        fetchVCs(),
-        this._jobs.refresh(),
-        this._datasets.refresh()
-      ]);
-      this._jobs.setVCs(vcs.map(vc => vc.name));
+      const [vcs, jobs] = await Promise.all([fetchVCs(), fetchJobs().catch(() => null)]);
       this._error.hidden = true;
       this._error.textContent = '';
-      this._render(vcs);
+      this._render(vcs, jobs);
     } catch (error) {
       this._error.textContent = error instanceof Error ? error.message : String(error);
       this._error.hidden = false;
@@ -131,38 +94,53 @@ export class YitongPanel extends Widget {
     }
   }
 
-  private _render(vcs: IVC[]): void {
+  private _render(vcs: IVC[], jobs: IJob[] | null): void {
     const current = this._info?.vc ?? null;
+    const cards = vcs.map(vc => {
+      const card = vcCard(vc, current);
+      card.classList.add('yt-clickable');
+      card.tabIndex = 0;
+      card.title = `Open VC ${vc.name}`;
+      card.setAttribute('role', 'button');
+      card.onclick = () => this._actions.openVC(vc.name);
+      card.onkeydown = event => {
+        if (event.key === 'Enter' || event.key === ' ') {
+          event.preventDefault();
+          this._actions.openVC(vc.name);
+        }
+      };
+      return card;
+    });
     this._list.replaceChildren(
-      ...(vcs.length
-        ? vcs.map(vc => vcCard(vc, current))
+      ...(cards.length
+        ? cards
         : [el('div', 'yt-empty', 'You are not in any VC yet: ask an administrator.')])
     );
+    if (jobs) {
+      const running = jobs.filter(j => j.state === 'running').length;
+      const queued = jobs.filter(j => j.state === 'queued' || j.state === 'admitted').length;
+      this._counts.dataset.running = String(running);
+      this._counts.dataset.queued = String(queued);
+      this._counts.textContent = `Jobs: ${running} running · ${queued} waiting · ${jobs.length} in all`;
+    }
   }
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
-    this._jobs.resume();
     void this.refresh();
-  }
-
-  protected onAfterHide(msg: Message): void {
-    super.onAfterHide(msg);
-    this._jobs.pause();
   }
 
   dispose(): void {
     window.clearInterval(this._timer);
-    this._jobs.dispose();
     super.dispose();
   }
 
+  private _actions: IPanelActions;
   private _error = el('div', 'yt-error');
+  private _counts = el('div', 'yt-job-counts');
   private _list = el('div', 'yt-vcs');
   private _updated = el('div', 'yt-updated');
   private _info: IApiInfo | null = null;
-  private _datasets: DatasetsSection;
-  private _jobs: JobsSection;
   private _pending: Promise<void> | null = null;
   private _timer: number;
 }

@@ -1,5 +1,6 @@
 """A person in headless Chromium: log in, see the picker with a disabled over-quota profile
-and its reason, start a CPU profile, find the Yitong panel in JupyterLab."""
+and its reason, start a CPU profile, find the Yitong panel in JupyterLab, upload a folder from
+its Datasets tab."""
 
 from __future__ import annotations
 
@@ -48,27 +49,27 @@ def test_picker_spawn_and_panel(stack, admin_token, page, tmp_path):
         assert gpu_row.get_attribute("data-used") == "1" and gpu_row.get_attribute("data-quota") == "1"
         page.screenshot(path=str(DOCS_IMG / "lab-panel.png"))
 
-        # Datasets section: upload a folder through the panel into the real service's store
+        # the Datasets tab (the sidebar's Datasets button): upload a folder into the real service's store
         folder = tmp_path / "leaves"
         (folder / "healthy").mkdir(parents=True)
         for i in range(5):
             (folder / "healthy" / f"{i}.txt").write_text(f"leaf {i}\n")
-        page.click("#yitong-panel .yt-upload-dataset")  # focusing prefills this server's VC
+        page.click("#yitong-panel .yt-open-datasets")
+        datasets = page.locator(".yt-view[data-view=datasets]")
+        datasets.locator(".yt-upload-dataset").click()  # focusing prefills this server's VC
         page.keyboard.type("leaves")
-        assert page.input_value("#yitong-panel .yt-upload-dataset") == "vision/leaves"
-        page.fill("#yitong-panel .yt-upload-message", "from the browser")
-        page.set_input_files("#yitong-panel .yt-upload input[type=file]", str(folder))
-        page.click("#yitong-panel .yt-upload-button")
-        upload = page.locator("#yitong-panel .yt-upload")
+        assert datasets.locator(".yt-upload-dataset").input_value() == "vision/leaves"
+        datasets.locator(".yt-upload-message").fill("from the browser")
+        datasets.locator(".yt-upload input[type=file]").set_input_files(str(folder))
+        datasets.locator(".yt-upload-button").click()
+        upload = datasets.locator(".yt-upload")
         for _ in range(240):
             if upload.get_attribute("data-state") in ("done", "error"):
                 break
             page.wait_for_timeout(250)
-        status = page.locator("#yitong-panel .yt-upload-status").inner_text()
+        status = datasets.locator(".yt-upload-status").inner_text()
         assert upload.get_attribute("data-state") == "done", status
-        dataset = page.locator('#yitong-panel .yt-dataset[data-dataset="vision/leaves"]')
-        dataset.wait_for(timeout=30_000)
-        page.screenshot(path=str(DOCS_IMG / "lab-datasets.png"))
+        datasets.locator('.yt-dataset[data-dataset="vision/leaves"]').wait_for(timeout=30_000)
         with stack.platform_client(stack.token("alice")) as api:
             [version] = api.get("/datasets/vision/leaves/versions").json()
             manifest = api.get("/datasets/vision/leaves/versions/1/manifest").json()

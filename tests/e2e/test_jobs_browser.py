@@ -1,15 +1,14 @@
-"""The Jobs section of the Yitong panel in headless Chromium, against the real hub, platform
-service and local job backend: a refused submit shows the service's sentence next to the form,
-a job submitted through the form runs and succeeds while its log streams into the detail, a
-spec typed as YAML runs, a waiting job shows its queue position and reason, Cancel cancels,
-Clone fills the form and TensorBoard opens the server extension's URL."""
+"""The Yitong views of JupyterLab in headless Chromium, against the real hub, platform service and
+local job backend: the Jobs and Datasets tabs open from the launcher, every view opens by its deep
+link (``?yt=...``), a refused submit shows the service's sentence next to the form, a job
+submitted from the form runs and its log shows in its own tab, Clone opens the form with the spec
+as YAML in human units, a waiting job shows its queue position and reason in the Jobs tab, Cancel
+cancels, TensorBoard opens the server extension's URL. Screenshots go to docs/img/lab-*.png."""
 
 from __future__ import annotations
 
 import json
-import shlex
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,35 +17,30 @@ from jobs_helpers import TERMINAL
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
 DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
-VIEWPORT = (1280, 1000)  # the conftest's page fixture: room for the job detail
+VIEWPORT = (1400, 900)  # the conftest's page fixture: a main area wide enough for the form
 USER = "carol"
 LINES = 12
 # prints LINES lines over about 5 s, so the job is seen running and its log seen growing
 PROGRAM = f"import time\nfor i in range({LINES}):\n    print(f'line {{i}}', flush=True)\n    time.sleep(0.4)\n"
 
 
-def wait_until(probe, timeout: float, what: str, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+def view(page, name: str, arg: str = ""):
+    """The main-area tab of a view (views.ts: .yt-view[data-view][data-arg])."""
+    return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
 
 
-def open_panel(stack, page) -> None:
+def log_in(stack, page) -> str:
     page.goto(f"{stack.url}/hub/login")
     page.fill("input[name=username]", USER)
     page.fill("input[name=password]", stack.passwords[USER])
     page.click("input[type=submit], button[type=submit]")
     page.wait_for_url(lambda url: "/hub/login" not in url)
-    page.goto(f"{stack.url}/user/{USER}/lab")
-    tab = page.locator('.jp-SideBar [data-id="yitong-panel"]')
-    tab.wait_for(timeout=120_000)
-    if not page.locator("#yitong-panel").is_visible():
-        tab.click()
-    page.locator('#yitong-panel .yt-vc[data-vc="vision"]').wait_for(timeout=60_000)
+    return f"{stack.url}/user/{USER}/lab"
+
+
+def deep_link(page, lab: str, route: str):
+    page.goto(f"{lab}?yt={route}")
+    page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
 
 
 def screenshot(page, name: str) -> None:
@@ -60,7 +54,7 @@ def screenshot(page, name: str) -> None:
     page.screenshot(path=str(DOCS_IMG / name))
 
 
-def test_jobs_panel(stack, admin_token, page):
+def test_lab_views(stack, admin_token, page):
     from playwright.sync_api import expect
 
     with stack.hub(admin_token) as hub:
@@ -69,59 +63,60 @@ def test_jobs_panel(stack, admin_token, page):
     stack.wait_ready(admin_token, USER)
     api = stack.platform_client(stack.token(USER))
     try:
-        open_panel(stack, page)
-        panel = page.locator("#yitong-panel")
-        form = panel.locator("form.yt-job-form")
+        lab = log_in(stack, page)
+
+        # the launcher's Yitong cards open the Jobs and Datasets tabs
+        page.goto(lab)
+        tab = page.locator('.jp-SideBar [data-id="yitong-panel"]')
+        tab.wait_for(timeout=120_000)
+        if not page.locator("#yitong-panel").is_visible():
+            tab.click()  # open, the sidebar stays open across reloads (the workspace)
+        page.locator('#yitong-panel .yt-vc[data-vc="vision"]').wait_for(timeout=60_000)
+        for label, name in (("Jobs", "jobs"), ("Datasets", "datasets")):
+            page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create)
+            card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text=label).last
+            card.wait_for(timeout=60_000)
+            card.click()
+            expect(view(page, name)).to_be_visible(timeout=30_000)
+        screenshot(page, "lab-datasets.png")
+
+        # the form, by deep link: the VC is this server's, the dataset field starts empty
+        deep_link(page, lab, "form")
+        form_view = view(page, "form")
+        form = form_view.locator("form.yt-job-form")
+        expect(form.locator(".yt-job-form-vc")).to_have_value("vision", timeout=60_000)
+        expect(form.locator(".yt-job-form-dataset")).to_have_value("")
 
         # a bad name: the service's sentence next to the form, nothing queued
-        panel.locator(".yt-job-new").click()
-        expect(form).to_be_visible()
-        expect(form.locator(".yt-job-form-vc")).to_have_value("vision")  # this server's VC
         form.locator(".yt-job-form-name").fill("Hello_World")
-        form.locator(".yt-job-form-command").fill(f"{shlex.quote(sys.executable)} -u -c {shlex.quote(PROGRAM)}")
+        form.locator(".yt-job-form-command").fill('python -c "print(42)"')
         form.locator(".yt-job-form-cpu").fill("0.5")
         form.locator(".yt-job-form-memory").fill("256Mi")
+        yaml_text = form.locator(".yt-job-form-yaml").input_value()
+        assert "name: Hello_World" in yaml_text and "cpu: 500m" in yaml_text, yaml_text
         form.locator(".yt-job-form-submit").click()
-        error = form.locator(".yt-job-form-error")
-        expect(error).to_contain_text("spec.name: 'Hello_World' is not a valid name")
+        expect(form.locator(".yt-job-form-error")).to_contain_text("spec.name: 'Hello_World' is not a valid name")
         assert form.get_attribute("data-state") == "error"
         assert [j for j in api.get("/jobs").json() if j["user"] == USER] == []
 
-        # fixed: the job is accepted, selected, runs, and its log streams while it runs
-        form.locator(".yt-job-form-name").fill("hello")
+        # fixed in the YAML: the fields follow; submitted, the job's tab opens and shows its log
+        yaml_box = form.locator(".yt-job-form-yaml")
+        yaml_box.fill(yaml_text.replace("name: Hello_World", "name: hello"))
+        expect(form.locator(".yt-job-form-name")).to_have_value("hello")
+        screenshot(page, "lab-job-form.png")
         form.locator(".yt-job-form-submit").click()
-        detail = panel.locator(".yt-job-detail")
+        detail = page.locator(".yt-view[data-view=job] .yt-job-detail")
         detail.wait_for(timeout=30_000)
-        expect(form).to_be_hidden()
         job_id = int(detail.get_attribute("data-job"))
         assert api.get(f"/jobs/{job_id}").json()["name"] == "hello"
-        row = panel.locator(f'.yt-job[data-job="{job_id}"]')
+        expect(detail).to_have_attribute("data-state", "succeeded", timeout=120_000)
         log = detail.locator(".yt-job-log")
-        seen, partial = [], False
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            state = row.get_attribute("data-state")
-            if not seen or seen[-1] != state:
-                seen.append(state)
-            text = log.inner_text()
-            partial = partial or ("line 0" in text and f"line {LINES - 1}" not in text)
-            if state in TERMINAL:
-                break
-            time.sleep(0.1)
-        assert seen[-1] == "succeeded", (seen, api.get(f"/jobs/{job_id}").json())
-        assert "running" in seen, seen
-        assert partial, "the log never showed a part of the output while the job ran"
-        expect(row.locator(".yt-job-state")).to_have_text("succeeded")
-        expect(detail.locator(".yt-job-detail-state")).to_have_text("succeeded")
-        expect(detail.locator('.yt-job-field[data-field="exit_code"] .yt-job-field-value')).to_have_text("0")
         expect(log).to_have_attribute("data-follow", "done", timeout=30_000)
-        lines = [line for line in log.inner_text().splitlines() if line.startswith("line ")]
-        assert lines == [f"line {i}" for i in range(LINES)]
-        # the run's ledger record expands under the detail
+        assert log.inner_text().strip() == "42", log.inner_text()
+        expect(detail.locator('.yt-job-field[data-field="exit_code"] .yt-job-field-value')).to_have_text("0")
         detail.locator(".yt-job-run-toggle").first.click()
         expect(detail.locator(".yt-job-run-record").first).to_contain_text("succeeded")
-        detail.scroll_into_view_if_needed()
-        screenshot(page, "job-detail.png")
+        screenshot(page, "lab-job-detail.png")
 
         # TensorBoard opens the server extension's route in a new tab
         page.evaluate("window.open = (url) => { window.__ytOpened = url; return null; }")
@@ -129,64 +124,84 @@ def test_jobs_panel(stack, admin_token, page):
         opened = page.evaluate("window.__ytOpened")
         assert opened.endswith(f"/user/{USER}/yitong/jobs/{job_id}/tensorboard"), opened
 
-        # Clone: the form opens with the spec as text
+        # Clone: the form opens with the spec as YAML in human units
         detail.locator(".yt-job-clone").click()
-        expect(form).to_have_attribute("data-mode", "yaml")
-        cloned = json.loads(form.locator(".yt-job-form-yaml").input_value())
-        assert cloned["name"] == "hello" and cloned["vc"] == "vision" and "time.sleep(0.4)" in cloned["command"]
-        form.locator(".yt-job-form-cancel").click()
-        expect(form).to_be_hidden()
+        clone = view(page, "form", str(job_id)).locator("form.yt-job-form")
+        expect(clone.locator(".yt-job-form-name")).to_have_value("hello", timeout=30_000)
+        cloned = clone.locator(".yt-job-form-yaml").input_value()
+        assert "memory: 256Mi" in cloned and "cpu: 500m" in cloned, cloned
+        assert "print(42)" in cloned and "vc: vision" in cloned, cloned
+        expect(clone.locator(".yt-job-form-memory")).to_have_value("256Mi")
 
-        # a long job typed as a YAML spec, then a job that has to wait behind it
+        # the job's tab by deep link, and a long job with one that has to wait behind it
+        deep_link(page, lab, f"job/{job_id}")
+        expect(view(page, "job", str(job_id)).locator(".yt-job-detail")).to_have_attribute(
+            "data-state", "succeeded", timeout=60_000
+        )
         free = api.get("/vcs/vision").json()["free"]["cpu"]
         big = max(1, int(free) - 1)
-        panel.locator(".yt-job-new").click()
-        form.locator(".yt-job-form-mode-yaml").check()
+        deep_link(page, lab, "form")
+        form = view(page, "form").locator("form.yt-job-form")
+        expect(form.locator(".yt-job-form-vc")).to_have_value("vision", timeout=60_000)
         form.locator(".yt-job-form-yaml").fill(
             f"name: sleeper\nvc: vision\nenvironment: {{kernel: python3}}\n"
             f"command: [{json.dumps(sys.executable)}, -c, 'import time; time.sleep(300)']\n"
             f"cpu: {big}\nmemory: 256Mi\n"
         )
         form.locator(".yt-job-form-submit").click()
-        expect(detail.locator(".yt-job-detail-name")).to_contain_text("sleeper", timeout=30_000)
-        sleeper = int(detail.get_attribute("data-job"))
-        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute(
-            "data-state", "running", timeout=60_000
-        )
+        sleeper_detail = page.locator(".yt-view[data-view=job] .yt-job-detail", has_text="sleeper")
+        sleeper_detail.wait_for(timeout=30_000)
+        sleeper = int(sleeper_detail.get_attribute("data-job"))
+        expect(sleeper_detail).to_have_attribute("data-state", "running", timeout=60_000)
         r = api.post(
             "/jobs",
             json={
                 "name": "waiter",
                 "vc": "vision",
                 "environment": {"kernel": "python3"},
-                "command": [sys.executable, "-c", "print('ok')"],
+                "command": [sys.executable, "-u", "-c", PROGRAM],
                 "cpu": 2,
                 "memory": "256Mi",
             },
         )
         assert r.status_code == 201, r.text
         waiter = r.json()["id"]
-        waiting = panel.locator(f'.yt-job[data-job="{waiter}"]')
+        deep_link(page, lab, "jobs")
+        jobs = view(page, "jobs")
+        waiting = jobs.locator(f'.yt-job[data-job="{waiter}"]')
         expect(waiting).to_have_attribute("data-state", "queued", timeout=30_000)
         expect(waiting.locator(".yt-job-position")).to_have_text("#1 in the queue")
-        expect(waiting.locator(".yt-job-reason")).to_contain_text("waiting")
         expect(waiting.locator(".yt-job-reason")).to_contain_text("cpu")
-        detail.locator(".yt-job-close").click()
-        expect(detail).to_have_count(0)
-        panel.locator(".yt-jobs").scroll_into_view_if_needed()
-        screenshot(page, "jobs-panel.png")
+        screenshot(page, "lab-jobs.png")
 
-        # Cancel the long job from its detail: it ends cancelled, and the waiting job runs
-        panel.locator(f'.yt-job[data-job="{sleeper}"]').click()
-        expect(detail).to_have_attribute("data-job", str(sleeper))
-        detail.locator(".yt-job-cancel").click()
-        expect(panel.locator(f'.yt-job[data-job="{sleeper}"]')).to_have_attribute(
-            "data-state", "cancelled", timeout=60_000
-        )
-        expect(detail.locator(".yt-job-detail-state")).to_have_text("cancelled")
-        expect(detail.locator(".yt-job-cancel")).to_have_count(0)
-        expect(detail.locator(".yt-job-retry")).to_be_visible()
-        expect(waiting).to_have_attribute("data-state", "succeeded", timeout=60_000)
+        # the VC tab: usage and what runs there
+        deep_link(page, lab, "vc/vision")
+        vc = view(page, "vc", "vision")
+        expect(vc.locator(f'.yt-vc-jobs .yt-job[data-job="{sleeper}"]')).to_be_visible(timeout=30_000)
+        expect(vc.locator('.yt-vc[data-vc="vision"] .yt-resource[data-resource="cpu"]')).to_be_visible()
+        screenshot(page, "lab-vc.png")
+
+        # Cancel the long job from its tab (opened from the Jobs list): the waiting job then runs
+        deep_link(page, lab, "jobs")
+        view(page, "jobs").locator(f'.yt-job[data-job="{sleeper}"]').click()
+        sleeper_detail = view(page, "job", str(sleeper)).locator(".yt-job-detail")
+        sleeper_detail.locator(".yt-job-cancel").click()
+        expect(sleeper_detail).to_have_attribute("data-state", "cancelled", timeout=60_000)
+        expect(sleeper_detail.locator(".yt-job-retry")).to_be_visible()
+        deep_link(page, lab, f"job/{waiter}")
+        waiter_detail = view(page, "job", str(waiter)).locator(".yt-job-detail")
+        expect(waiter_detail).to_have_attribute("data-state", "succeeded", timeout=60_000)
+        waiter_log = waiter_detail.locator(".yt-job-log")
+        expect(waiter_log).to_have_attribute("data-follow", "done", timeout=30_000)
+        expect(waiter_log).to_contain_text(f"line {LINES - 1}", timeout=30_000)
+        lines = [line for line in waiter_log.inner_text().splitlines() if line]
+        assert lines == [f"line {i}" for i in range(LINES)], lines
+
+        # reloaded without a link, the open tabs come back (the layout restorer)
+        page.goto(lab)
+        expect(view(page, "vc", "vision")).to_have_count(1, timeout=120_000)
+        expect(view(page, "job", str(job_id))).to_have_count(1)
+        expect(view(page, "datasets")).to_have_count(1)
     finally:
         for job in api.get("/jobs", params={"user": USER}).json():
             if job["state"] not in TERMINAL:

@@ -189,8 +189,8 @@ async def test_panel_shows_vcs_and_errors(yt_env, lab, page):
 
 
 UPLOAD_STATE = """JSON.stringify({
-  state: document.querySelector('#yitong-panel .yt-upload')?.dataset.state ?? null,
-  status: document.querySelector('#yitong-panel .yt-upload-status')?.textContent,
+  state: document.querySelector('.yt-view[data-view=datasets] .yt-upload')?.dataset.state ?? null,
+  status: document.querySelector('.yt-view[data-view=datasets] .yt-upload-status')?.textContent,
   progress: [document.querySelector('.yt-upload-progress')?.value, document.querySelector('.yt-upload-progress')?.max],
   versions: [...document.querySelectorAll('.yt-dataset[data-dataset="vision/web"] .yt-version')]
             .map(e => e.dataset.version),
@@ -198,18 +198,18 @@ UPLOAD_STATE = """JSON.stringify({
 
 
 async def test_panel_uploads_a_folder_as_a_version(yt_env, lab, page, tmp_path):
-    """Datasets section: pick a folder (input webkitdirectory), upload with a progress bar, see the
+    """The Datasets tab (opened by its deep link ?yt=datasets): pick a folder (input webkitdirectory), upload with a progress bar, see the
     new version, copy the path of its materialised tree."""
     folder = tmp_path / "picked" / "imgs"
     (folder / "train").mkdir(parents=True)
     files = {"a.txt": b"alpha", "train/1.png": os.urandom(300_000)}
     for path, data in files.items():
         (folder / path).write_bytes(data)
-    await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}")
+    await page.send("Page.navigate", url=f"{lab}lab?token={TOKEN}&yt=datasets")
     await wait_for(
-        lambda: page.eval("!!document.querySelector('#yitong-panel .yt-datasets .yt-upload')"),
+        lambda: page.eval("!!document.querySelector('.yt-view[data-view=datasets] .yt-datasets .yt-upload')"),
         timeout=120,
-        what="the Datasets section",
+        what="the Datasets tab",
     )
     await page.eval("""(() => {
       document.querySelector('.yt-upload-dataset').value = 'vision/web';
