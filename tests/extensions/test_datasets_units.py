@@ -225,6 +225,10 @@ def test_hash_files_uses_the_cache(tmp_path, monkeypatch):
     for name in ("hash_path", "_hash_small"):
         real = getattr(local, name)
         monkeypatch.setattr(local, name, lambda p, *a, real=real: hashed.append(p) or real(p, *a))
+    batch = local._hash_small_batch  # small files are read in batches, one loop each
+    monkeypatch.setattr(
+        local, "_hash_small_batch", lambda r, files, keep: hashed.extend(f[0] for f in files) or batch(r, files, keep)
+    )
     with StatCache(tmp_path / "c.sqlite") as cache:
         first = local.hash_files(str(root), files, cache)
         assert first == {f[0]: blake3((root / f[0]).read_bytes()).hexdigest() for f in files}
@@ -312,3 +316,29 @@ def test_scan_of_a_single_file_is_a_tree_of_one(tmp_path):
     [(name, size, _, _)] = scan(str(f))
     assert (name, size) == ("weights.bin", 10)
     assert base_dir(str(f)) == str(tmp_path / "d") and base_dir(str(tmp_path / "d")) == str(tmp_path / "d")
+
+
+def test_small_files_changed_after_the_scan_are_hashed_as_they_are_now(tmp_path):
+    """The batch loop trusts a read only when the descriptor's stat equals the scan's; a file
+    rewritten, grown or removed since the scan goes the careful way (hashed again, or refused)."""
+    from yitong_lab.datasets import local
+    from yitong_lab.datasets.statcache import NoCache
+
+    root = tmp_path / "d"
+    root.mkdir()
+    for name in ("same", "grown", "rewritten", "gone"):
+        (root / name).write_bytes(b"x" * 100)
+    files = local.scan(str(root))
+    (root / "grown").write_bytes(b"y" * 150)
+    (root / "rewritten").write_bytes(b"z" * 100)
+    os.utime(root / "rewritten", ns=(1, 1))  # same size, another mtime
+    (root / "gone").unlink()
+    with pytest.raises(FileNotFoundError):
+        local.hash_files(str(root), files, NoCache())
+    files = [f for f in files if f[0] != "gone"]
+    rows = []
+    hashes = local.hash_files(str(root), files, NoCache(), sink=rows.extend)
+    assert hashes == {n: blake3((root / n).read_bytes()).hexdigest() for n in ("same", "grown", "rewritten")}
+    by_path = {row[0]: row for row in rows}
+    assert by_path["grown"][1][0] == 150 and by_path["grown"][3] is None  # read again to upload
+    assert by_path["rewritten"][1][1] == 1 and by_path["same"][3] == b"x" * 100
