@@ -8,7 +8,16 @@ import pytest
 from blake3 import blake3
 
 from yitong_lab.cli import data_tables as text
-from yitong_lab.datasets.manifest import Ref, canonical, check_path, diff, manifest_bytes, manifest_hash, parse_ref
+from yitong_lab.datasets.manifest import (
+    Ref,
+    canonical,
+    check_path,
+    commit_body,
+    diff,
+    manifest_bytes,
+    manifest_hash,
+    parse_ref,
+)
 from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, decode, encode, header, pack_body
 from yitong_lab.datasets.statcache import NoCache, Stat, StatCache
 from yitong_lab.datasets.transfer import plan_packs
@@ -36,6 +45,15 @@ def test_manifest_bytes_equal_the_generic_encoder():
     manifest = canonical({"path": n, "size": i * 1000, "hash": H2} for i, n in enumerate(names))
     generic = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert manifest_bytes(manifest) == generic
+
+
+@pytest.mark.parametrize("fields", [{}, {"message": 'fix "labels" é', "parent": None}, {"message": "", "parent": 7}])
+def test_commit_body_splices_the_manifest_bytes(fields):
+    manifest = canonical([{"path": "é/1", "size": 3, "hash": H1}, {"path": "a", "size": 0, "hash": H2}])
+    body = commit_body(fields, manifest_bytes(manifest))
+    assert json.loads(body) == {**fields, "files": manifest["files"]}
+    with pytest.raises(ValueError, match="canonical bytes"):
+        commit_body(fields, b'{"other":[]}')
 
 
 def test_canonical_sorts_by_utf8_bytes():
