@@ -103,7 +103,7 @@ def _created(session: Session) -> Any:
 
 
 def index_rows(session: Session, rows: Sequence[Row], pack: tuple[str, int] | None = None) -> list[str]:
-    """Add ``rows`` unless present; returns the hashes that were new (in ``rows`` order).
+    """Add ``rows`` unless present; returns the hashes that were new (sorted).
     ``pack`` (id, size): the pack all rows are in, recorded when any row is new.
 
     Call it under :func:`storage_lock` (every indexer does). The rows go in with one
@@ -115,7 +115,7 @@ def index_rows(session: Session, rows: Sequence[Row], pack: tuple[str, int] | No
     first: dict[str, Row] = {}
     for r in rows:
         first.setdefault(r[0], r)  # a content twice in one pack: its first record
-    unique = list(first.values())
+    unique = sorted(first.values())  # in key order: B-tree appends, not random inserts
     if not unique:
         return []
     conn = session.connection()

@@ -28,7 +28,7 @@ def test_a_pack_of_new_objects_is_indexed_whole(db_url):
     db = _db(db_url)
     rows = [(h(i), 10 + i, "p1", 40 * (i + 1), "alice") for i in range(3)]
     with storage_lock(db) as s:
-        assert index_rows(s, rows, pack=("p1", 500)) == [h(0), h(1), h(2)]
+        assert index_rows(s, list(reversed(rows)), pack=("p1", 500)) == [h(0), h(1), h(2)]
     with db.session() as s:
         assert locate(s, [h(1)])[h(1)] == (h(1), 11, "p1", 80)
         assert s.scalar(select(StoredObject.uploader).where(StoredObject.hash == h(2))) == "alice"
