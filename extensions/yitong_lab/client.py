@@ -140,7 +140,10 @@ class Client(JobCalls, SSHCalls):
             if self.token:
                 headers["Authorization"] = f"token {self.token}"
             limits = httpx.Limits(max_connections=16, max_keepalive_connections=8)
-            self._http = httpx.Client(headers=headers, timeout=self.timeout, limits=limits)
+            # a plain-HTTP API (loopback in a notebook server) never uses TLS (redirects are not
+            # followed): no CA bundle to load, 30 ms of every `yt` command
+            tls = not self.url.startswith("http://")
+            self._http = httpx.Client(headers=headers, timeout=self.timeout, limits=limits, verify=tls)
         return self._http
 
     @staticmethod

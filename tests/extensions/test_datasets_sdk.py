@@ -149,17 +149,18 @@ def test_commit_uploads_while_it_still_hashes(yt_env, data, monkeypatch):
     from yitong_lab.datasets import local
 
     monkeypatch.setattr(local, "SINK_FILES", 2)
-    real, waited = local._hash_checked, []
+    real, waited = local._hash_small_batch, []
 
-    def hash_later_files_after_an_upload(root, file, progress):
-        if file[0] in ("train/0001.png", "train/0002.png"):  # the last small batch
-            deadline = time.monotonic() + 20
-            while not uploads(yt_env) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            waited.append(bool(uploads(yt_env)))
-        return real(root, file, progress)
+    def hash_later_files_after_an_upload(root, files, keep):
+        for file in files:
+            if file[0] in ("train/0001.png", "train/0002.png"):  # the last small batch
+                deadline = time.monotonic() + 20
+                while not uploads(yt_env) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                waited.append(bool(uploads(yt_env)))
+        return real(root, files, keep)
 
-    monkeypatch.setattr(local, "_hash_checked", hash_later_files_after_an_upload)
+    monkeypatch.setattr(local, "_hash_small_batch", hash_later_files_after_an_upload)
     v1 = Datasets().commit(data, "vision/mnist", "pipelined", progress=None)
     assert waited == [True, True]
     asks = [r for r in yt_env.requests if r[1].endswith("/objects/missing")]
@@ -285,6 +286,12 @@ def test_stat_cache_makes_the_noop_commit_stat_only(yt_env, data, monkeypatch):
     for name in ("hash_path", "_hash_small"):
         real = getattr(local, name)
         monkeypatch.setattr(local, name, lambda p, *a, real=real: read.append(os.path.basename(p)) or real(p, *a))
+    batch = local._hash_small_batch  # small files are read in batches, one loop each
+    monkeypatch.setattr(
+        local,
+        "_hash_small_batch",
+        lambda r, files, keep: read.extend(os.path.basename(f[0]) for f in files) or batch(r, files, keep),
+    )
     v = Datasets().commit(data, "vision/mnist", "", progress=None)
     assert read == ["copy.txt"] and v["number"] == 2 and v["uploaded"]["objects"] == 0
     assert Datasets().commit(data, "vision/mnist", "", progress=None)["unchanged"] and read == ["copy.txt"]

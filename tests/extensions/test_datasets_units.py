@@ -8,7 +8,16 @@ import pytest
 from blake3 import blake3
 
 from yitong_lab.cli import data_tables as text
-from yitong_lab.datasets.manifest import Ref, canonical, check_path, diff, manifest_bytes, manifest_hash, parse_ref
+from yitong_lab.datasets.manifest import (
+    Ref,
+    canonical,
+    check_path,
+    commit_body,
+    diff,
+    manifest_bytes,
+    manifest_hash,
+    parse_ref,
+)
 from yitong_lab.datasets.packs import HEADER, Item, PackDecoder, body_length, decode, encode, header, pack_body
 from yitong_lab.datasets.statcache import NoCache, Stat, StatCache
 from yitong_lab.datasets.transfer import plan_packs
@@ -36,6 +45,15 @@ def test_manifest_bytes_equal_the_generic_encoder():
     manifest = canonical({"path": n, "size": i * 1000, "hash": H2} for i, n in enumerate(names))
     generic = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     assert manifest_bytes(manifest) == generic
+
+
+@pytest.mark.parametrize("fields", [{}, {"message": 'fix "labels" é', "parent": None}, {"message": "", "parent": 7}])
+def test_commit_body_splices_the_manifest_bytes(fields):
+    manifest = canonical([{"path": "é/1", "size": 3, "hash": H1}, {"path": "a", "size": 0, "hash": H2}])
+    body = commit_body(fields, manifest_bytes(manifest))
+    assert json.loads(body) == {**fields, "files": manifest["files"]}
+    with pytest.raises(ValueError, match="canonical bytes"):
+        commit_body(fields, b'{"other":[]}')
 
 
 def test_canonical_sorts_by_utf8_bytes():
@@ -225,6 +243,10 @@ def test_hash_files_uses_the_cache(tmp_path, monkeypatch):
     for name in ("hash_path", "_hash_small"):
         real = getattr(local, name)
         monkeypatch.setattr(local, name, lambda p, *a, real=real: hashed.append(p) or real(p, *a))
+    batch = local._hash_small_batch  # small files are read in batches, one loop each
+    monkeypatch.setattr(
+        local, "_hash_small_batch", lambda r, files, keep: hashed.extend(f[0] for f in files) or batch(r, files, keep)
+    )
     with StatCache(tmp_path / "c.sqlite") as cache:
         first = local.hash_files(str(root), files, cache)
         assert first == {f[0]: blake3((root / f[0]).read_bytes()).hexdigest() for f in files}
@@ -312,3 +334,29 @@ def test_scan_of_a_single_file_is_a_tree_of_one(tmp_path):
     [(name, size, _, _)] = scan(str(f))
     assert (name, size) == ("weights.bin", 10)
     assert base_dir(str(f)) == str(tmp_path / "d") and base_dir(str(tmp_path / "d")) == str(tmp_path / "d")
+
+
+def test_small_files_changed_after_the_scan_are_hashed_as_they_are_now(tmp_path):
+    """The batch loop trusts a read only when the descriptor's stat equals the scan's; a file
+    rewritten, grown or removed since the scan goes the careful way (hashed again, or refused)."""
+    from yitong_lab.datasets import local
+    from yitong_lab.datasets.statcache import NoCache
+
+    root = tmp_path / "d"
+    root.mkdir()
+    for name in ("same", "grown", "rewritten", "gone"):
+        (root / name).write_bytes(b"x" * 100)
+    files = local.scan(str(root))
+    (root / "grown").write_bytes(b"y" * 150)
+    (root / "rewritten").write_bytes(b"z" * 100)
+    os.utime(root / "rewritten", ns=(1, 1))  # same size, another mtime
+    (root / "gone").unlink()
+    with pytest.raises(FileNotFoundError):
+        local.hash_files(str(root), files, NoCache())
+    files = [f for f in files if f[0] != "gone"]
+    rows = []
+    hashes = local.hash_files(str(root), files, NoCache(), sink=rows.extend)
+    assert hashes == {n: blake3((root / n).read_bytes()).hexdigest() for n in ("same", "grown", "rewritten")}
+    by_path = {row[0]: row for row in rows}
+    assert by_path["grown"][1][0] == 150 and by_path["grown"][3] is None  # read again to upload
+    assert by_path["rewritten"][1][1] == 1 and by_path["same"][3] == b"x" * 100

@@ -160,6 +160,43 @@ def _hash_small(path: str, stat: tuple[int, int, int]) -> tuple[str, tuple[int, 
     return blake3(data).hexdigest(), after, data
 
 
+def _hash_small_batch(
+    root: str, batch: list[Scanned], keep: bool
+) -> list[tuple[str, tuple[int, int, int], str, bytes | None]]:
+    """``(path, stat, hash, bytes or None)`` of small files: :func:`_hash_small` unrolled into
+    one loop (per file: ``open``, one ``read``, ``fstat``, ``close``, one BLAKE3 call, one
+    tuple), as at 4 KiB a Python call or an object per file costs as much as the hash. A file
+    that is not as scanned any more (or cannot be opened) goes the careful way
+    (:func:`_hash_checked`), which also names a link that replaced it."""
+    from blake3 import blake3
+
+    flags = os.O_RDONLY | NOFOLLOW | getattr(os, "O_BINARY", 0)
+    prefix = root + "/" if os.sep == "/" else None
+    out: list[tuple[str, tuple[int, int, int], str, bytes | None]] = []
+    add = out.append
+    read, fstat, close, open_ = os.read, os.fstat, os.close, os.open
+    for file in batch:
+        path, size, mtime, inode = file
+        st = None
+        try:
+            fd = open_(prefix + path if prefix is not None else local_path(root, path), flags)
+        except OSError:
+            pass
+        else:
+            try:
+                data = read(fd, size + 1)  # one byte more: a file that grew is noticed
+                if len(data) == size:
+                    st = fstat(fd)
+            finally:
+                close(fd)
+        if st is None or st.st_size != size or st.st_mtime_ns != mtime or st.st_ino != inode:
+            digest, stat, got = _hash_checked(root, file, None)  # short reads, changes, links
+            add((path, stat, digest, got if keep else None))
+            continue
+        add((path, (size, mtime, inode), blake3(data).hexdigest(), data if keep else None))
+    return out
+
+
 def _hash_checked(
     root: str, file: Scanned, progress: Callable[[int], None] | None
 ) -> tuple[str, tuple[int, int, int], bytes | None]:
@@ -222,6 +259,12 @@ def hash_files(
             out.append((file[0], stat, digest, data if sink is not None else None))
         return out
 
+    def run_small(batch: list[Scanned]) -> list[tuple[str, tuple[int, int, int], str, bytes | None]]:
+        rows = _hash_small_batch(root, batch, keep=sink is not None)
+        if advance is not None:
+            advance(sum(f[1] for f in batch))
+        return rows
+
     # Small files are hashed here, one after the other: with the GIL handed back and forth on
     # every read, two threads took 1.7 s and four 2.3 s for 70,000 files of 4 KiB where one took
     # 1.2 s (2 cores). Big files release the GIL for their whole hash and go to a small pool.
@@ -239,10 +282,10 @@ def hash_files(
             batch.append(file)
             size += file[1]
             if len(batch) >= SINK_FILES or size >= SINK_BYTES:
-                done(run(batch))
+                done(run_small(batch))
                 batch, size = [], 0
     if batch:
-        done(run(batch))
+        done(run_small(batch))
     big = [[f] for f in todo if f[1] > SMALL]
     if len(big) == 1:
         done(run(big[0]))

@@ -101,6 +101,22 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
     return f'{{"files":[{body}]}}'.encode()
 
 
+def commit_body(fields: dict[str, Any], data: bytes) -> bytes:
+    """The JSON body ``{**fields, "files": [...]}`` of a whole-manifest commit, with the
+    manifest's canonical bytes ``data`` (:func:`manifest_bytes`) spliced in as they are: the
+    entries are not encoded a second time.
+
+    >>> commit_body({"parent": None}, b'{"files":[]}')
+    b'{"parent":null,"files":[]}'
+    """
+    import json
+
+    if not data.startswith(b'{"files":['):
+        raise ValueError("not the canonical bytes of a manifest")
+    head = json.dumps(fields, separators=(",", ":"), ensure_ascii=False).encode()
+    return head[:-1] + b"," + data[1:] if fields else data
+
+
 def changes(base: dict[str, Any], new: dict[str, Any]) -> tuple[list[File], list[str]]:
     """``(put, delete)`` turning manifest ``base`` into ``new``: entries added or changed, paths gone."""
     before = {f["path"]: f for f in base["files"]}

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from yitong_lab.client import Client, YitongError
-from yitong_lab.datasets.manifest import Ref, canonical, changes, manifest_bytes, parse_ref
+from yitong_lab.datasets.manifest import Ref, canonical, changes, commit_body, manifest_bytes, parse_ref
 from yitong_lab.datasets.manifest import diff as diff_files
 
 
@@ -188,7 +188,7 @@ class Datasets:
                 if built is None:  # the tree is as last committed, but that is not the latest
                     digest, built = self._local_manifest(root, files, cache, bar, memo=False, sink=hashed)
                 manifest, data = built
-                body: dict[str, Any] = {"message": message, "parent": number, "files": manifest["files"]}
+                body: dict[str, Any] | None = None  # None: the whole manifest, spliced in as encoded
                 base = cache.manifest(parent["manifest"]) if parent is not None else None
                 sending = manifest["files"]
                 if base is not None and parent is not None:  # committed from here: send only the changes
@@ -208,7 +208,13 @@ class Datasets:
                 try:
                     # one key for this commit: a retry after a dropped connection gets the version
                     # the first try made instead of "parent is not the latest"
-                    version = self.client.create_call("POST", self._base(ref) + "/versions", json=body)
+                    if body is None:
+                        whole = commit_body({"message": message, "parent": number}, data)
+                        version = self.client.create_call(
+                            "POST", self._base(ref) + "/versions", content=whole, content_type="application/json"
+                        )
+                    else:
+                        version = self.client.create_call("POST", self._base(ref) + "/versions", json=body)
                 except YitongError as error:
                     if error.status == 409:
                         raise YitongError(

@@ -277,7 +277,7 @@ class Uploader:
         tasks = [lambda i=i: upload_large(self.client, i, self._relay) for i in large]
         tasks += [lambda p=p: self._send_pack(p) for p in plan_packs([i for i in todo if i.size <= LARGE])]
         with self._lock:
-            self._todo += [i._replace(data=None) for i in todo]
+            self._todo += [Item(i.hash, i.size, i.path) for i in todo]  # the bytes stay with the sends
             self._sends += [self._pool.submit(task) for task in tasks]
 
     def _send_pack(self, items: list[Item]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.db import Database
 from .objaccess import grant_upload
-from .objindex import index, storage_lock
+from .objindex import index_rows, storage_lock
 from .objstore import Store, pack_key, start_writeback
 from .packs import PackError, PackReader
 
@@ -77,16 +77,15 @@ class PackIngest:
         self._open = False
         self._writer.__exit__(None, None, None)  # rename into place
         # The client asked which objects are missing just before: nearly always all of them
-        # are new, so the pack goes into place first and is looked up once, under the lock.
-        rows: list[dict[str, Any]] = [
-            {"hash": r.hash, "size": r.size, "pack": self.pack_id, "offset": r.offset, "uploader": self.uploader}
-            for r in records
-        ]
+        # are new, so the pack goes into place first and is indexed once, under the lock.
+        pack, uploader = self.pack_id, self.uploader
+        rows = [(r.hash, r.size, pack, r.offset, uploader) for r in records]
         with storage_lock(self.db) as s:
-            stored = index(s, rows, pack=(self.pack_id, self.received))
-            fresh = {r["hash"] for r in stored}  # these name their uploader already
-            grant_upload(s, self.uploader, [r["hash"] for r in rows if r["hash"] not in fresh])
+            stored = index_rows(s, rows, pack=(pack, self.received))
+            if len(stored) < len(rows):  # the new ones name their uploader already
+                fresh = set(stored)
+                grant_upload(s, uploader, [r[0] for r in rows if r[0] not in fresh])
         if not stored:  # another upload had it all: drop the copy (GC would, later)
             self.store.delete(pack_key(self.pack_id))
-        sizes = {r["hash"]: r["size"] for r in rows}
+        sizes = {r.hash: r.size for r in records}
         return {"stored": len(sizes), "bytes": sum(sizes.values())}

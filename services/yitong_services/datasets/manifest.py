@@ -57,8 +57,10 @@ def hash_refusal(value: object) -> str | None:
     return f"{value!r} is not a BLAKE3 hash (64 lowercase hex digits)"
 
 
-def _key(entry: dict[str, Any]) -> bytes:
-    return entry["path"].encode("utf-8")
+def _key(entry: dict[str, Any]) -> str:
+    """The sort key of an entry: its path, as code point order is UTF-8 byte order for every
+    path :func:`canonical` accepts (lone surrogates, which break that, are refused)."""
+    return entry["path"]
 
 
 # One search finds every path that needs a closer look (path_refusal then says why).

@@ -11,9 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from sqlalchemy import text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import delete, insert, text
 from sqlalchemy.orm import Session
 
 from ..core.db import Database
@@ -92,35 +90,69 @@ def missing(session: Session, hashes: Iterable[str]) -> list[str]:
     return [h for h in wanted if h not in found]
 
 
-def _insert(session: Session):  # type: ignore[no-untyped-def]
-    return sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
+Row = tuple[str, int, str | None, int | None, str | None]  # hash, size, pack, offset, uploader
+_COLUMNS = 'hash, size, pack, "offset", uploader, created'
+
+
+def _created(session: Session) -> Any:
+    """Now, as the ``created`` column binds it on this database (the DB-API gets it as is)."""
+    dialect = session.get_bind().dialect
+    process = StoredObject.__table__.c.created.type.bind_processor(dialect)
+    now = utcnow()
+    return process(now) if process else now
+
+
+def index_rows(session: Session, rows: Sequence[Row], pack: tuple[str, int] | None = None) -> list[str]:
+    """Add ``rows`` unless present; returns the hashes that were new (sorted).
+    ``pack`` (id, size): the pack all rows are in, recorded when any row is new.
+
+    Call it under :func:`storage_lock` (every indexer does). The rows go in with one
+    ``executemany`` of tuples through the DB-API cursor, ``ON CONFLICT DO NOTHING``: nearly
+    always every object of a pack is new (the client asked which were missing just before),
+    and the cursor's row count says so without looking anything up. When it says fewer, the
+    new ones are those that name this pack (a fresh id); rows without a pack are looked up
+    first, as a pack's are only in that case."""
+    first: dict[str, Row] = {}
+    for r in rows:
+        first.setdefault(r[0], r)  # a content twice in one pack: its first record
+    unique = sorted(first.values())  # in key order: B-tree appends, not random inserts
+    if not unique:
+        return []
+    conn = session.connection()
+    if pack is not None:
+        session.execute(insert(Pack).values(id=pack[0], size=pack[1], created=utcnow()))
+    else:
+        present = stored_sizes(session, [r[0] for r in unique])
+        unique = [r for r in unique if r[0] not in present]
+        if not unique:
+            return []
+    created = _created(session)
+    p = "%s" if conn.dialect.name == "postgresql" else "?"
+    statement = (
+        f"INSERT INTO {StoredObject.__tablename__} ({_COLUMNS}) VALUES ({', '.join([p] * 6)}) ON CONFLICT DO NOTHING"
+    )
+    cursor = conn.connection.cursor()
+    try:
+        cursor.executemany(statement, [(*r, created) for r in unique])
+        added = cursor.rowcount
+        if added != len(unique) and pack is not None:  # some were there: ours name this pack
+            cursor.execute(f"SELECT hash FROM {StoredObject.__tablename__} WHERE pack = {p}", (pack[0],))
+            mine = {row[0] for row in cursor.fetchall()}
+            unique = [r for r in unique if r[0] in mine]
+    finally:
+        cursor.close()
+    if pack is not None and not unique:  # nothing new: the pack row goes again
+        session.execute(delete(Pack).where(Pack.id == pack[0]))
+    return [r[0] for r in unique]
 
 
 def index(session: Session, rows: list[dict], pack: tuple[str, int] | None = None) -> list[dict]:
-    """Add ``rows`` (hash, size, pack, offset, uploader) unless present; returns the rows that were new.
-    ``pack`` (id, size) is recorded when any row is new.
-
-    Call it under :func:`storage_lock` (every indexer does), so "present" cannot change
-    between the lookup and the insert: the new rows go in with one ``executemany`` of a
-    statement compiled once (a multi-VALUES insert of 5,000 rows costs far more to compile
-    than to run), and ``ON CONFLICT DO NOTHING`` still guards against a racing writer.
-    """
-    if not rows:
-        return []
-    insert = _insert(session)
-    present = stored_sizes(session, [r["hash"] for r in rows])
-    now = utcnow()
-    fresh: dict[str, dict] = {}
+    """:func:`index_rows` for rows as dicts (hash, size, pack, offset, uploader); returns the new ones."""
+    fresh = set(
+        index_rows(session, [(r["hash"], r["size"], r["pack"], r["offset"], r["uploader"]) for r in rows], pack)
+    )
+    out: dict[str, dict] = {}
     for r in rows:
-        if r["hash"] not in present and r["hash"] not in fresh:
-            fresh[r["hash"]] = r | {"created": now}
-    if not fresh:
-        return []
-    if pack is not None:
-        session.execute(insert(Pack).values(id=pack[0], size=pack[1], created=now).on_conflict_do_nothing())
-    statement = insert(StoredObject.__table__).on_conflict_do_nothing()
-    conn = session.connection()
-    values = list(fresh.values())
-    for i in range(0, len(values), BATCH):
-        conn.execute(statement, values[i : i + BATCH])
-    return values
+        if r["hash"] in fresh:
+            out.setdefault(r["hash"], r)
+    return list(out.values())

@@ -39,6 +39,12 @@ def test_canonical_sorts_by_utf8_bytes_and_hash_is_the_contract():
     assert json.loads(text) == m
 
 
+def test_canonical_order_is_utf8_byte_order_beyond_the_bmp():
+    names = ["b", "a/z", "a-b", "Z", "é", "\U0001f600", "\uffff", "a0", "\u2028"]
+    m = canonical({"path": n, "size": 1, "hash": H["a"]} for n in names)
+    assert [f["path"] for f in m["files"]] == sorted(names, key=lambda p: p.encode("utf-8"))
+
+
 @pytest.mark.parametrize(
     "path,ok",
     [
