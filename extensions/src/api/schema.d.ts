@@ -841,6 +841,20 @@ export interface components {
             /** Vc */
             vc: string;
         };
+        /**
+         * Artifact
+         * @description A file under the run's outputs directory.
+         */
+        Artifact: {
+            /** Blake3 */
+            blake3: string;
+            /** Path */
+            path: string;
+            /** Size */
+            size: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** Body_clone_services_yitong_api_v1_jobs__job_id__clone_post */
         Body_clone_services_yitong_api_v1_jobs__job_id__clone_post: {
             /** Patch */
@@ -1084,6 +1098,158 @@ export interface components {
             mount: string | null;
         };
         /**
+         * JobDetail
+         * @description One job (``GET /jobs/{id}``, ``POST /jobs/{id}/cancel``): how to reach it, its ranks, its outputs directory.
+         */
+        JobDetail: {
+            /** Access */
+            access: string | null;
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Devices */
+            devices: {
+                [key: string]: unknown;
+            };
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Outputs Path */
+            outputs_path: string;
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Ranks */
+            ranks: number[];
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        };
+        /**
+         * JobInput
+         * @description A dataset a job reads: the name as given, where it is mounted, the pinned version.
+         */
+        JobInput: {
+            /** Dataset */
+            dataset: string;
+            /** Manifest */
+            manifest: string;
+            /** Mount */
+            mount: string;
+            /** Version */
+            version: number;
+        };
+        /**
+         * JobOut
+         * @description A job (``GET /jobs``, ``POST /jobs/{id}/retry``).
+         */
+        JobOut: {
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Devices */
+            devices: {
+                [key: string]: unknown;
+            };
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        };
+        /**
          * Submission
          * @description The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for
          *     the platform's own token the ``user`` it submits for.
@@ -1161,6 +1327,74 @@ export interface components {
              * @default null
              */
             user: string | null;
+            /** Vc */
+            vc: string;
+        };
+        /**
+         * JobSubmitted
+         * @description A job just submitted (``POST /jobs``, clone, rerun); ``notes`` lists unmapped fields of an imported document.
+         */
+        JobSubmitted: {
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Devices */
+            devices: {
+                [key: string]: unknown;
+            };
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Notes */
+            notes: string[];
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
             /** Vc */
             vc: string;
         };
@@ -1337,6 +1571,76 @@ export interface components {
             kernel?: string | null;
             /** Memory */
             memory?: number | null;
+        };
+        /**
+         * RunMetrics
+         * @description The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's.
+         */
+        RunMetrics: {
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Run */
+            run: number;
+        };
+        /**
+         * RunOut
+         * @description The ledger record of one attempt (``GET /runs/{id}``); stored records keep any further keys.
+         */
+        RunOut: {
+            /** Artifacts */
+            artifacts: components["schemas"]["Artifact"][];
+            /** Attempt */
+            attempt: number;
+            /** Backend */
+            backend: string;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /** Devices */
+            devices: {
+                [key: string]: unknown;
+            };
+            /** Environment */
+            environment: {
+                [key: string]: unknown;
+            };
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Job */
+            job: number;
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Name */
+            name: string;
+            /** Parameters */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** Run */
+            run: number;
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /** State */
+            state: string;
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        } & {
+            [key: string]: unknown;
         };
         /** SizedPath */
         SizedPath: {
@@ -2477,9 +2781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["JobOut"][];
                 };
             };
             /** @description Validation Error */
@@ -2527,9 +2829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */
@@ -2570,9 +2870,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobDetail"];
                 };
             };
             /** @description Validation Error */
@@ -2613,9 +2911,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobDetail"];
                 };
             };
             /** @description Validation Error */
@@ -2660,9 +2956,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */
@@ -2752,9 +3046,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["RunMetrics"];
                 };
             };
             /** @description Validation Error */
@@ -2795,9 +3087,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobOut"];
                 };
             };
             /** @description Validation Error */
@@ -3218,9 +3508,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["RunOut"];
                 };
             };
             /** @description Validation Error */
@@ -3261,9 +3549,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */
