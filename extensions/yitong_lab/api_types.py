@@ -166,7 +166,7 @@ class JobDetail(TypedDict):
     backend_ref: str | None
     code: dict[str, Any]
     created: str
-    devices: dict[str, Any]
+    devices: JobDevices
     exit_code: int | None
     finished: str | None
     hosts: list[str]
@@ -187,6 +187,14 @@ class JobDetail(TypedDict):
     vc: str
 
 
+class JobDevices(TypedDict):
+    "The accelerators an admitted job holds (``{}`` when none): type, count, visible indices."
+
+    count: NotRequired[int]
+    type: NotRequired[str]
+    visible: NotRequired[list[int]]
+
+
 class JobInput(TypedDict):
     "A dataset a job reads: the name as given, where it is mounted, the pinned version."
 
@@ -205,7 +213,7 @@ class JobOut(TypedDict):
     backend_ref: str | None
     code: dict[str, Any]
     created: str
-    devices: dict[str, Any]
+    devices: JobDevices
     exit_code: int | None
     finished: str | None
     hosts: list[str]
@@ -256,7 +264,7 @@ class JobSubmitted(TypedDict):
     backend_ref: str | None
     code: dict[str, Any]
     created: str
-    devices: dict[str, Any]
+    devices: JobDevices
     exit_code: int | None
     finished: str | None
     hosts: list[str]
@@ -514,6 +522,7 @@ __all__ = [
     "Hashes",
     "Input",
     "JobDetail",
+    "JobDevices",
     "JobInput",
     "JobOut",
     "JobSubmission",

@@ -1121,10 +1121,7 @@ export interface components {
              * Format: date-time
              */
             created: string;
-            /** Devices */
-            devices: {
-                [key: string]: unknown;
-            };
+            devices: components["schemas"]["JobDevices"];
             /** Exit Code */
             exit_code: number | null;
             /** Finished */
@@ -1170,6 +1167,19 @@ export interface components {
             vc: string;
         };
         /**
+         * JobDevices
+         * @description The accelerators an admitted job holds (``{}`` when none): type, count, visible indices.
+         *     A TypedDict, not a model: the answer carries only the keys that are there.
+         */
+        JobDevices: {
+            /** Count */
+            count?: number;
+            /** Type */
+            type?: string;
+            /** Visible */
+            visible?: number[];
+        };
+        /**
          * JobInput
          * @description A dataset a job reads: the name as given, where it is mounted, the pinned version.
          */
@@ -1205,10 +1215,7 @@ export interface components {
              * Format: date-time
              */
             created: string;
-            /** Devices */
-            devices: {
-                [key: string]: unknown;
-            };
+            devices: components["schemas"]["JobDevices"];
             /** Exit Code */
             exit_code: number | null;
             /** Finished */
@@ -1352,10 +1359,7 @@ export interface components {
              * Format: date-time
              */
             created: string;
-            /** Devices */
-            devices: {
-                [key: string]: unknown;
-            };
+            devices: components["schemas"]["JobDevices"];
             /** Exit Code */
             exit_code: number | null;
             /** Finished */

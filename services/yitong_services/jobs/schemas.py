@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
+from typing_extensions import TypedDict
 
 from ..vcs.schemas import Strict
 
@@ -37,6 +38,17 @@ class JobInput(Strict):
     manifest: str
 
 
+class JobDevices(TypedDict, total=False):
+    """The accelerators an admitted job holds (``{}`` when none): type, count, visible indices.
+    A TypedDict, not a model: the answer carries only the keys that are there."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    type: str
+    count: int
+    visible: list[int]
+
+
 class JobOut(Strict):
     """A job (``GET /jobs``, ``POST /jobs/{id}/retry``)."""
 
@@ -61,7 +73,7 @@ class JobOut(Strict):
     backend_ref: str | None
     hosts: list[str]
     ports: dict[str, Any]
-    devices: dict[str, Any]
+    devices: JobDevices
     runs: list[int]
 
 
