@@ -5,6 +5,7 @@ from sqlalchemy import select
 from ..core import audit
 from ..core.auth import person_for
 from ..core.authz import Identity, Person, create_allocation_refusal, release_refusal
+from ..core.context import Context
 from ..core.errors import Refusal
 from ..vcs import allocations as alloc
 from ..vcs.models import Allocation
@@ -15,7 +16,9 @@ from .common import Caller, Ctx
 router = APIRouter(prefix="/allocations", tags=["allocations"])
 
 
-def _allocate(ctx, caller: Identity, request: Request, person: Person, body: AllocationIn) -> tuple[dict, bool]:  # type: ignore[no-untyped-def]
+def _allocate(
+    ctx: Context, caller: Identity, request: Request, person: Person, body: AllocationIn
+) -> tuple[dict, bool]:
     out, created = alloc.allocate(ctx.db, person, body, ctx.inventory)
     if created and audit.audited(caller, person.name):
         with ctx.db.writing() as s:
@@ -70,7 +73,7 @@ def list_allocations(
         return [allocation_dict(a) for a in s.scalars(query)]
 
 
-def _find(ctx, caller: Identity, allocation_id: int) -> tuple[str, str, str, str]:  # type: ignore[no-untyped-def]
+def _find(ctx: Context, caller: Identity, allocation_id: int) -> tuple[str, str, str, str]:
     """(vc, owner, kind, ref) of an allocation the caller may see; 404 otherwise."""
     with ctx.db.session() as s:
         a = s.get(Allocation, allocation_id)
@@ -79,7 +82,7 @@ def _find(ctx, caller: Identity, allocation_id: int) -> tuple[str, str, str, str
         return a.vc, a.user, a.kind, a.ref
 
 
-def _release(ctx, caller: Identity, request: Request, allocation_id: int, vc: str) -> None:  # type: ignore[no-untyped-def]
+def _release(ctx: Context, caller: Identity, request: Request, allocation_id: int, vc: str) -> None:
     with ctx.db.locked(vc) as s:
         a = s.get(Allocation, allocation_id)
         if a is None:
