@@ -3,58 +3,22 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import { createJSON, getJSON, requestJSON } from './api';
+import { Schemas, createJSON, getJSON, requestJSON } from './api';
 
-export type JobState =
-  'queued' | 'admitted' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'preempted';
+export type JobState = Schemas['JobOut']['state'];
 
 /** States in which a job may still change by itself (the list polls while any job is in one). */
 export const ACTIVE_STATES: ReadonlySet<string> = new Set(['queued', 'admitted', 'running']);
 /** States a job can be retried from (`POST /jobs/{id}/retry`). */
 export const RETRYABLE_STATES: ReadonlySet<string> = new Set(['failed', 'cancelled', 'preempted']);
 
-export interface IJob {
-  id: number;
-  name: string;
-  vc: string;
-  user: string;
-  state: JobState;
-  reason: string | null;
-  priority: number;
-  position: number | null;
-  spec: Record<string, unknown>;
-  created: string;
-  admitted: string | null;
-  started: string | null;
-  finished: string | null;
-  exit_code: number | null;
-  attempts: number;
-  backend: string;
-  hosts: string[];
-  ports: Record<string, unknown>;
-  devices: { type?: string | null; count?: number; visible?: unknown[] };
-  runs: number[];
-  // the detail only (`GET /jobs/{id}`)
-  access?: string | null;
-  ranks?: number[];
-  outputs_path?: string;
-}
+/** A job as listed; the detail (`GET /jobs/{id}`) adds `access`, `ranks` and `outputs_path`.
+ * The types are generated from the service's OpenAPI document (src/api/schema.d.ts). */
+export type IJob = Schemas['JobOut'] &
+  Partial<Pick<Schemas['JobDetail'], 'access' | 'ranks' | 'outputs_path'>>;
 
-/** The ledger record of one attempt (`GET /runs/{id}`); only the fields the panel shows. */
-export interface IRun {
-  run: number;
-  job: number;
-  attempt: number;
-  state: string;
-  exit_code: number | null;
-  started: string | null;
-  finished: string | null;
-  metrics: Record<string, unknown>;
-  inputs?: { dataset: string; mount: string; version: number }[];
-  code?: { commit?: string | null; dirty_hash?: string | null } | null;
-  environment?: { image?: string | null; kernel?: string | null; python_version?: string | null };
-  artifacts?: { path: string; size: number }[];
-}
+/** The ledger record of one attempt (`GET /runs/{id}`). */
+export type IRun = Schemas['RunOut'];
 
 export const fetchJobs = (): Promise<IJob[]> => getJSON<IJob[]>('yitong/api/jobs');
 

@@ -33,6 +33,14 @@ class AllocationOut(TypedDict):
     vc: str
 
 
+class Artifact(TypedDict):
+    "A file under the run's outputs directory."
+
+    blake3: str
+    path: str
+    size: int
+
+
 class Body_clone_services_yitong_api_v1_jobs__job_id__clone_post(TypedDict):
     patch: NotRequired[dict[str, Any]]
 
@@ -148,6 +156,82 @@ class Input(TypedDict):
     mount: NotRequired[str | None]
 
 
+class JobDetail(TypedDict):
+    "One job (``GET /jobs/{id}``, ``POST /jobs/{id}/cancel``): how to reach it, its ranks, its outputs directory."
+
+    access: str | None
+    admitted: str | None
+    attempts: int
+    backend: str
+    backend_ref: str | None
+    code: dict[str, Any]
+    created: str
+    devices: JobDevices
+    exit_code: int | None
+    finished: str | None
+    hosts: list[str]
+    id: int
+    inputs: list[JobInput]
+    name: str
+    outputs_path: str
+    ports: dict[str, Any]
+    position: int | None
+    priority: int
+    ranks: list[int]
+    reason: str | None
+    runs: list[int]
+    spec: dict[str, Any]
+    started: str | None
+    state: Literal["queued", "admitted", "running", "succeeded", "failed", "cancelled", "preempted"]
+    user: str
+    vc: str
+
+
+class JobDevices(TypedDict):
+    "The accelerators an admitted job holds (``{}`` when none): type, count, visible indices."
+
+    count: NotRequired[int]
+    type: NotRequired[str]
+    visible: NotRequired[list[int]]
+
+
+class JobInput(TypedDict):
+    "A dataset a job reads: the name as given, where it is mounted, the pinned version."
+
+    dataset: str
+    manifest: str
+    mount: str
+    version: int
+
+
+class JobOut(TypedDict):
+    "A job (``GET /jobs``, ``POST /jobs/{id}/retry``)."
+
+    admitted: str | None
+    attempts: int
+    backend: str
+    backend_ref: str | None
+    code: dict[str, Any]
+    created: str
+    devices: JobDevices
+    exit_code: int | None
+    finished: str | None
+    hosts: list[str]
+    id: int
+    inputs: list[JobInput]
+    name: str
+    ports: dict[str, Any]
+    position: int | None
+    priority: int
+    reason: str | None
+    runs: list[int]
+    spec: dict[str, Any]
+    started: str | None
+    state: Literal["queued", "admitted", "running", "succeeded", "failed", "cancelled", "preempted"]
+    user: str
+    vc: str
+
+
 class JobSubmission(TypedDict):
     "The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for"
 
@@ -168,6 +252,35 @@ class JobSubmission(TypedDict):
     procs_per_node: NotRequired[int | None]
     retries: NotRequired[int]
     user: NotRequired[str | None]
+    vc: str
+
+
+class JobSubmitted(TypedDict):
+    "A job just submitted (``POST /jobs``, clone, rerun); ``notes`` lists unmapped fields of an imported document."
+
+    admitted: str | None
+    attempts: int
+    backend: str
+    backend_ref: str | None
+    code: dict[str, Any]
+    created: str
+    devices: JobDevices
+    exit_code: int | None
+    finished: str | None
+    hosts: list[str]
+    id: int
+    inputs: list[JobInput]
+    name: str
+    notes: list[str]
+    ports: dict[str, Any]
+    position: int | None
+    priority: int
+    reason: str | None
+    runs: list[int]
+    spec: dict[str, Any]
+    started: str | None
+    state: Literal["queued", "admitted", "running", "succeeded", "failed", "cancelled", "preempted"]
+    user: str
     vc: str
 
 
@@ -263,6 +376,37 @@ class ProfilePatch(TypedDict):
     image: NotRequired[str | None]
     kernel: NotRequired[str | None]
     memory: NotRequired[int | None]
+
+
+class RunMetrics(TypedDict):
+    "The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's."
+
+    metrics: dict[str, Any]
+    run: int
+
+
+class RunOut(TypedDict):
+    "The ledger record of one attempt (``GET /runs/{id}``); stored records keep any further keys."
+
+    artifacts: list[Artifact]
+    attempt: int
+    backend: str
+    code: dict[str, Any]
+    devices: dict[str, Any]
+    environment: dict[str, Any]
+    exit_code: int | None
+    finished: str | None
+    inputs: list[JobInput]
+    job: int
+    metrics: dict[str, Any]
+    name: str
+    parameters: dict[str, Any]
+    run: int
+    spec: dict[str, Any]
+    started: str | None
+    state: str
+    user: str
+    vc: str
 
 
 class SSHInfo(TypedDict):
@@ -408,6 +552,7 @@ __all__ = [
     "Accelerator",
     "AllocationIn",
     "AllocationOut",
+    "Artifact",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
     "ChangedPath",
     "Code",
@@ -425,7 +570,12 @@ __all__ = [
     "HTTPValidationError",
     "Hashes",
     "Input",
+    "JobDetail",
+    "JobDevices",
+    "JobInput",
+    "JobOut",
     "JobSubmission",
+    "JobSubmitted",
     "KubePlacement",
     "Lineage",
     "LocalPlacement",
@@ -438,6 +588,8 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "RunMetrics",
+    "RunOut",
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",

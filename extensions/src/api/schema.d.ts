@@ -725,7 +725,8 @@ export interface paths {
         };
         /**
          * Ssh Info
-         * @description Where the SSH gateway listens and its host key (what `yt ssh` needs).
+         * @description Where the SSH gateway listens and its host key (what `yt ssh` needs; a file read and
+         *     maybe a name lookup: a plain route, in the thread pool).
          */
         get: operations["ssh_info_services_yitong_api_v1_ssh_get"];
         put?: never;
@@ -905,6 +906,20 @@ export interface components {
             user: string;
             /** Vc */
             vc: string;
+        };
+        /**
+         * Artifact
+         * @description A file under the run's outputs directory.
+         */
+        Artifact: {
+            /** Blake3 */
+            blake3: string;
+            /** Path */
+            path: string;
+            /** Size */
+            size: number;
+        } & {
+            [key: string]: unknown;
         };
         /** Body_clone_services_yitong_api_v1_jobs__job_id__clone_post */
         Body_clone_services_yitong_api_v1_jobs__job_id__clone_post: {
@@ -1149,6 +1164,165 @@ export interface components {
             mount: string | null;
         };
         /**
+         * JobDetail
+         * @description One job (``GET /jobs/{id}``, ``POST /jobs/{id}/cancel``): how to reach it, its ranks, its outputs directory.
+         */
+        JobDetail: {
+            /** Access */
+            access: string | null;
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            devices: components["schemas"]["JobDevices"];
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Outputs Path */
+            outputs_path: string;
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Ranks */
+            ranks: number[];
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        };
+        /**
+         * JobDevices
+         * @description The accelerators an admitted job holds (``{}`` when none): type, count, visible indices.
+         *     A TypedDict, not a model: the answer carries only the keys that are there.
+         */
+        JobDevices: {
+            /** Count */
+            count?: number;
+            /** Type */
+            type?: string;
+            /** Visible */
+            visible?: number[];
+        };
+        /**
+         * JobInput
+         * @description A dataset a job reads: the name as given, where it is mounted, the pinned version.
+         */
+        JobInput: {
+            /** Dataset */
+            dataset: string;
+            /** Manifest */
+            manifest: string;
+            /** Mount */
+            mount: string;
+            /** Version */
+            version: number;
+        };
+        /**
+         * JobOut
+         * @description A job (``GET /jobs``, ``POST /jobs/{id}/retry``).
+         */
+        JobOut: {
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            devices: components["schemas"]["JobDevices"];
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        };
+        /**
          * Submission
          * @description The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for
          *     the platform's own token the ``user`` it submits for.
@@ -1226,6 +1400,71 @@ export interface components {
              * @default null
              */
             user: string | null;
+            /** Vc */
+            vc: string;
+        };
+        /**
+         * JobSubmitted
+         * @description A job just submitted (``POST /jobs``, clone, rerun); ``notes`` lists unmapped fields of an imported document.
+         */
+        JobSubmitted: {
+            /** Admitted */
+            admitted: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Backend */
+            backend: string;
+            /** Backend Ref */
+            backend_ref: string | null;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            devices: components["schemas"]["JobDevices"];
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Hosts */
+            hosts: string[];
+            /** Id */
+            id: number;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Name */
+            name: string;
+            /** Notes */
+            notes: string[];
+            /** Ports */
+            ports: {
+                [key: string]: unknown;
+            };
+            /** Position */
+            position: number | null;
+            /** Priority */
+            priority: number;
+            /** Reason */
+            reason: string | null;
+            /** Runs */
+            runs: number[];
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "queued" | "admitted" | "running" | "succeeded" | "failed" | "cancelled" | "preempted";
+            /** User */
+            user: string;
             /** Vc */
             vc: string;
         };
@@ -1439,6 +1678,76 @@ export interface components {
             kernel?: string | null;
             /** Memory */
             memory?: number | null;
+        };
+        /**
+         * RunMetrics
+         * @description The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's.
+         */
+        RunMetrics: {
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Run */
+            run: number;
+        };
+        /**
+         * RunOut
+         * @description The ledger record of one attempt (``GET /runs/{id}``); stored records keep any further keys.
+         */
+        RunOut: {
+            /** Artifacts */
+            artifacts: components["schemas"]["Artifact"][];
+            /** Attempt */
+            attempt: number;
+            /** Backend */
+            backend: string;
+            /** Code */
+            code: {
+                [key: string]: unknown;
+            };
+            /** Devices */
+            devices: {
+                [key: string]: unknown;
+            };
+            /** Environment */
+            environment: {
+                [key: string]: unknown;
+            };
+            /** Exit Code */
+            exit_code: number | null;
+            /** Finished */
+            finished: string | null;
+            /** Inputs */
+            inputs: components["schemas"]["JobInput"][];
+            /** Job */
+            job: number;
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Name */
+            name: string;
+            /** Parameters */
+            parameters: {
+                [key: string]: unknown;
+            };
+            /** Run */
+            run: number;
+            /** Spec */
+            spec: {
+                [key: string]: unknown;
+            };
+            /** Started */
+            started: string | null;
+            /** State */
+            state: string;
+            /** User */
+            user: string;
+            /** Vc */
+            vc: string;
+        } & {
+            [key: string]: unknown;
         };
         /** SSHInfo */
         SSHInfo: {
@@ -2664,9 +2973,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["JobOut"][];
                 };
             };
             /** @description Validation Error */
@@ -2714,9 +3021,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */
@@ -2757,9 +3062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobDetail"];
                 };
             };
             /** @description Validation Error */
@@ -2800,9 +3103,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobDetail"];
                 };
             };
             /** @description Validation Error */
@@ -2847,9 +3148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */
@@ -2939,9 +3238,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["RunMetrics"];
                 };
             };
             /** @description Validation Error */
@@ -2982,9 +3279,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobOut"];
                 };
             };
             /** @description Validation Error */
@@ -3515,9 +3810,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["RunOut"];
                 };
             };
             /** @description Validation Error */
@@ -3558,9 +3851,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["JobSubmitted"];
                 };
             };
             /** @description Validation Error */

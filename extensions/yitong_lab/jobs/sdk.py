@@ -15,73 +15,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from yitong_lab.api_types import Code  # generated from the OpenAPI document
+from yitong_lab.api_types import JobDetail, JobOut, JobSubmitted, RunOut  # generated from the OpenAPI document
 from yitong_lab.errors import YitongError
 
 #: the states a job no longer leaves by itself (``retry`` may queue it again)
 TERMINAL = ("succeeded", "failed", "cancelled", "preempted")
 
 
-class JobInput(TypedDict):
-    dataset: str
-    mount: str
-    version: int
-    manifest: str
-
-
-class Job(TypedDict, total=False):
-    id: int
-    name: str
-    vc: str
-    user: str
-    state: str
-    reason: str | None
-    priority: int
-    position: int | None
-    spec: dict[str, Any]
-    code: Code
-    inputs: list[JobInput]
-    created: str
-    admitted: str | None
-    started: str | None
-    finished: str | None
-    exit_code: int | None
-    attempts: int
-    backend: str
-    backend_ref: str | None
-    hosts: list[str]
-    ports: dict[str, Any]
-    devices: dict[str, Any]
-    runs: list[int]
-    access: str | None  # GET /jobs/{id} only, as are ranks and outputs_path
-    ranks: list[int]
-    outputs_path: str
-    notes: list[str]  # POST /jobs only: fields of an imported document with no counterpart
-
-
-class Run(TypedDict, total=False):
-    run: int
-    job: int
-    name: str
-    vc: str
-    user: str
-    attempt: int
-    backend: str
-    spec: dict[str, Any]
-    parameters: dict[str, Any]
-    inputs: list[JobInput]
-    code: Code
-    environment: dict[str, Any]
-    devices: dict[str, Any]
-    started: str | None
-    finished: str | None
-    state: str
-    exit_code: int | None
-    metrics: dict[str, Any]
-    artifacts: list[dict[str, Any]]
+#: the answers' types are generated from the OpenAPI document (docs/generate.py): ``Job`` is a
+#: job as listed, ``Run`` a run's ledger record; the detail and a submit add a few fields
+Job = JobOut
+Run = RunOut
 
 
 def submission(spec: dict[str, Any] | str | bytes, code: dict[str, Any] | None) -> tuple[bytes, str]:
@@ -152,7 +99,7 @@ class JobCalls:
         vc: str | None = None,
         code: dict[str, Any] | None = None,
         directory: str | os.PathLike[str] | None = None,
-    ) -> Job:
+    ) -> JobSubmitted:
         """Submit a spec (a dict, or YAML/JSON text). ``source="openpai"|"pytorchjob"``: ``spec``
         is that system's document. ``vc`` overrides the spec's VC. ``code``: sent as the job's
         ``code`` unless the spec has one; ``directory``: capture ``code`` from that directory
@@ -175,10 +122,10 @@ class JobCalls:
         params = {k: v for k, v in (("vc", vc), ("state", state), ("user", user)) if v}
         return self.request("GET", "/jobs", params=params or None)
 
-    def job(self, job_id: int) -> Job:
+    def job(self, job_id: int) -> JobDetail:
         return self.request("GET", f"/jobs/{_q(job_id)}")
 
-    def cancel_job(self, job_id: int) -> Job:
+    def cancel_job(self, job_id: int) -> JobDetail:
         """Queued: cancelled at once; running: signalled, ``cancelled`` when its processes end."""
         return self.request("POST", f"/jobs/{_q(job_id)}/cancel")
 
@@ -186,7 +133,7 @@ class JobCalls:
         """A failed, cancelled or preempted job is queued again (same id, one more attempt)."""
         return self.request("POST", f"/jobs/{_q(job_id)}/retry")
 
-    def clone_job(self, job_id: int, patch: dict[str, Any] | None = None) -> Job:
+    def clone_job(self, job_id: int, patch: dict[str, Any] | None = None) -> JobSubmitted:
         """A new job of yours: the job's spec with ``patch`` merged in (maps merge key by key)."""
         return self.create_call("POST", f"/jobs/{_q(job_id)}/clone", json={"patch": patch or {}})
 
@@ -241,7 +188,7 @@ class JobCalls:
         """The ledger record of one attempt."""
         return self.request("GET", f"/runs/{_q(run_id)}")
 
-    def rerun(self, run_id: int) -> Job:
+    def rerun(self, run_id: int) -> JobSubmitted:
         """A new job of yours: the run's spec and code, inputs pinned to its dataset versions."""
         return self.create_call("POST", f"/runs/{_q(run_id)}/rerun")
 

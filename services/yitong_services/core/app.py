@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from urllib.parse import urlparse
 
+from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.responses import Response
 
@@ -37,6 +38,13 @@ from .oauth import router as oauth_router
 from .settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("yitong_services")
+
+# Worker threads for blocking work: the plain ``def`` routes, ``run_in_threadpool`` in the async
+# ones, sync response streams and the job manager's ``to_thread`` calls all share this one limit
+# (anyio's default, set here so that it is a decision): a request past it waits for a thread, the
+# event loop (the hub, backends, log streams) is never blocked. The database serialises writes
+# anyway; long holders are the store's gc/verify/materialize and commit hashing.
+WORKER_THREADS = 40
 
 
 def create_app(
@@ -96,6 +104,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
         task = None
         if interval >= 0 and hub.token:
             task = asyncio.create_task(reconcile_forever(ctx, interval))

@@ -7,13 +7,13 @@ from sqlalchemy import func, select
 
 from ..core.audit import entry_dict
 from ..core.models import AuditEntry
-from .common import Caller, Ctx, in_thread, require_admin
+from .common import Caller, Ctx, require_admin
 
 router = APIRouter(prefix="/audit", tags=["audit"])
 
 
 @router.get("")
-async def list_audit(
+def list_audit(
     caller: Caller,
     ctx: Ctx,
     actor: str | None = Query(None, max_length=255),
@@ -24,15 +24,12 @@ async def list_audit(
     """Admin: who did what, when, from where (``?actor=``, ``?action=``; ``offset``/``limit``)."""
     require_admin(caller, "read the audit log")
 
-    def work() -> dict:
-        query = select(AuditEntry)
-        if actor is not None:
-            query = query.where(AuditEntry.actor == actor)
-        if action is not None:
-            query = query.where(AuditEntry.action == action)
-        with ctx.db.session() as s:
-            total = s.scalar(select(func.count()).select_from(query.subquery()))
-            rows = s.scalars(query.order_by(AuditEntry.id.desc()).offset(offset).limit(limit))
-            return {"items": [entry_dict(e) for e in rows], "total": total, "offset": offset, "limit": limit}
-
-    return await in_thread(work)
+    query = select(AuditEntry)
+    if actor is not None:
+        query = query.where(AuditEntry.actor == actor)
+    if action is not None:
+        query = query.where(AuditEntry.action == action)
+    with ctx.db.session() as s:
+        total = s.scalar(select(func.count()).select_from(query.subquery()))
+        rows = s.scalars(query.order_by(AuditEntry.id.desc()).offset(offset).limit(limit))
+        return {"items": [entry_dict(e) for e in rows], "total": total, "offset": offset, "limit": limit}

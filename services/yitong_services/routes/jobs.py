@@ -5,21 +5,26 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
 from ..core import audit
 from ..core.auth import person_for
+from ..core.authz import Identity, Person
+from ..core.context import Context
 from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..jobs import records, states
 from ..jobs.manager import JobManager
 from ..jobs.models import Job, Run
 from ..jobs.queue import positions
-from ..jobs.spec import spec_from_dict
-from .common import Caller, Ctx, Id, as_person, in_thread
+from ..jobs.schemas import JobDetail, JobOut, JobSubmitted, RunMetrics
+from ..jobs.spec import JobSpec, spec_from_dict
+from ..vcs.models import VC
+from .common import Caller, Ctx, Id, Member
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 SUBMIT_BODY = {
@@ -32,15 +37,38 @@ SUBMIT_BODY = {
 }
 
 
-def manager(request: Request) -> JobManager:
+async def manager(request: Request) -> JobManager:
     return request.app.state.jobs
+
+
+Jobs = Annotated[JobManager, Depends(manager)]
+
+
+def _create(
+    ctx: Context,
+    caller: Identity,
+    request: Request,
+    person: Person,
+    spec: JobSpec,
+    code: dict,
+    notes: list[str],
+    claim: Claim | None,
+    backend: str,
+) -> dict:
+    with ctx.db.locked("~jobs") as s:
+        if claim is not None:  # a retry of a stored submit replays its answer (idempotency.py)
+            claim.check(s)
+        job = records.create(s, person, spec, code, ctx.inventory, backend)
+        audit.record(s, caller, request, "job.submit", f"job {job.id}", owner=person.name, detail={"vc": job.vc})
+        out = records.job_dict(job) | {"notes": notes}
+        return claim.store(s, 201, out) if claim is not None else out
 
 
 async def submit_spec(
     request: Request,
-    ctx: Ctx,
-    caller: Caller,
-    spec,
+    ctx: Context,
+    caller: Identity,
+    spec: JobSpec,
     code: dict,
     user: str | None,
     notes: list[str],
@@ -49,30 +77,20 @@ async def submit_spec(
     if user is not None and not isinstance(user, str):
         raise Refusal(422, "user: must be a user name (a string); only admins and the platform may name one")
     person = await person_for(ctx, caller, user)
-    mgr = manager(request)
-
-    def work() -> dict:
-        with ctx.db.locked("~jobs") as s:
-            if claim is not None:  # a retry of a stored submit replays its answer (idempotency.py)
-                claim.check(s)
-            job = records.create(s, person, spec, code, ctx.inventory, mgr.backend.name)
-            audit.record(s, caller, request, "job.submit", f"job {job.id}", owner=person.name, detail={"vc": job.vc})
-            out = records.job_dict(job) | {"notes": notes}
-            return claim.store(s, 201, out) if claim is not None else out
-
-    out = await in_thread(work)
+    mgr: JobManager = request.app.state.jobs
+    out = await run_in_threadpool(_create, ctx, caller, request, person, spec, code, notes, claim, mgr.backend.name)
     mgr.wake()
     return out
 
 
-@router.post("", status_code=201, openapi_extra=SUBMIT_BODY)
+@router.post("", status_code=201, openapi_extra=SUBMIT_BODY, response_model=JobSubmitted)
 async def submit(
     request: Request,
     caller: Caller,
     ctx: Ctx,
     source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
     vc: str | None = Query(None, description="the VC (overrides the document's)"),
-) -> dict:
+) -> Any:
     """Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal. With an ``Idempotency-Key`` header, a retry of the same request gets the first answer again (``Idempotent-Replayed: true``) and queues nothing; the same key with another request is a 422."""
 
     async def create(claim: Claim | None) -> dict:
@@ -84,93 +102,83 @@ async def submit(
     return await once(request, ctx, caller.name, "POST /jobs", create)
 
 
-@router.get("")
-async def list_jobs(
-    caller: Caller,
+@router.get("", response_model=list[JobOut])
+def list_jobs(
+    person: Member,
     ctx: Ctx,
     vc: str | None = Query(None),
     state: str | None = Query(None),
     user: str | None = Query(None),
 ) -> list[dict]:
     """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``."""
-    person = as_person(caller)
-
-    def work() -> list[dict]:
-        pos = positions(ctx.db)
-        query = select(Job).order_by(Job.id.desc())
-        for column, value in ((Job.vc, vc), (Job.state, state), (Job.user, user)):
-            if value is not None:
-                query = query.where(column == value)
-        with ctx.db.session() as s:
-            from ..vcs.models import VC
-
-            groups = {v.name: v.groups for v in s.scalars(select(VC))}
-            return [
-                records.job_dict(j, pos.get(j.id))
-                for j in s.scalars(query)
-                if person.admin or set(person.groups) & set(groups.get(j.vc, []))
-            ]
-
-    return await in_thread(work)
+    pos = positions(ctx.db)
+    query = select(Job).order_by(Job.id.desc())
+    for column, value in ((Job.vc, vc), (Job.state, state), (Job.user, user)):
+        if value is not None:
+            query = query.where(column == value)
+    with ctx.db.session() as s:
+        groups = {v.name: v.groups for v in s.scalars(select(VC))}
+        return [
+            records.job_dict(j, pos.get(j.id))
+            for j in s.scalars(query)
+            if person.admin or set(person.groups) & set(groups.get(j.vc, []))
+        ]
 
 
-@router.get("/{job_id}")
-async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
-    mgr = manager(request)
+def _detail(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> dict:
+    pos = positions(ctx.db)
+    with ctx.db.session() as s:
+        job = records.visible(s, person, job_id)
+        out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
+    out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
+    out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
+    return out
 
-    def work() -> dict:
-        pos = positions(ctx.db)
-        with ctx.db.session() as s:
-            job = records.visible(s, as_person(caller), job_id)
-            out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
-        out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
-        out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
-        return out
 
-    out = await in_thread(work)
+async def _detail_with_ranks(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> dict:
+    out = await run_in_threadpool(_detail, ctx, mgr, person, job_id)
     out["ranks"] = await mgr.backend.ranks(out["backend_ref"]) if out["backend_ref"] else []
     return out
 
 
-@router.post("/{job_id}/cancel", status_code=202)
-async def cancel(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
+@router.get("/{job_id}", response_model=JobDetail)
+async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs) -> dict:
+    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
+    return await _detail_with_ranks(ctx, mgr, person, job_id)
+
+
+def _check_cancel(ctx: Context, caller: Identity, person: Person, request: Request, job_id: int) -> None:
+    with ctx.db.writing() as s:
+        job = records.visible(s, person, job_id)
+        records.require_owner(person, job, "cancel")
+        if job.state in states.TERMINAL:
+            raise Refusal(409, f"job {job_id} is already {job.state}")
+        audit.record(s, caller, request, "job.cancel", f"job {job_id}", owner=job.user)
+
+
+@router.post("/{job_id}/cancel", status_code=202, response_model=JobDetail)
+async def cancel(job_id: Id, caller: Caller, person: Member, ctx: Ctx, request: Request, mgr: Jobs) -> dict:
     """Owner or admin: cancel; a queued job is cancelled at once, a running one is signalled (SIGTERM, then SIGKILL) and becomes ``cancelled`` when its processes end."""
-
-    def check() -> None:
-        with ctx.db.writing() as s:
-            job = records.visible(s, as_person(caller), job_id)
-            records.require_owner(as_person(caller), job, "cancel")
-            if job.state in states.TERMINAL:
-                raise Refusal(409, f"job {job_id} is already {job.state}")
-            audit.record(s, caller, request, "job.cancel", f"job {job_id}", owner=job.user)
-
-    await in_thread(check)
-    await manager(request).cancel(job_id)
-    return await get_job(job_id, caller, ctx, request)
+    await run_in_threadpool(_check_cancel, ctx, caller, person, request, job_id)
+    await mgr.cancel(job_id)
+    return await _detail_with_ranks(ctx, mgr, person, job_id)
 
 
-@router.post("/{job_id}/retry")
-async def retry(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
+@router.post("/{job_id}/retry", response_model=JobOut)
+def retry(job_id: Id, caller: Caller, person: Member, ctx: Ctx, request: Request, mgr: Jobs) -> dict:
     """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions)."""
-
-    def work() -> dict:
-        with ctx.db.locked("~jobs") as s:
-            job = records.visible(s, as_person(caller), job_id)
-            records.require_owner(as_person(caller), job, "retry")
-            if job.state not in states.RETRYABLE:
-                raise Refusal(
-                    409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried"
-                )
-            audit.record(s, caller, request, "job.retry", f"job {job_id}", owner=job.user)
-            job.state = states.check_move(job.state, states.QUEUED)
-            job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
-            job.admitted = job.started = job.finished = None
-            records.pin_inputs(s, job)
-            return records.job_dict(job)
-
-    out = await in_thread(work)
-    manager(request).wake()
+    with ctx.db.locked("~jobs") as s:
+        job = records.visible(s, person, job_id)
+        records.require_owner(person, job, "retry")
+        if job.state not in states.RETRYABLE:
+            raise Refusal(409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried")
+        audit.record(s, caller, request, "job.retry", f"job {job_id}", owner=job.user)
+        job.state = states.check_move(job.state, states.QUEUED)
+        job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
+        job.admitted = job.started = job.finished = None
+        records.pin_inputs(s, job)
+        out = records.job_dict(job)
+    mgr.wake_threadsafe()  # this runs in a worker thread: wake the queue on its event loop
     return out
 
 
@@ -181,23 +189,25 @@ def merge(base: dict, patch: dict) -> dict:
     return out
 
 
-@router.post("/{job_id}/clone", status_code=201)
+def _spec_and_code(ctx: Context, person: Person, job_id: int) -> tuple[dict, dict]:
+    with ctx.db.session() as s:
+        job = records.visible(s, person, job_id)
+        return dict(job.spec), dict(job.code)
+
+
+@router.post("/{job_id}/clone", status_code=201, response_model=JobSubmitted)
 async def clone(
     job_id: Id,
     caller: Caller,
+    person: Member,
     ctx: Ctx,
     request: Request,
     patch: dict[str, Any] = Body(default_factory=dict, embed=True),
-) -> dict:
+) -> Any:
     """Submit a copy of a job (the caller owns it) with ``patch`` merged into its spec (e.g. ``{"patch": {"env": {"LR": "0.1"}}}``). Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
 
-    def load() -> tuple[dict, dict]:
-        with ctx.db.session() as s:
-            job = records.visible(s, as_person(caller), job_id)
-            return dict(job.spec), dict(job.code)
-
     async def create(claim: Claim | None) -> dict:
-        spec_doc, code = await in_thread(load)
+        spec_doc, code = await run_in_threadpool(_spec_and_code, ctx, person, job_id)
         doc = merge(spec_doc, patch)
         code = doc.pop("code", code)
         try:
@@ -209,24 +219,20 @@ async def clone(
     return await once(request, ctx, caller.name, "POST /jobs/{id}/clone", create)
 
 
-@router.post("/{job_id}/metrics")
-async def post_metrics(job_id: Id, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
+@router.post("/{job_id}/metrics", response_model=RunMetrics)
+def post_metrics(job_id: Id, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
     """The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record."""
     header = request.headers.get("authorization", "")
     token = header.split(None, 1)[1].strip() if " " in header else ""
-
-    def work() -> dict:
-        with ctx.db.locked("~jobs") as s:
-            job = s.get(Job, job_id)
-            digest = hashlib.sha256(token.encode()).hexdigest()
-            if job is None or not token or not hmac.compare_digest(digest, job.token_hash or ""):
-                raise Refusal(401, f"a valid token of job {job_id} is required")
-            run = s.scalar(select(Run).where(Run.job_id == job_id, Run.attempt == job.attempts))
-            if run is None:
-                raise Refusal(409, f"job {job_id} has no running attempt")
-            run.metrics = {**run.metrics, **metrics}
-            if run.record.get("finished"):
-                run.record = {**run.record, "metrics": run.metrics}
-            return {"run": run.id, "metrics": run.metrics}
-
-    return await in_thread(work)
+    with ctx.db.locked("~jobs") as s:
+        job = s.get(Job, job_id)
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        if job is None or not token or not hmac.compare_digest(digest, job.token_hash or ""):
+            raise Refusal(401, f"a valid token of job {job_id} is required")
+        run = s.scalar(select(Run).where(Run.job_id == job_id, Run.attempt == job.attempts))
+        if run is None:
+            raise Refusal(409, f"job {job_id} has no running attempt")
+        run.metrics = {**run.metrics, **metrics}
+        if run.record.get("finished"):
+            run.record = {**run.record, "metrics": run.metrics}
+        return {"run": run.id, "metrics": run.metrics}

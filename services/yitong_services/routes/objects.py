@@ -7,7 +7,10 @@ read it (objaccess.py), so none of these routes tells whether anyone else holds 
 import asyncio
 
 from fastapi import APIRouter, Header, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
+from ..core.authz import Person
+from ..core.context import Context
 from ..core.errors import Refusal
 from ..datasets.appender import BufferPool
 from ..datasets.ingest import PackIngest, too_big
@@ -15,7 +18,7 @@ from ..datasets.manifest import hash_refusal
 from ..datasets.objaccess import missing_for, readable_sizes, reader
 from ..datasets.packs import PackError
 from ..datasets.schemas import Hashes, Missing, Stored, UploadState
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Caller, Ctx, Member
 
 router = APIRouter(prefix="/objects", tags=["objects"])
 BATCH = 1 << 20
@@ -38,15 +41,11 @@ def _int_header(name: str, value: str | None) -> int:
 
 
 @router.post("/missing", response_model=Missing)
-async def missing_objects(body: Hashes, caller: Caller, ctx: Ctx) -> dict:
+def missing_objects(body: Hashes, person: Member, ctx: Ctx) -> dict:
     """Which of these hashes (at most 200,000) the caller must upload before committing: those
     the store lacks and those the caller may not read (the same answer: a hash is not a read key)."""
-
-    def work() -> list[str]:
-        with ctx.db.session() as s:
-            return missing_for(s, reader(s, as_person(caller)), body.hashes)
-
-    return {"missing": await in_thread(work)}
+    with ctx.db.session() as s:
+        return {"missing": missing_for(s, reader(s, person), body.hashes)}
 
 
 @router.post(
@@ -62,15 +61,15 @@ async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > storage.limit:
         raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
-    ingest = await in_thread(PackIngest, storage.store, storage.db, storage.limit, caller.name)
+    ingest = await run_in_threadpool(PackIngest, storage.store, storage.db, storage.limit, caller.name)
     try:
         await _pipelined_body(request, _PACK_BUFFERS, ingest.feed)
-        return await in_thread(ingest.commit)
+        return await run_in_threadpool(ingest.commit)
     except PackError as e:
-        await in_thread(ingest.abort, e)
+        await run_in_threadpool(ingest.abort, e)
         raise Refusal(e.status, str(e)) from e
     except BaseException as e:
-        await in_thread(ingest.abort, e)
+        await run_in_threadpool(ingest.abort, e)
         raise
 
 
@@ -106,7 +105,7 @@ async def _pipelined_body(request: Request, pool: BufferPool, work, before=None)
 
 
 async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-untyped-def]
-    """``await in_thread(work, block)`` for each block, in order, while the next block arrives;
+    """``await run_in_threadpool(work, block)`` for each block, in order, while the next block arrives;
     ``before(block)`` (on the event loop) may stop the loop early by returning false."""
     pending: asyncio.Future | None = None
     try:
@@ -116,7 +115,7 @@ async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-unty
                 pending = None
             if before is not None and not before(block):
                 break
-            pending = asyncio.ensure_future(in_thread(work, block))
+            pending = asyncio.ensure_future(run_in_threadpool(work, block))
         if pending is not None:
             await pending
             pending = None
@@ -125,23 +124,20 @@ async def _pipelined(blocks, work, before=None) -> None:  # type: ignore[no-unty
             await asyncio.gather(pending, return_exceptions=True)
 
 
-async def _readable_size(ctx, caller, h: str) -> int | None:  # type: ignore[no-untyped-def]
-    def work() -> int | None:
-        with ctx.db.session() as s:
-            return readable_sizes(s, reader(s, as_person(caller)), [h]).get(h)
-
-    return await in_thread(work)
+def _readable_size(ctx: Context, person: Person, h: str) -> int | None:
+    with ctx.db.session() as s:
+        return readable_sizes(s, reader(s, person), [h]).get(h)
 
 
 @router.head("/{hash}/upload")
-async def upload_state(hash: str, caller: Caller, ctx: Ctx) -> Response:
+def upload_state(hash: str, caller: Caller, person: Member, ctx: Ctx) -> Response:
     """``Upload-Complete: 1`` when the object is stored and the caller may read it, else
     ``Upload-Offset``: where the caller's own upload resumes."""
     _check_hash(hash)
-    size = await _readable_size(ctx, caller, hash)
+    size = _readable_size(ctx, person, hash)
     if size is not None:
         return Response(headers={"Upload-Complete": "1", "Upload-Offset": str(size)})
-    offset = await in_thread(ctx.storage.spool.person(caller.name).offset, hash)
+    offset = ctx.storage.spool.person(caller.name).offset(hash)
     return Response(headers={"Upload-Offset": str(offset)})
 
 
@@ -150,6 +146,7 @@ async def upload_chunk(
     hash: str,
     request: Request,
     caller: Caller,
+    person: Member,
     ctx: Ctx,
     upload_offset: str | None = Header(None),
     upload_length: str | None = Header(None),
@@ -163,7 +160,7 @@ async def upload_chunk(
     length = _int_header("Upload-Length", upload_length)
     if length > storage.limit:
         raise Refusal(413, too_big(f"upload of object {hash}", length, storage.limit))
-    if await _readable_size(ctx, caller, hash) is not None:
+    if await run_in_threadpool(_readable_size, ctx, person, hash) is not None:
         return {"offset": length, "complete": True}
     spool = storage.spool.person(caller.name)
     key = (str(spool.directory), hash)
@@ -178,11 +175,11 @@ async def upload_chunk(
 
 
 async def _append(spool, h: str, offset: int, length: int, request: Request) -> dict:  # type: ignore[no-untyped-def]
-    await in_thread(spool.check_offset, h, offset)
+    await run_in_threadpool(spool.check_offset, h, offset)
     if offset > length:
         raise Refusal(422, f"upload of object {h}: Upload-Offset {offset} is past Upload-Length {length}")
     hasher = spool.hasher(h, offset)
-    f = await in_thread(spool.open, h)
+    f = await run_in_threadpool(spool.open, h)
     accepted, hashed, overrun = 0, [0], False
 
     def fits(block: memoryview) -> bool:
@@ -200,12 +197,12 @@ async def _append(spool, h: str, offset: int, length: int, request: Request) -> 
     try:
         await _pipelined_body(request, _UPLOAD_BUFFERS, write, fits)
     finally:
-        size = await in_thread(spool.close, f, offset if overrun else None)
+        size = await run_in_threadpool(spool.close, f, offset if overrun else None)
         # the hasher has seen offset + hashed bytes: keep it only when that is the partial
         spool.keep(h, hasher if size == offset + hashed[0] else None)
     if overrun:
         raise Refusal(422, f"upload of object {h}: the body runs past Upload-Length {length}; nothing of it was kept")
     if size == length:
-        await in_thread(spool.finish, h, length, spool.hasher(h, length))
+        await run_in_threadpool(spool.finish, h, length, spool.hasher(h, length))
         return {"offset": length, "complete": True}
     return {"offset": size, "complete": False}

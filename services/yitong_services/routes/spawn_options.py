@@ -1,7 +1,6 @@
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from sqlalchemy import select
 
-from ..core.auth import person_for
 from ..core.authz import Person, is_member
 from ..core.confinement import account_for
 from ..vcs import quota
@@ -11,7 +10,7 @@ from ..vcs.models import VC, Profile
 from ..vcs.quantities import describe
 from ..vcs.schemas import SpawnOptions
 from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict
-from .common import Caller, Ctx, in_thread
+from .common import Ctx, Target
 
 router = APIRouter(tags=["spawn-options"])
 
@@ -53,7 +52,6 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
 
 
 @router.get("/spawn-options", response_model=SpawnOptions)
-async def spawn_options(caller: Caller, ctx: Ctx, user: str | None = Query(None)) -> dict:
+def spawn_options(person: Target, ctx: Ctx) -> dict:
     """The user themself, an admin, or this service (``?user=`` required for a service)."""
-    person = await person_for(ctx, caller, user)
-    return await in_thread(build, ctx, person)
+    return build(ctx, person)

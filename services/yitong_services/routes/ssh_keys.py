@@ -12,60 +12,45 @@ from ..core.limits import MAX_ID
 from ..ssh import keys
 from ..ssh.hostkey import host_key_path
 from ..ssh.schemas import SSHInfo, SSHKeyIn, SSHKeyOut
-from .common import Caller, Ctx, in_thread
+from .common import Caller, Ctx
 
 router = APIRouter(tags=["ssh"])
 KeyId = Annotated[int, Path(ge=1, le=MAX_ID, description="a key's id")]
 
 
 @router.get("/me/ssh-keys", response_model=list[SSHKeyOut])
-async def list_keys(caller: Caller, ctx: Ctx) -> list[dict]:
+def list_keys(caller: Caller, ctx: Ctx) -> list[dict]:
     """The caller's public keys, oldest first."""
-
-    def work() -> list[dict]:
-        with ctx.db.session() as s:
-            return [keys.as_dict(k) for k in keys.list_keys(s, caller.name)]
-
-    return await in_thread(work)
+    with ctx.db.session() as s:
+        return [keys.as_dict(k) for k in keys.list_keys(s, caller.name)]
 
 
 @router.post("/me/ssh-keys", status_code=201, response_model=SSHKeyOut)
-async def add_key(body: SSHKeyIn, caller: Caller, ctx: Ctx) -> dict:
+def add_key(body: SSHKeyIn, caller: Caller, ctx: Ctx) -> dict:
     """Add one OpenSSH public key (ed25519, ecdsa, rsa >= 2048 bits); 422 for anything else,
     409 for a key already added or one key too many (``ssh.max_keys``)."""
-
-    def work() -> dict:
-        with ctx.db.writing() as s:
-            return keys.as_dict(keys.add_key(s, caller.name, body.key, ctx.settings.ssh.max_keys))
-
-    return await in_thread(work)
+    with ctx.db.writing() as s:
+        return keys.as_dict(keys.add_key(s, caller.name, body.key, ctx.settings.ssh.max_keys))
 
 
 @router.delete("/me/ssh-keys/{key_id}", status_code=204)
-async def remove_key(key_id: KeyId, caller: Caller, ctx: Ctx) -> Response:
+def remove_key(key_id: KeyId, caller: Caller, ctx: Ctx) -> Response:
     """Remove one of the caller's keys (404 for anyone else's)."""
-
-    def work() -> None:
-        with ctx.db.writing() as s:
-            keys.remove_key(s, caller.name, key_id)
-
-    await in_thread(work)
+    with ctx.db.writing() as s:
+        keys.remove_key(s, caller.name, key_id)
     return Response(status_code=204)
 
 
 @router.get("/ssh", response_model=SSHInfo)
-async def ssh_info(caller: Caller, ctx: Ctx) -> dict:
-    """Where the SSH gateway listens and its host key (what `yt ssh` needs)."""
+def ssh_info(caller: Caller, ctx: Ctx) -> dict:
+    """Where the SSH gateway listens and its host key (what `yt ssh` needs; a file read and
+    maybe a name lookup: a plain route, in the thread pool)."""
     ssh = ctx.settings.ssh
-
-    def where() -> tuple[str, str]:  # blocking: a file read, maybe a name lookup
-        try:
-            key = " ".join(host_key_path(ctx.settings.data_dir).with_suffix(".pub").read_text().split()[:2])
-        except OSError:
-            key = ""
-        return ssh.connect_host(socket.getfqdn), key
-
-    host, key = await in_thread(where)
+    try:
+        key = " ".join(host_key_path(ctx.settings.data_dir).with_suffix(".pub").read_text().split()[:2])
+    except OSError:
+        key = ""
+    host = ssh.connect_host(socket.getfqdn)
     return {
         "enabled": bool(ssh.port),
         "host": host,

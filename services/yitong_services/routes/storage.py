@@ -5,14 +5,14 @@ from fastapi import APIRouter, Query
 from ..datasets.gc import collect
 from ..datasets.schemas import GCResult, VerifyResult
 from ..datasets.verify import verify
-from .common import Caller, Ctx, in_thread, require_admin
+from .common import Caller, Ctx, require_admin
 
 router = APIRouter(prefix="/storage", tags=["storage"])
 MAX_GRACE = 100 * 365 * 86400
 
 
 @router.post("/gc", response_model=GCResult)
-async def garbage_collect(
+def garbage_collect(
     caller: Caller,
     ctx: Ctx,
     grace: float | None = Query(
@@ -21,11 +21,11 @@ async def garbage_collect(
 ) -> dict:
     """Admin: delete objects, packs and manifests no version references, and stale temp files."""
     require_admin(caller, "collect garbage in the dataset store")
-    return await in_thread(collect, ctx.storage, grace)
+    return collect(ctx.storage, grace)
 
 
 @router.post("/verify", response_model=VerifyResult)
-async def verify_store(caller: Caller, ctx: Ctx) -> dict:
+def verify_store(caller: Caller, ctx: Ctx) -> dict:
     """Admin: rehash every stored object and manifest; report corrupt and missing ones."""
     require_admin(caller, "verify the dataset store")
-    return await in_thread(verify, ctx.storage)
+    return verify(ctx.storage)

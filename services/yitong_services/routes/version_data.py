@@ -3,27 +3,29 @@
 from fastapi import APIRouter, Header, Response
 from fastapi.responses import StreamingResponse
 
+from ..core.authz import Person
+from ..core.context import Context
 from ..core.errors import Refusal
 from ..datasets import records as ds
 from ..datasets.manifest import hashes
 from ..datasets.materialize import materialize
-from ..datasets.objindex import locate
+from ..datasets.objindex import Location, locate
 from ..datasets.schemas import Hashes, Manifest, Materialized
 from ..datasets.streams import parse_range, records
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Ctx, Member
 
 router = APIRouter(prefix="/datasets/{vc}/{name}/versions/{ref}", tags=["datasets"])
 OCTETS = "application/octet-stream"
 
 
-def _manifest(ctx, caller, vc: str, name: str, ref: str) -> tuple[str, int, dict]:  # type: ignore[no-untyped-def]
+def _manifest(ctx: Context, person: Person, vc: str, name: str, ref: str) -> tuple[str, int, dict]:
     with ctx.db.session() as s:
-        d = ds.visible(s, as_person(caller), vc, name)
+        d = ds.visible(s, person, vc, name)
         v = ds.resolve(s, d, ref)
     return v.manifest, v.number, ctx.storage.manifest(v.manifest)
 
 
-def _locations(ctx, vc: str, name: str, number: int, manifest: dict, wanted: list[str]):  # type: ignore[no-untyped-def]
+def _locations(ctx: Context, vc: str, name: str, number: int, manifest: dict, wanted: list[str]) -> list[Location]:
     named = hashes(manifest)
     stray = [h for h in wanted if h not in named]
     if stray:
@@ -39,18 +41,18 @@ def _locations(ctx, vc: str, name: str, number: int, manifest: dict, wanted: lis
 
 
 @router.get("/manifest", response_model=Manifest)
-async def get_manifest(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> dict:
+def get_manifest(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> dict:
     """The version's manifest: every file's path, size and BLAKE3, sorted by path."""
-    return (await in_thread(_manifest, ctx, caller, vc, name, ref))[2]
+    return _manifest(ctx, person, vc, name, ref)[2]
 
 
 @router.get("/objects/{hash}", response_class=StreamingResponse, responses={206: {"description": "a byte range"}})
-async def get_object(
-    vc: str, name: str, ref: str, hash: str, caller: Caller, ctx: Ctx, range: str | None = Header(None)
+def get_object(
+    vc: str, name: str, ref: str, hash: str, person: Member, ctx: Ctx, range: str | None = Header(None)
 ) -> Response:
     """The bytes of one object of this version, streamed (a single ``Range`` is honoured)."""
-    _, number, manifest = await in_thread(_manifest, ctx, caller, vc, name, ref)
-    [loc] = await in_thread(_locations, ctx, vc, name, number, manifest, [hash])
+    _, number, manifest = _manifest(ctx, person, vc, name, ref)
+    [loc] = _locations(ctx, vc, name, number, manifest, [hash])
     try:
         span = parse_range(range, loc.size)
     except ValueError as e:
@@ -59,21 +61,20 @@ async def get_object(
     headers = {"Content-Length": str(end - start), "Accept-Ranges": "bytes", "ETag": f'"{hash}"'}
     if span:
         headers["Content-Range"] = f"bytes {start}-{end - 1}/{loc.size}"
-    chunks = await in_thread(ctx.storage.chunks, loc, start, end)
+    chunks = ctx.storage.chunks(loc, start, end)
     return StreamingResponse(chunks, status_code=206 if span else 200, media_type=OCTETS, headers=headers)
 
 
 @router.post("/fetch", response_class=StreamingResponse)
-async def fetch_objects(vc: str, name: str, ref: str, body: Hashes, caller: Caller, ctx: Ctx) -> Response:
+def fetch_objects(vc: str, name: str, ref: str, body: Hashes, person: Member, ctx: Ctx) -> Response:
     """A pack stream (``<hash><size><bytes>`` records) of the requested objects of this version."""
-    _, number, manifest = await in_thread(_manifest, ctx, caller, vc, name, ref)
-    locs = await in_thread(_locations, ctx, vc, name, number, manifest, body.hashes)
+    _, number, manifest = _manifest(ctx, person, vc, name, ref)
+    locs = _locations(ctx, vc, name, number, manifest, body.hashes)
     return StreamingResponse(records(ctx.storage, locs), media_type=OCTETS)
 
 
 @router.post("/materialize", response_model=Materialized)
-async def materialize_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> dict:
+def materialize_version(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> dict:
     """A read-only tree of the version on the service's disk (built once, hardlinked from the cache)."""
-    h, _, _ = await in_thread(_manifest, ctx, caller, vc, name, ref)
-    path = await in_thread(materialize, ctx.storage, h)
-    return {"path": str(path)}
+    h, _, _ = _manifest(ctx, person, vc, name, ref)
+    return {"path": str(materialize(ctx.storage, h))}

@@ -1,6 +1,7 @@
 """Versions of a dataset: commit, list, show, diff, delete."""
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
 from ..core.idempotency import Claim, once
 from ..datasets import records as ds
@@ -8,7 +9,7 @@ from ..datasets.commit import commit
 from ..datasets.manifest import diff
 from ..datasets.schemas import CommitIn, Committed, Diff, VersionOut
 from ..datasets.views import one_version, versions_list
-from .common import Caller, Ctx, as_person, in_thread
+from .common import Caller, Ctx, Member
 
 router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
 
@@ -20,7 +21,7 @@ router = APIRouter(prefix="/datasets/{vc}/{name}", tags=["datasets"])
     responses={200: {"description": "the manifest equals the parent's: the existing version, unchanged: true"}},
 )
 async def commit_version(
-    vc: str, name: str, body: CommitIn, caller: Caller, ctx: Ctx, response: Response, request: Request
+    vc: str, name: str, body: CommitIn, caller: Caller, person: Member, ctx: Ctx, response: Response, request: Request
 ) -> dict:
     """Members who see the dataset: commit a version whose objects are all uploaded; atomic.
 
@@ -35,7 +36,7 @@ async def commit_version(
             if claim is not None:
                 claim.store(s, 201, Committed.model_validate(version | {"unchanged": False}).model_dump(mode="json"))
 
-        out, created = await in_thread(commit, ctx.storage, as_person(caller), vc, name, body, record)
+        out, created = await run_in_threadpool(commit, ctx.storage, person, vc, name, body, record)
         if not created:
             response.status_code = 200
         return out | {"unchanged": not created}
@@ -44,63 +45,46 @@ async def commit_version(
 
 
 @router.get("/versions", response_model=list[VersionOut])
-async def list_versions(vc: str, name: str, caller: Caller, ctx: Ctx) -> list[dict]:
+def list_versions(vc: str, name: str, person: Member, ctx: Ctx) -> list[dict]:
     """Versions, newest first: number, author, message, parent, files, bytes, tags."""
-
-    def work() -> list[dict]:
-        with ctx.db.session() as s:
-            return versions_list(s, ds.visible(s, as_person(caller), vc, name))
-
-    return await in_thread(work)
+    with ctx.db.session() as s:
+        return versions_list(s, ds.visible(s, person, vc, name))
 
 
 @router.get("/versions/{ref}", response_model=VersionOut)
-async def get_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> dict:
+def get_version(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> dict:
     """One version; ``ref`` is a number, ``v<number>``, a tag or ``latest``."""
-
-    def work() -> dict:
-        with ctx.db.session() as s:
-            d = ds.visible(s, as_person(caller), vc, name)
-            return one_version(s, d, ds.resolve(s, d, ref))
-
-    return await in_thread(work)
+    with ctx.db.session() as s:
+        d = ds.visible(s, person, vc, name)
+        return one_version(s, d, ds.resolve(s, d, ref))
 
 
 @router.delete("/versions/{ref}", status_code=204)
-async def delete_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> Response:
+def delete_version(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> Response:
     """The owner or an admin: delete a version (409 naming what uses it); GC reclaims its objects."""
-    person = as_person(caller)
-
-    def work() -> None:
-        with ctx.db.writing() as s:
-            d = ds.visible(s, person, vc, name)
-            ds.require_owner(person, d, "delete versions of")
-            ds.delete_version(s, d, ds.resolve(s, d, ref))
-
-    await in_thread(work)
+    with ctx.db.writing() as s:
+        d = ds.visible(s, person, vc, name)
+        ds.require_owner(person, d, "delete versions of")
+        ds.delete_version(s, d, ds.resolve(s, d, ref))
     return Response(status_code=204)
 
 
 @router.get("/diff", response_model=Diff)
-async def diff_versions(
+def diff_versions(
     vc: str,
     name: str,
-    caller: Caller,
+    person: Member,
     ctx: Ctx,
     old: str | None = Query(None, alias="from", description="default: the parent of `to`"),
     new: str = Query("latest", alias="to"),
 ) -> dict:
     """Files added, removed and changed (with sizes) from one version to another."""
-
-    def work() -> dict:
-        with ctx.db.session() as s:
-            d = ds.visible(s, as_person(caller), vc, name)
-            after = ds.resolve(s, d, new)
-            before = ds.resolve(s, d, old) if old is not None else None
-            if old is None and after.parent is not None:
-                before = ds.resolve(s, d, str(after.parent))
-        empty: dict = {"files": []}
-        first = ctx.storage.manifest(before.manifest) if before else empty
-        return diff(first, ctx.storage.manifest(after.manifest))
-
-    return await in_thread(work)
+    with ctx.db.session() as s:
+        d = ds.visible(s, person, vc, name)
+        after = ds.resolve(s, d, new)
+        before = ds.resolve(s, d, old) if old is not None else None
+        if old is None and after.parent is not None:
+            before = ds.resolve(s, d, str(after.parent))
+    empty: dict = {"files": []}
+    first = ctx.storage.manifest(before.manifest) if before else empty
+    return diff(first, ctx.storage.manifest(after.manifest))
