@@ -15,6 +15,8 @@ job rows are written together at the end.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -210,6 +212,44 @@ def _store_reasons(db: Database, reasons: dict[int, str]) -> None:
                 job.reason = reasons[job.id]
 
 
+def fingerprint(db: Database) -> tuple[Any, ...]:
+    """A cheap summary of the queue (one aggregate over the indexed state column): it changes
+    whenever a job joins or leaves the queue or a queued job's priority changes."""
+    with db.session() as s:
+        return tuple(
+            s.execute(
+                select(func.count(), func.max(Job.id), func.sum(Job.id), func.sum(Job.id * (Job.priority + 7))).where(
+                    Job.state == states.QUEUED
+                )
+            ).one()
+        )
+
+
+class Positions:
+    """Queue positions kept between requests: the fair order is computed again only when the
+    queue's :func:`fingerprint` changed, not on every ``GET /jobs``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._key: tuple[Any, ...] | None = None
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def current(self) -> dict[int, int]:
+        key = fingerprint(self.db)
+        with self._lock:
+            if key != self._key:
+                self._positions = {w.id: n for n, w in enumerate(queued(self.db), start=1)}
+                self._key = key
+            return self._positions
+
+
+_cache: weakref.WeakKeyDictionary[Database, Positions] = weakref.WeakKeyDictionary()
+
+
 def positions(db: Database) -> dict[int, int]:
-    """Queue position (1 = next) of every queued job."""
-    return {w.id: n for n, w in enumerate(queued(db), start=1)}
+    """Queue position (1 = next) of every queued job (recomputed only when the queue changed)."""
+    cached = _cache.get(db)
+    if cached is None:
+        cached = _cache.setdefault(db, Positions(db))
+    return cached.current()

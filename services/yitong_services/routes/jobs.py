@@ -7,16 +7,21 @@ import hashlib
 import hmac
 from typing import Any
 
-from fastapi import APIRouter, Body, Query, Request
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 
 from ..core import audit
 from ..core.auth import person_for
 from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
+from ..core.limits import MAX_ID
+from ..core.paging import Paging, json_response, paged_response
 from ..jobs import records, states
 from ..jobs.manager import JobManager
 from ..jobs.models import Job, Run
+from ..jobs.events import stream
+from ..jobs.listing import page_of_jobs, watchable
 from ..jobs.queue import positions
 from ..jobs.spec import spec_from_dict
 from .common import Caller, Ctx, Id, as_person, in_thread
@@ -84,46 +89,53 @@ async def submit(
     return await once(request, ctx, caller.name, "POST /jobs", create)
 
 
-@router.get("")
+@router.get("", response_model=list[dict])
 async def list_jobs(
     caller: Caller,
     ctx: Ctx,
-    vc: str | None = Query(None),
-    state: str | None = Query(None),
-    user: str | None = Query(None),
-) -> list[dict]:
-    """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``."""
-    person = as_person(caller)
-
-    def work() -> list[dict]:
-        pos = positions(ctx.db)
-        query = select(Job).order_by(Job.id.desc())
-        for column, value in ((Job.vc, vc), (Job.state, state), (Job.user, user)):
-            if value is not None:
-                query = query.where(column == value)
-        with ctx.db.session() as s:
-            from ..vcs.models import VC
-
-            groups = {v.name: v.groups for v in s.scalars(select(VC))}
-            return [
-                records.job_dict(j, pos.get(j.id))
-                for j in s.scalars(query)
-                if person.admin or set(person.groups) & set(groups.get(j.vc, []))
-            ]
-
-    return await in_thread(work)
+    request: Request,
+    page: Paging,
+    vc: str | None = Query(None, max_length=64),
+    state: str | None = Query(None, max_length=16),
+    user: str | None = Query(None, max_length=255),
+) -> Response:
+    """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
+    items, total = await in_thread(page_of_jobs, ctx.db, as_person(caller), page, vc, state, user)
+    return paged_response(request, items, total, page)
 
 
-@router.get("/{job_id}")
+@router.get("/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
+async def job_events(
+    caller: Caller,
+    ctx: Ctx,
+    request: Request,
+    job: int | None = Query(None, ge=1, le=MAX_ID, description="only this job's changes"),
+    seconds: float = Query(300.0, ge=0, le=3600, description="end the stream after this long (clients reconnect)"),
+) -> StreamingResponse:
+    """Server-sent events: ``ready`` once watching, then a ``job`` event (``{id, vc, user, state, reason, attempts, position}``) each time a job of the caller's VCs (admins: all) changes state, reason, attempts or queue position; ``resync`` when events were dropped (GET ``/jobs`` again). Push instead of polling ``GET /jobs``."""
+    vcs = await in_thread(watchable, ctx.db, as_person(caller), job)
+    return StreamingResponse(
+        stream(request.app.state.job_feed, vcs, job, seconds),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/{job_id}", response_model=dict)
+async def get_job_status(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> Response:
+    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
+    return json_response(request, await get_job(job_id, caller, ctx, request))
+
+
 async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
+    """The job as ``GET /jobs/{id}`` answers it (also the answer of cancel)."""
     mgr = manager(request)
 
     def work() -> dict:
-        pos = positions(ctx.db)
         with ctx.db.session() as s:
             job = records.visible(s, as_person(caller), job_id)
-            out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
+            position = positions(ctx.db).get(job.id) if job.state == states.QUEUED else None
+            out = records.job_dict(job, position, records.run_ids(s, job.id))
         out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
         out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
         return out
