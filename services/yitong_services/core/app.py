@@ -17,6 +17,7 @@ from fastapi.responses import Response
 
 from ..datasets.storage import Storage
 from ..jobs.backend import make_backend
+from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
 from ..routes import ROUTERS
@@ -63,6 +64,7 @@ def create_app(
     hub = HubClient(
         hub_api_url or os.environ.get("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api"),
         hub_api_token or os.environ.get("JUPYTERHUB_API_TOKEN", ""),
+        ttl=settings.service.hub_cache_seconds,
     )
     scopes = os.environ.get("JUPYTERHUB_OAUTH_ACCESS_SCOPES")
     ctx = Context(
@@ -91,6 +93,8 @@ def create_app(
         else None,
     )
 
+    feed = JobFeed(db)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         task = None
@@ -101,6 +105,7 @@ def create_app(
         try:
             yield
         finally:
+            await feed.close()
             await jobs.stop()
             if task:
                 task.cancel()
@@ -120,6 +125,7 @@ def create_app(
     )
     app.state.yitong = ctx
     app.state.jobs = jobs
+    app.state.job_feed = feed
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")
