@@ -16,7 +16,7 @@ from jupyterhub.services.auth import check_scopes
 from tornado.web import decode_signed_value
 
 from .authz import Identity, Person, act_for_refusal
-from .context import Context, get_context
+from .context import Context, context
 
 _HEADER = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
 
@@ -65,7 +65,7 @@ async def lookup(ctx: Context, name: str) -> Person:
     return Person(name=model["name"], admin=bool(model.get("admin")), groups=tuple(sorted(model.get("groups") or ())))
 
 
-async def current_identity(request: Request, ctx: Context = Depends(get_context)) -> Identity:
+async def current_identity(request: Request, ctx: Context = Depends(context)) -> Identity:
     """FastAPI dependency: 401 without a valid token or cookie."""
     identity = await identify(request, ctx)
     if identity is None:

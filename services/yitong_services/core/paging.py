@@ -35,10 +35,11 @@ class Page:
     limit: int = MAX_LIMIT
 
 
-def page_params(
+async def page_params(
     offset: int = Query(0, ge=0, le=MAX_ID, description="items to skip"),
     limit: int = Query(MAX_LIMIT, ge=1, le=MAX_LIMIT, description=f"most items to return (1 to {MAX_LIMIT})"),
 ) -> Page:
+    # async: no thread-pool hop for a dependency that only builds a value
     return Page(offset=offset, limit=limit)
 
 

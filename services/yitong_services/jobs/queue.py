@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import weakref
 import zlib
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from .spec import request_of, spec_from_dict
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # jobs per admission transaction: other writers wait at most one chunk
+FRESH = 0.25  # seconds a queue fingerprint is trusted before it is read again
 
 
 @dataclass(frozen=True)
@@ -226,21 +228,28 @@ def fingerprint(db: Database) -> tuple[Any, ...]:
 
 
 class Positions:
-    """Queue positions kept between requests: the fair order is computed again only when the
-    queue's :func:`fingerprint` changed, not on every ``GET /jobs``."""
+    """Queue positions kept between requests: the queue's :func:`fingerprint` is read at most
+    every ``fresh`` seconds, and the fair order is computed again only when it changed, not on
+    every ``GET /jobs`` (positions move only when jobs are queued, cancelled or admitted, and
+    admission runs every ``jobs.poll_interval``, 1 s by default)."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, db: Database, fresh: float = FRESH) -> None:
+        self.db, self.fresh = db, fresh
         self._key: tuple[Any, ...] | None = None
+        self._checked = -1e9
         self._positions: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def current(self) -> dict[int, int]:
-        key = fingerprint(self.db)
         with self._lock:
+            now = time.monotonic()
+            if now - self._checked < self.fresh:
+                return self._positions
+            key = fingerprint(self.db)
             if key != self._key:
                 self._positions = {w.id: n for n, w in enumerate(queued(self.db), start=1)}
                 self._key = key
+            self._checked = now
             return self._positions
 
 

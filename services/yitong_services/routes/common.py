@@ -11,14 +11,14 @@ from fastapi import Depends, Path
 
 from ..core.auth import current_identity
 from ..core.authz import Identity, Person, admin_refusal
-from ..core.context import Context, get_context
+from ..core.context import Context, context
 from ..core.errors import Refusal
 from ..core.limits import MAX_ID
 
 T = TypeVar("T")
 
 Caller = Annotated[Identity, Depends(current_identity)]
-Ctx = Annotated[Context, Depends(get_context)]
+Ctx = Annotated[Context, Depends(context)]
 Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id: 1 to 2**63-1")]
 
 
