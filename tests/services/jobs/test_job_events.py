@@ -71,7 +71,9 @@ async def test_a_watcher_receives_state_changes_of_its_vcs_only(svc, hub):
                 client_ready = asyncio.Event()
                 headers = {"Authorization": f"token {hub.tokens[who]}"}
                 c = httpx.AsyncClient(headers=headers, timeout=30)
-                tasks.append((c, asyncio.create_task(events(c, f"{base}/jobs/events?seconds=30", seen[who], client_ready))))
+                tasks.append(
+                    (c, asyncio.create_task(events(c, f"{base}/jobs/events?seconds=30", seen[who], client_ready)))
+                )
                 await asyncio.wait_for(client_ready.wait(), 10)
             r = await client.post(
                 f"{base}/jobs",
