@@ -39,8 +39,9 @@ from stack import Stack  # noqa: E402
 VC_NAME = "load"
 
 
-def settings(users: list[str]) -> dict:
+def settings(users: list[str], service: dict | None = None) -> dict:
     return {
+        "service": service or {},
         "backend": "local",
         "hub": {"admin_users": ["admin"]},
         "jobs": {"enabled": False},
@@ -102,8 +103,11 @@ async def poll(
             t0 = time.perf_counter()
             try:
                 n = await one(client)
-            except httpx.HTTPError:
+            except httpx.HTTPError as e:
                 errors += 1
+                if errors == 1:
+                    detail = e.response.text[:200] if isinstance(e, httpx.HTTPStatusError) else ""
+                    print(f"  first error: {type(e).__name__}: {e} {detail}", flush=True)
                 continue
             # a pair of requests counts twice, each with half the pair's time
             latencies.extend([(time.perf_counter() - t0) / n] * n)
@@ -170,6 +174,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--jobs", type=int, default=10_000, help="jobs in the VC for case (b)")
     p.add_argument("--quick", action="store_true", help="50 clients, 4 s per case, 2,000 jobs")
+    p.add_argument("--threads", type=int, help="the service's thread pool (service.threads)")
+    p.add_argument("--hub-cache", type=float, help="seconds the service caches the hub's answers")
     args = p.parse_args(argv)
     if args.quick:
         args.clients, args.seconds, args.jobs = min(args.clients, 50), 4.0, min(args.jobs, 2000)
@@ -178,7 +184,8 @@ def main(argv: list[str] | None = None) -> dict:
     users = [f"load{i}" for i in range(args.clients)]
     results = {}
     with tempfile.TemporaryDirectory(prefix="yt-bench-load-") as tmp:
-        stack = Stack(Path(tmp), settings(users), {"admin": secrets.token_hex(8)})
+        service = {k: v for k, v in (("threads", args.threads), ("hub_cache_seconds", args.hub_cache)) if v is not None}
+        stack = Stack(Path(tmp), settings(users, service), {"admin": secrets.token_hex(8)})
         stack.start()
         try:
             tokens = tokens_for(stack, users)

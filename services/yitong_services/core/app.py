@@ -97,6 +97,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        from anyio import to_thread
+
+        to_thread.current_default_thread_limiter().total_tokens = settings.service.threads
         task = None
         if interval >= 0 and hub.token:
             task = asyncio.create_task(reconcile_forever(ctx, interval))

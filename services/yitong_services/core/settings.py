@@ -33,6 +33,12 @@ class ServiceSettings(Lenient):
     port: int = 8010
     reconcile_interval: float = Field(30.0, ge=0, description="seconds between reconciler runs (0: only at start)")
     limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
+    threads: int = Field(
+        40,
+        ge=1,
+        le=1000,
+        description="threads for blocking work (database, files); requests beyond them wait (docs/benchmarks.md, 'At load')",
+    )
     hub_cache_seconds: float = Field(
         5.0,
         ge=0,

@@ -18,10 +18,10 @@ from ..core.idempotency import Claim, once
 from ..core.limits import MAX_ID
 from ..core.paging import Paging, json_response, paged_response
 from ..jobs import records, states
-from ..jobs.manager import JobManager
-from ..jobs.models import Job, Run
 from ..jobs.events import stream
 from ..jobs.listing import page_of_jobs, watchable
+from ..jobs.manager import JobManager
+from ..jobs.models import Job, Run
 from ..jobs.queue import positions
 from ..jobs.spec import spec_from_dict
 from .common import Caller, Ctx, Id, as_person, in_thread
