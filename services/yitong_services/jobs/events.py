@@ -12,32 +12,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from anyio import to_thread
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
 from ..core.db import Database
 from . import states
 from .models import Job
 from .queue import positions
 
+log = logging.getLogger(__name__)
 BACKLOG = 1000  # events a watcher may fall behind before it is told to resync
 HEARTBEAT = 15.0  # seconds between comments on a quiet stream (proxies close silent ones)
 Snapshot = dict[int, tuple[str, str, str, str, int, int | None]]
 
 
-def scan(db: Database, known: Snapshot) -> Snapshot:
+def scan(db: Database, known: Snapshot, newer_than: int = 0) -> Snapshot:
     """``id -> (vc, user, state, reason, attempts, position)`` of every unfinished job, plus the
-    jobs of ``known`` (so their move to a final state is seen once)."""
+    jobs of ``known`` (so their move to a final state is seen once) and every job above id
+    ``newer_than`` (one that was submitted and ended between two scans is still seen once)."""
     with db.session() as s:
-        unfinished = Job.state.not_in(states.TERMINAL)
-        where = or_(unfinished, Job.id.in_(list(known))) if known else unfinished
+        where = or_(Job.state.not_in(states.TERMINAL), Job.id.in_(list(known)), Job.id > newer_than)
         rows = s.execute(select(Job.id, Job.vc, Job.user, Job.state, Job.reason, Job.attempts).where(where)).all()
     pos = positions(db) if any(r[3] == states.QUEUED for r in rows) else {}
     return {r[0]: (r[1], r[2], r[3], r[4], r[5], pos.get(r[0])) for r in rows}
+
+
+def newest(db: Database) -> int:
+    with db.session() as s:
+        return s.scalar(select(func.max(Job.id))) or 0
 
 
 def changes(before: Snapshot, after: Snapshot) -> list[dict[str, Any]]:
@@ -81,13 +88,15 @@ class JobFeed:
         self.watchers: set[Watcher] = set()
         self._task: asyncio.Task[None] | None = None
         self._snapshot: Snapshot = {}
+        self._newest = 0  # the highest job id seen
 
     @contextlib.asynccontextmanager
     async def watch(self, vcs: frozenset[str] | None) -> AsyncIterator[Watcher]:
         watcher = Watcher(vcs)
         self.watchers.add(watcher)
         if self._task is None or self._task.done():
-            self._snapshot = await to_thread.run_sync(scan, self.db, {})
+            self._newest = await to_thread.run_sync(newest, self.db)
+            self._snapshot = await to_thread.run_sync(scan, self.db, {}, self._newest)
             self._task = asyncio.create_task(self._run())
         try:
             yield watcher
@@ -97,8 +106,13 @@ class JobFeed:
     async def _run(self) -> None:
         while self.watchers:
             await asyncio.sleep(self.interval)
-            after = await to_thread.run_sync(scan, self.db, self._snapshot)
+            try:
+                after = await to_thread.run_sync(scan, self.db, self._snapshot, self._newest)
+            except Exception:  # a failed scan (database busy, gone) is tried again next tick
+                log.exception("scanning jobs for events failed")
+                continue
             events = changes(self._snapshot, after)
+            self._newest = max([self._newest, *after])
             # finished jobs were reported once; stop tracking them
             self._snapshot = {k: v for k, v in after.items() if v[2] not in states.TERMINAL}
             for event in events:

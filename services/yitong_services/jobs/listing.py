@@ -34,8 +34,9 @@ def page_of_jobs(
             where.append(Job.vc.in_(names))
         total = s.scalar(select(func.count()).select_from(Job).where(*where)) or 0
         jobs = list(s.scalars(select(Job).where(*where).order_by(Job.id.desc()).offset(page.offset).limit(page.limit)))
-        pos = positions(db) if any(j.state == states.QUEUED for j in jobs) else {}
-        return [records.job_dict(j, pos.get(j.id)) for j in jobs], total
+    # positions after the session is closed: never wait for a second pooled connection holding one
+    pos = positions(db) if any(j.state == states.QUEUED for j in jobs) else {}
+    return [records.job_dict(j, pos.get(j.id)) for j in jobs], total
 
 
 def watchable(db: Database, person: Person, job_id: int | None = None) -> frozenset[str] | None:

@@ -241,16 +241,21 @@ class Positions:
         self._lock = threading.Lock()
 
     def current(self) -> dict[int, int]:
+        # no lock is held while the database is asked: a caller holding a pooled connection
+        # must never wait on a thread that waits for one (two threads may both recompute)
+        now = time.monotonic()
         with self._lock:
-            now = time.monotonic()
             if now - self._checked < self.fresh:
                 return self._positions
-            key = fingerprint(self.db)
-            if key != self._key:
-                self._positions = {w.id: n for n, w in enumerate(queued(self.db), start=1)}
-                self._key = key
             self._checked = now
+            known_key = self._key
+        key = fingerprint(self.db)
+        if key == known_key:
             return self._positions
+        fresh = {w.id: n for n, w in enumerate(queued(self.db), start=1)}
+        with self._lock:
+            self._positions, self._key = fresh, key
+        return fresh
 
 
 _cache: weakref.WeakKeyDictionary[Database, Positions] = weakref.WeakKeyDictionary()
