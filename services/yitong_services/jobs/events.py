@@ -38,7 +38,8 @@ def scan(db: Database, known: Snapshot, newer_than: int = 0) -> Snapshot:
     with db.session() as s:
         where = or_(Job.state.not_in(states.TERMINAL), Job.id.in_(list(known)), Job.id > newer_than)
         rows = s.execute(select(Job.id, Job.vc, Job.user, Job.state, Job.reason, Job.attempts).where(where)).all()
-    pos = positions(db) if any(r[3] == states.QUEUED for r in rows) else {}
+    waiting = [r[0] for r in rows if r[3] == states.QUEUED]
+    pos = positions(db, waiting) if waiting else {}
     return {r[0]: (r[1], r[2], r[3], r[4], r[5], pos.get(r[0])) for r in rows}
 
 

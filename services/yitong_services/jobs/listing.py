@@ -35,7 +35,8 @@ def page_of_jobs(
         total = s.scalar(select(func.count()).select_from(Job).where(*where)) or 0
         jobs = list(s.scalars(select(Job).where(*where).order_by(Job.id.desc()).offset(page.offset).limit(page.limit)))
     # positions after the session is closed: never wait for a second pooled connection holding one
-    pos = positions(db) if any(j.state == states.QUEUED for j in jobs) else {}
+    waiting = [j.id for j in jobs if j.state == states.QUEUED]
+    pos = positions(db, waiting) if waiting else {}
     return [records.job_dict(j, pos.get(j.id)) for j in jobs], total
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,12 +240,14 @@ class Positions:
         self._positions: dict[int, int] = {}
         self._lock = threading.Lock()
 
-    def current(self) -> dict[int, int]:
+    def current(self, need: Collection[int] = ()) -> dict[int, int]:
+        """Positions, read again when older than ``fresh`` or when a queued job in ``need`` is
+        missing (just submitted or retried)."""
         # no lock is held while the database is asked: a caller holding a pooled connection
         # must never wait on a thread that waits for one (two threads may both recompute)
         now = time.monotonic()
         with self._lock:
-            if now - self._checked < self.fresh:
+            if now - self._checked < self.fresh and all(i in self._positions for i in need):
                 return self._positions
             self._checked = now
             known_key = self._key
@@ -261,9 +263,10 @@ class Positions:
 _cache: weakref.WeakKeyDictionary[Database, Positions] = weakref.WeakKeyDictionary()
 
 
-def positions(db: Database) -> dict[int, int]:
-    """Queue position (1 = next) of every queued job (recomputed only when the queue changed)."""
+def positions(db: Database, need: Collection[int] = ()) -> dict[int, int]:
+    """Queue position (1 = next) of every queued job (recomputed only when the queue changed);
+    ``need``: ids of jobs the caller knows are queued."""
     cached = _cache.get(db)
     if cached is None:
         cached = _cache.setdefault(db, Positions(db))
-    return cached.current()
+    return cached.current(need)

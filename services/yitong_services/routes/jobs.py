@@ -136,7 +136,7 @@ async def get_job(job_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dic
             job = records.visible(s, as_person(caller), job_id)
             out = records.job_dict(job, None, records.run_ids(s, job.id))
         if job.state == states.QUEUED:  # outside the session: it holds a pooled connection
-            out["position"] = positions(ctx.db).get(job.id)
+            out["position"] = positions(ctx.db, [job.id]).get(job.id)
         out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
         out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
         return out
