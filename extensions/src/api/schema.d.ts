@@ -333,7 +333,7 @@ export interface paths {
         };
         /**
          * List Jobs
-         * @description Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``.
+         * @description Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304.
          */
         get: operations["list_jobs_services_yitong_api_v1_jobs_get"];
         put?: never;
@@ -342,6 +342,26 @@ export interface paths {
          * @description Submit a job: a spec as JSON or YAML (plus optional ``code: {commit, dirty_hash, path}`` and, for the service, ``user``), or with ``?from=openpai|pytorchjob`` another system's document; ``notes`` lists unmapped fields. 422 names bad fields; 403 not a member; 404 unknown VC or dataset; nothing is queued on refusal. With an ``Idempotency-Key`` header, a retry of the same request gets the first answer again (``Idempotent-Replayed: true``) and queues nothing; the same key with another request is a 422.
          */
         post: operations["submit_services_yitong_api_v1_jobs_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/jobs/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Job Events
+         * @description Server-sent events: ``ready`` once watching, then a ``job`` event (``{id, vc, user, state, reason, attempts, position}``) each time a job of the caller's VCs (admins: all) changes state, reason, attempts or queue position; ``resync`` when events were dropped (GET ``/jobs`` again). Push instead of polling ``GET /jobs``.
+         */
+        get: operations["job_events_services_yitong_api_v1_jobs_events_get"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -357,7 +377,7 @@ export interface paths {
         };
         /**
          * Get Job
-         * @description One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem).
+         * @description One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304.
          */
         get: operations["get_job_services_yitong_api_v1_jobs__job_id__get"];
         put?: never;
@@ -2960,6 +2980,10 @@ export interface operations {
                 vc?: string | null;
                 state?: string | null;
                 user?: string | null;
+                /** @description items to skip */
+                offset?: number;
+                /** @description most items to return (1 to 1000) */
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -3022,6 +3046,49 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobSubmitted"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    job_events_services_yitong_api_v1_jobs_events_get: {
+        parameters: {
+            query?: {
+                /** @description only this job's changes */
+                job?: number | null;
+                /** @description end the stream after this long (clients reconnect) */
+                seconds?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": unknown;
                 };
             };
             /** @description Validation Error */

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from yitong_lab.jobs.sdk import TERMINAL
@@ -83,6 +84,44 @@ def make(kind: Any = "auto") -> StateDisplay:
     return WidgetDisplay() if kind == "widget" else StateDisplay()
 
 
+class Changes:
+    """Waiting for the next change of one job: pushed by the service (``GET /jobs/events``),
+    or, from a service without events or when the stream breaks, ``poll`` seconds of sleep.
+    The stream is opened before the first look at the job, so no change falls in between."""
+
+    def __init__(self, client: Any, job_id: int, poll: float) -> None:
+        self.client, self.job_id, self.poll = client, job_id, poll
+        self.events: Iterator[dict[str, Any]] | None = None
+        self._open()
+
+    def _open(self) -> None:
+        events = getattr(self.client, "job_events", None)
+        if events is None:
+            return
+        try:
+            self.events = events(self.job_id)
+            next(self.events)  # "ready": the service is watching
+        except Exception:  # an older service (404), or no connection: poll instead
+            self.events = None
+
+    def close(self) -> None:
+        close = getattr(self.events, "close", None)
+        if close is not None:
+            close()
+
+    def wait(self) -> None:
+        if self.events is None:
+            time.sleep(self.poll)
+            return
+        try:
+            next(self.events)
+        except StopIteration:  # the stream's time is up: watch again
+            self._open()
+        except Exception:
+            self.events = None
+            time.sleep(self.poll)
+
+
 def follow(
     client: Any,
     job_id: int,
@@ -97,6 +136,7 @@ def follow(
     last job model. Ctrl-C (a kernel interrupt) stops watching, not the job."""
     shown = make(display)
     job: dict[str, Any] = {}
+    changed = Changes(client, job_id, poll)
     try:
         while True:
             job = client.job(job_id)
@@ -112,7 +152,9 @@ def follow(
                 shown.update(job)
                 if job["state"] in TERMINAL:
                     return job
-            time.sleep(poll)
+            changed.wait()
     except KeyboardInterrupt:
         shown.note(f"stopped watching job {job_id}; it goes on (yt job cancel {job_id} stops it)")
         return job
+    finally:
+        changed.close()

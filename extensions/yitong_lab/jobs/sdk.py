@@ -117,10 +117,39 @@ class JobCalls:
             body, ctype = submission(spec, code)
         return self.create_call("POST", "/jobs", content=body, content_type=ctype, params=params or None)
 
-    def jobs(self, vc: str | None = None, state: str | None = None, user: str | None = None) -> list[Job]:
-        """Jobs of your VCs (admins: all), newest first; queued ones carry ``position`` and ``reason``."""
-        params = {k: v for k, v in (("vc", vc), ("state", state), ("user", user)) if v}
+    def jobs(
+        self,
+        vc: str | None = None,
+        state: str | None = None,
+        user: str | None = None,
+        offset: int = 0,
+        limit: int | None = None,
+    ) -> list[Job]:
+        """Jobs of your VCs (admins: all), newest first; queued ones carry ``position`` and ``reason``.
+        One page: ``limit`` jobs (the service's most, 1000, when None) after the first ``offset``."""
+        params: dict[str, Any] = {k: v for k, v in (("vc", vc), ("state", state), ("user", user)) if v}
+        params.update({"offset": offset} if offset else {}, **({"limit": limit} if limit else {}))
         return self.request("GET", "/jobs", params=params or None)
+
+    def job_events(self, job_id: int | None = None, seconds: float = 300.0) -> Iterator[dict[str, Any]]:
+        """Pushed job changes (``GET /jobs/events``): first ``{"event": "ready"}`` once the service
+        watches, then ``{"event": "job", "id", "state", "reason", "position", ...}`` per change of
+        a job of your VCs (only ``job_id``'s when given), ``{"event": "resync"}`` when some were
+        dropped. Ends after ``seconds`` (open it again to go on)."""
+        import httpx
+
+        params: dict[str, Any] = {"seconds": seconds} | ({"job": job_id} if job_id is not None else {})
+        timeout = httpx.Timeout(self.timeout, read=60.0)  # the service sends a heartbeat every 15 s
+        with self.http().stream("GET", self.url + "/jobs/events", params=params, timeout=timeout) as response:
+            if response.is_error:
+                response.read()
+                self.check(response)
+            kind = "message"
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    yield {"event": kind, **json.loads(line[6:])}
 
     def job(self, job_id: int) -> JobDetail:
         return self.request("GET", f"/jobs/{_q(job_id)}")

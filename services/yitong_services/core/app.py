@@ -18,6 +18,7 @@ from fastapi.responses import Response
 
 from ..datasets.storage import Storage
 from ..jobs.backend import make_backend
+from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
 from ..routes import ROUTERS
@@ -38,13 +39,6 @@ from .oauth import router as oauth_router
 from .settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("yitong_services")
-
-# Worker threads for blocking work: the plain ``def`` routes, ``run_in_threadpool`` in the async
-# ones, sync response streams and the job manager's ``to_thread`` calls all share this one limit
-# (anyio's default, set here so that it is a decision): a request past it waits for a thread, the
-# event loop (the hub, backends, log streams) is never blocked. The database serialises writes
-# anyway; long holders are the store's gc/verify/materialize and commit hashing.
-WORKER_THREADS = 40
 
 
 def create_app(
@@ -72,6 +66,7 @@ def create_app(
     hub = HubClient(
         hub_api_url or os.environ.get("JUPYTERHUB_API_URL", "http://127.0.0.1:8081/hub/api"),
         hub_api_token or os.environ.get("JUPYTERHUB_API_TOKEN", ""),
+        ttl=settings.service.hub_cache_seconds,
     )
     scopes = os.environ.get("JUPYTERHUB_OAUTH_ACCESS_SCOPES")
     ctx = Context(
@@ -101,10 +96,15 @@ def create_app(
     )
 
     gateway = Gateway(ctx, jobs.backend)
+    feed = JobFeed(db)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        to_thread.current_default_thread_limiter().total_tokens = WORKER_THREADS
+        # Worker threads for blocking work: the plain ``def`` routes, ``run_in_threadpool`` in the
+        # async ones, sync response streams and the job manager's ``to_thread`` calls share this
+        # one limit (``service.threads``, 40 = anyio's default, set here so that it is a decision):
+        # a request past it waits for a thread; the event loop is never blocked.
+        to_thread.current_default_thread_limiter().total_tokens = settings.service.threads
         task = None
         if interval >= 0 and hub.token:
             task = asyncio.create_task(reconcile_forever(ctx, interval))
@@ -116,6 +116,7 @@ def create_app(
             yield
         finally:
             await gateway.stop()
+            await feed.close()
             await jobs.stop()
             if task:
                 task.cancel()
@@ -136,6 +137,7 @@ def create_app(
     app.state.yitong = ctx
     app.state.jobs = jobs
     app.state.ssh = gateway
+    app.state.job_feed = feed
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")

@@ -1,8 +1,8 @@
 """Identity from JupyterHub: a token header (``token``/``Bearer``) or the HubOAuth cookie.
 
 The token is identified by the hub (``GET /hub/api/user`` with that token) and must carry
-``access:services!service=<name>``; a user's admin flag and groups come from
-``GET /hub/api/users/{name}`` with the service's own token. The service's own token is trusted
+``access:services!service=<name>``; a user's admin flag and groups come from that answer when
+the token may read them, else from ``GET /hub/api/users/{name}`` with the service's own token. The service's own token is trusted
 to act for any user. Cookies are only honoured for GET/HEAD (no XSRF on mutations).
 """
 
@@ -16,7 +16,7 @@ from jupyterhub.services.auth import check_scopes
 from tornado.web import decode_signed_value
 
 from .authz import Identity, Person, act_for_refusal
-from .context import Context, get_context
+from .context import Context, context
 
 _HEADER = re.compile(r"^(?:token|bearer)\s+(\S+)\s*$", re.IGNORECASE)
 
@@ -53,7 +53,11 @@ async def identify(request: Request, ctx: Context) -> Identity | None:
         )
     if model.get("kind") == "service":
         return Identity(kind="service", name=model["name"])
-    person = await lookup(ctx, model["name"])
+    if "groups" in model and "admin" in model:
+        # the hub already said (the token may read its owner's groups): no second request
+        person = Person(name=model["name"], admin=bool(model["admin"]), groups=tuple(sorted(model["groups"] or ())))
+    else:
+        person = await lookup(ctx, model["name"])
     return Identity(kind="user", name=person.name, admin=person.admin, groups=person.groups)
 
 
@@ -65,7 +69,7 @@ async def lookup(ctx: Context, name: str) -> Person:
     return Person(name=model["name"], admin=bool(model.get("admin")), groups=tuple(sorted(model.get("groups") or ())))
 
 
-async def current_identity(request: Request, ctx: Context = Depends(get_context)) -> Identity:
+async def current_identity(request: Request, ctx: Context = Depends(context)) -> Identity:
     """FastAPI dependency: 401 without a valid token or cookie."""
     identity = await identify(request, ctx)
     if identity is None:

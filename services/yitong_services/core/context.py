@@ -33,3 +33,9 @@ class Context:
 
 def get_context(request: Request) -> Context:
     return request.app.state.yitong
+
+
+async def context(request: Request) -> Context:
+    """:func:`get_context` as a FastAPI dependency: ``async``, because FastAPI runs a plain
+    ``def`` dependency in the thread pool, one hop for every request."""
+    return request.app.state.yitong

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections import OrderedDict
 from typing import Any
 from urllib.parse import quote
 
@@ -14,13 +16,19 @@ class HubError(Exception):
 
 
 class HubClient:
-    """Calls ``{api_url}`` with the service's token; caches answers for ``ttl`` seconds."""
+    """Calls ``{api_url}`` with the service's token; caches answers for ``ttl`` seconds.
 
-    def __init__(self, api_url: str, token: str, ttl: float = 2.0) -> None:
+    A token's identity is asked of the hub at most once per ``ttl`` (``service.hub_cache_seconds``,
+    default 5 s), so a token revoked in the hub stops working here within ``ttl`` seconds; tokens
+    this service revokes itself are dropped from the cache at once."""
+
+    def __init__(self, api_url: str, token: str, ttl: float = 5.0, max_entries: int = 10_000) -> None:
         self.api_url = api_url.rstrip("/")
         self.token = token
         self.ttl = ttl
-        self._cache: dict[str, tuple[float, Any]] = {}
+        self.max_entries = max_entries
+        self._cache: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._client: httpx.AsyncClient | None = None
 
     @property
@@ -42,15 +50,34 @@ class HubClient:
             raise HubError(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
 
     async def _cached(self, key: str, fetch: Any) -> Any:
-        hit = self._cache.get(key)
+        """A TTL cache as HubAuth's ``cache_max_age``: answers live ``ttl`` seconds, at most
+        ``max_entries`` are kept (least recently used dropped first), and concurrent misses of one
+        key share a single request to the hub."""
         now = time.monotonic()
+        hit = self._cache.get(key)
         if hit and hit[0] > now:
+            self._cache.move_to_end(key)
             return hit[1]
-        value = await fetch()
-        self._cache[key] = (now + self.ttl, value)
-        if len(self._cache) > 10_000:
-            self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
-        return value
+        pending = self._inflight.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(fetch())
+            self._inflight[key] = pending
+            try:
+                value = await asyncio.shield(pending)
+            finally:
+                self._inflight.pop(key, None)
+            if self.ttl > 0:
+                self._cache[key] = (time.monotonic() + self.ttl, value)
+                self._cache.move_to_end(key)
+                while len(self._cache) > self.max_entries:
+                    self._cache.popitem(last=False)
+            return value
+        return await asyncio.shield(pending)
+
+    def forget(self, predicate: Any) -> None:
+        """Drop cached answers whose ``(key, value)`` matches (a revoked token, a changed user)."""
+        for key in [k for k, (_, v) in self._cache.items() if predicate(k, v)]:
+            del self._cache[key]
 
     async def identify(self, token: str) -> dict | None:
         """The hub's model of whoever holds ``token`` (with its ``scopes``), None if invalid."""
@@ -149,8 +176,4 @@ class HubClient:
         if r.status_code not in (204, 404):
             raise HubError(f"JupyterHub answered {r.status_code} revoking token {token_id} of {user}: {r.text[:300]}")
         # identities cached for this user's tokens are looked up again (a revoked token is refused at once)
-        self._cache = {
-            k: v
-            for k, v in self._cache.items()
-            if not (k.startswith("token:") and isinstance(v[1], dict) and v[1].get("name") == user)
-        }
+        self.forget(lambda k, v: k.startswith("token:") and isinstance(v, dict) and v.get("name") == user)

@@ -36,6 +36,19 @@ class ServiceSettings(Lenient):
     port: int = 8010
     reconcile_interval: float = Field(30.0, ge=0, description="seconds between reconciler runs (0: only at start)")
     limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
+    threads: int = Field(
+        40,
+        ge=1,
+        le=1000,
+        description="threads for blocking work (database, files); requests beyond them wait (docs/benchmarks.md, 'At load')",
+    )
+    hub_cache_seconds: float = Field(
+        5.0,
+        ge=0,
+        le=300,
+        description="seconds the hub's answer about a token or user is reused (a token revoked in the hub"
+        " still works here for at most this long; 0: ask the hub on every request)",
+    )
     idempotency_ttl: float = Field(
         86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
     )

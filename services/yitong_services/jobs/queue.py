@@ -15,8 +15,11 @@ job rows are written together at the end.
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import weakref
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,7 @@ from .spec import request_of, spec_from_dict
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # jobs per admission transaction: other writers wait at most one chunk
+FRESH = 0.25  # seconds a queue fingerprint is trusted before it is read again
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,59 @@ def _store_reasons(db: Database, reasons: dict[int, str]) -> None:
                 job.reason = reasons[job.id]
 
 
-def positions(db: Database) -> dict[int, int]:
-    """Queue position (1 = next) of every queued job."""
-    return {w.id: n for n, w in enumerate(queued(db), start=1)}
+def fingerprint(db: Database) -> tuple[Any, ...]:
+    """A cheap summary of the queue (one aggregate over the indexed state column): it changes
+    whenever a job joins or leaves the queue or a queued job's priority changes."""
+    with db.session() as s:
+        return tuple(
+            s.execute(
+                select(func.count(), func.max(Job.id), func.sum(Job.id), func.sum(Job.id * (Job.priority + 7))).where(
+                    Job.state == states.QUEUED
+                )
+            ).one()
+        )
+
+
+class Positions:
+    """Queue positions kept between requests: the queue's :func:`fingerprint` is read at most
+    every ``fresh`` seconds, and the fair order is computed again only when it changed, not on
+    every ``GET /jobs`` (positions move only when jobs are queued, cancelled or admitted, and
+    admission runs every ``jobs.poll_interval``, 1 s by default)."""
+
+    def __init__(self, db: Database, fresh: float = FRESH) -> None:
+        self.db, self.fresh = db, fresh
+        self._key: tuple[Any, ...] | None = None
+        self._checked = -1e9
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def current(self, need: Collection[int] = ()) -> dict[int, int]:
+        """Positions, read again when older than ``fresh`` or when a queued job in ``need`` is
+        missing (just submitted or retried)."""
+        # no lock is held while the database is asked: a caller holding a pooled connection
+        # must never wait on a thread that waits for one (two threads may both recompute)
+        now = time.monotonic()
+        with self._lock:
+            if now - self._checked < self.fresh and all(i in self._positions for i in need):
+                return self._positions
+            self._checked = now
+            known_key = self._key
+        key = fingerprint(self.db)
+        if key == known_key:
+            return self._positions
+        fresh = {w.id: n for n, w in enumerate(queued(self.db), start=1)}
+        with self._lock:
+            self._positions, self._key = fresh, key
+        return fresh
+
+
+_cache: weakref.WeakKeyDictionary[Database, Positions] = weakref.WeakKeyDictionary()
+
+
+def positions(db: Database, need: Collection[int] = ()) -> dict[int, int]:
+    """Queue position (1 = next) of every queued job (recomputed only when the queue changed);
+    ``need``: ids of jobs the caller knows are queued."""
+    cached = _cache.get(db)
+    if cached is None:
+        cached = _cache.setdefault(db, Positions(db))
+    return cached.current(need)

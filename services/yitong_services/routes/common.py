@@ -8,12 +8,12 @@ from fastapi import Depends, Path, Query
 
 from ..core.auth import current_identity, person_for
 from ..core.authz import Identity, Person, admin_refusal
-from ..core.context import Context, get_context
+from ..core.context import Context, context
 from ..core.errors import Refusal
 from ..core.limits import MAX_ID
 
 Caller = Annotated[Identity, Depends(current_identity)]
-Ctx = Annotated[Context, Depends(get_context)]
+Ctx = Annotated[Context, Depends(context)]
 Id = Annotated[int, Path(ge=1, le=MAX_ID, description="an id: 1 to 2**63-1")]
 
 # Routes that only block (the database, the store) are plain ``def``: FastAPI runs them in

@@ -7,8 +7,9 @@ import hashlib
 import hmac
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 from sqlalchemy import select
 
 from ..core import audit
@@ -17,13 +18,16 @@ from ..core.authz import Identity, Person
 from ..core.context import Context
 from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
+from ..core.limits import MAX_ID
+from ..core.paging import Paging, json_response, paged_response
 from ..jobs import records, states
+from ..jobs.events import stream
+from ..jobs.listing import page_of_jobs, watchable
 from ..jobs.manager import JobManager
 from ..jobs.models import Job, Run
 from ..jobs.queue import positions
 from ..jobs.schemas import JobDetail, JobOut, JobSubmitted, RunMetrics
 from ..jobs.spec import JobSpec, spec_from_dict
-from ..vcs.models import VC
 from .common import Caller, Ctx, Id, Member
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -106,30 +110,40 @@ async def submit(
 def list_jobs(
     person: Member,
     ctx: Ctx,
-    vc: str | None = Query(None),
-    state: str | None = Query(None),
-    user: str | None = Query(None),
-) -> list[dict]:
-    """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``. Queued jobs carry ``position`` and ``reason``."""
-    pos = positions(ctx.db)
-    query = select(Job).order_by(Job.id.desc())
-    for column, value in ((Job.vc, vc), (Job.state, state), (Job.user, user)):
-        if value is not None:
-            query = query.where(column == value)
-    with ctx.db.session() as s:
-        groups = {v.name: v.groups for v in s.scalars(select(VC))}
-        return [
-            records.job_dict(j, pos.get(j.id))
-            for j in s.scalars(query)
-            if person.admin or set(person.groups) & set(groups.get(j.vc, []))
-        ]
+    request: Request,
+    page: Paging,
+    vc: str | None = Query(None, max_length=64),
+    state: str | None = Query(None, max_length=16),
+    user: str | None = Query(None, max_length=255),
+) -> Response:
+    """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
+    items, total = page_of_jobs(ctx.db, person, page, vc, state, user)
+    return paged_response(request, items, total, page)
+
+
+@router.get("/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
+def job_events(
+    person: Member,
+    ctx: Ctx,
+    request: Request,
+    job: int | None = Query(None, ge=1, le=MAX_ID, description="only this job's changes"),
+    seconds: float = Query(300.0, ge=0, le=3600, description="end the stream after this long (clients reconnect)"),
+) -> StreamingResponse:
+    """Server-sent events: ``ready`` once watching, then a ``job`` event (``{id, vc, user, state, reason, attempts, position}``) each time a job of the caller's VCs (admins: all) changes state, reason, attempts or queue position; ``resync`` when events were dropped (GET ``/jobs`` again). Push instead of polling ``GET /jobs``."""
+    vcs = watchable(ctx.db, person, job)
+    return StreamingResponse(
+        stream(request.app.state.job_feed, vcs, job, seconds),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _detail(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> dict:
-    pos = positions(ctx.db)
     with ctx.db.session() as s:
         job = records.visible(s, person, job_id)
-        out = records.job_dict(job, pos.get(job.id), records.run_ids(s, job.id))
+        out = records.job_dict(job, None, records.run_ids(s, job.id))
+    if out["state"] == states.QUEUED:  # outside the session: it holds a pooled connection
+        out["position"] = positions(ctx.db, [job_id]).get(job_id)
     out["access"] = mgr.backend.describe(out["backend_ref"]).get("access") if out["backend_ref"] else None
     out["outputs_path"] = str(mgr.workdir(job_id) / out["spec"].get("outputs", "outputs"))
     return out
@@ -142,9 +156,10 @@ async def _detail_with_ranks(ctx: Context, mgr: JobManager, person: Person, job_
 
 
 @router.get("/{job_id}", response_model=JobDetail)
-async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs) -> dict:
-    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem)."""
-    return await _detail_with_ranks(ctx, mgr, person, job_id)
+async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs, request: Request) -> Response:
+    """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
+    detail = JobDetail.model_validate(await _detail_with_ranks(ctx, mgr, person, job_id))
+    return json_response(request, detail.model_dump(mode="json"))
 
 
 def _check_cancel(ctx: Context, caller: Identity, person: Person, request: Request, job_id: int) -> None:

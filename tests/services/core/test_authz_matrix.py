@@ -57,6 +57,7 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("POST", "api/v1/jobs"): (py_job("new", "vision", "print(1)"), row(201, 404, 201)),
     ("GET", "api/v1/jobs"): (None, ALL),
     ("GET", "api/v1/jobs/{job_id}"): (None, MEMBER_SEES),
+    ("GET", "api/v1/jobs/events"): (None, ALL),
     # the job has failed already: owner and admin reach the state check (409), others see nothing
     ("POST", "api/v1/jobs/{job_id}/cancel"): (None, row(409, 404, 409)),
     ("POST", "api/v1/jobs/{job_id}/retry"): (None, MEMBER_SEES),
@@ -74,6 +75,9 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/ssh"): (None, ALL),
     ("GET", "metrics"): (None, ADMIN_ONLY),
 }
+
+# query strings some calls need: the event stream ends at once instead of after 5 minutes
+QUERY = {("GET", "api/v1/jobs/events"): "?seconds=0"}
 
 # Dataset, object and storage routes: tabled per role and per dataset visibility in
 # test_dataset_authz.py (DATASET_ROUTES, GLOBAL_ROUTES); the browser pages in test_pages.py.
@@ -181,7 +185,7 @@ async def test_route(svc, method, path):
     got = {}
     for role, who in ROLES.items():
         names = {k: str(v) for k, v in objects.get(role, {}).items()}
-        url = PREFIX + path.format(**names)
+        url = PREFIX + path.format(**names) + QUERY.get((method, path), "")
         json = _fill(body, role=role, user=who or "nobody") if body is not None else None
         r = await svc.call(who, method, url, json=json)
         got[role] = r.status_code

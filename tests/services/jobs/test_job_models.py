@@ -11,7 +11,7 @@ from fastapi.encoders import jsonable_encoder
 from jobs_helpers import py_job, wait_state
 
 from yitong_lab import api_types
-from yitong_services.core.app import WORKER_THREADS
+from yitong_services.core.settings import ServiceSettings
 from yitong_services.jobs import ledger, records
 from yitong_services.jobs.models import Job
 from yitong_services.jobs.schemas import JobDetail, JobOut, RunOut
@@ -67,7 +67,7 @@ def test_generated_types_name_the_model_fields():
 
 async def test_answers_have_the_generated_types_keys(service_factory):
     async with service_factory(**FAST) as svc:
-        assert to_thread.current_default_thread_limiter().total_tokens == WORKER_THREADS
+        assert to_thread.current_default_thread_limiter().total_tokens == ServiceSettings().threads
         r = await svc.call("alice", "POST", "jobs", json=py_job("typed", "vision", "print('hi')"))
         assert r.status_code == 201, r.text
         submitted = r.json()
