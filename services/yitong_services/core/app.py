@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 
 from ..datasets.storage import Storage
+from ..hpo.driver import Driver
 from ..jobs.backend import make_backend
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
@@ -90,6 +91,7 @@ def create_app(
         if hub.token
         else None,
     )
+    hpo = Driver(db, jobs, ctx.inventory, settings.jobs.poll_interval)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -98,9 +100,11 @@ def create_app(
             task = asyncio.create_task(reconcile_forever(ctx, interval))
         if settings.jobs.enabled:
             await jobs.start()
+            await hpo.start()
         try:
             yield
         finally:
+            await hpo.stop()
             await jobs.stop()
             if task:
                 task.cancel()
@@ -120,6 +124,7 @@ def create_app(
     )
     app.state.yitong = ctx
     app.state.jobs = jobs
+    app.state.hpo = hpo
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")

@@ -1,0 +1,214 @@
+"""Experiments (hyperparameter search): create (our document or an NNI v2 config), list, detail
+with trials, stop, resume, extend, clone, parameter importance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Query, Request
+from sqlalchemy import select
+
+from ..core import audit
+from ..core.errors import Refusal
+from ..core.limits import MAX_DEPTH
+from ..core.models import utcnow
+from ..hpo import engine, records, states
+from ..hpo.driver import Driver, elapsed
+from ..hpo.models import Experiment, Trial
+from ..hpo.nni_config import NniConfigError, from_nni
+from ..hpo.schemas import MAX_TRIALS
+from ..jobs import records as job_records
+from ..vcs.models import VC
+from .common import Caller, Ctx, Id, as_person, in_thread
+
+router = APIRouter(prefix="/experiments", tags=["experiments"])
+BODY = {
+    "requestBody": {
+        "content": {
+            "application/json": {"schema": {"type": "object"}},
+            "application/yaml": {"schema": {"type": "string", "description": "with ?from=nni: an NNI v2 config"}},
+        }
+    }
+}
+
+
+def driver(request: Request) -> Driver:
+    return request.app.state.hpo
+
+
+async def _create(request: Request, ctx: Ctx, caller: Caller, doc: Any, notes: list[str]) -> dict:
+    person = as_person(caller)
+    spec = records.parse(doc)
+
+    def work() -> dict:
+        with ctx.db.writing() as s:
+            exp = records.create(s, person, spec)
+            audit.record(s, caller, request, "experiment.create", f"experiment {exp.id}", owner=person.name)
+            return records.experiment_dict(exp, []) | {"notes": notes}
+
+    out = await in_thread(work)
+    driver(request).wake()
+    return out
+
+
+@router.post("", status_code=201, openapi_extra=BODY)
+async def create(
+    request: Request,
+    caller: Caller,
+    ctx: Ctx,
+    source: str | None = Query(None, alias="from", description="nni: the body is an NNI v2 config (YAML or JSON)"),
+    vc: str | None = Query(None, max_length=32, description="the VC (required with from=nni)"),
+    name: str | None = Query(None, max_length=32),
+) -> dict:
+    """Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member."""
+    if source not in (None, "nni"):
+        raise Refusal(422, f"from: {source!r} is not a known format; use nni")
+    doc = job_records._doc(await request.body(), request.headers.get("content-type", ""), MAX_DEPTH)
+    notes: list[str] = []
+    if source == "nni":
+        if not vc:
+            raise Refusal(422, "vc: required with from=nni (an NNI config names no VC)")
+        try:
+            doc, notes = from_nni(doc, vc, name)
+        except NniConfigError as e:
+            raise Refusal(422, str(e)) from None
+    return await _create(request, ctx, caller, doc, notes)
+
+
+@router.get("")
+async def list_experiments(caller: Caller, ctx: Ctx, vc: str | None = Query(None, max_length=32)) -> list[dict]:
+    """Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial."""
+    person = as_person(caller)
+
+    def work() -> list[dict]:
+        with ctx.db.session() as s:
+            groups = {v.name: v.groups for v in s.scalars(select(VC))}
+            query = select(Experiment).order_by(Experiment.id.desc())
+            if vc:
+                query = query.where(Experiment.vc == vc)
+            out = []
+            for exp in s.scalars(query):
+                if person.admin or set(person.groups) & set(groups.get(exp.vc, [])):
+                    d = records.experiment_dict(exp, records.rows(s, exp.id))
+                    d.pop("trials")
+                    d.pop("best_so_far")
+                    out.append(d)
+            return out
+
+    return await in_thread(work)
+
+
+@router.get("/{experiment_id}")
+async def get_experiment(experiment_id: Id, caller: Caller, ctx: Ctx) -> dict:
+    """One experiment with its trials (number, job id, state, params, intermediate values, final value), counts per state, the best trial and the best-so-far curve."""
+
+    def work() -> dict:
+        with ctx.db.session() as s:
+            exp = records.visible(s, as_person(caller), experiment_id)
+            return records.experiment_dict(exp, records.rows(s, exp.id))
+
+    return await in_thread(work)
+
+
+@router.get("/{experiment_id}/importance")
+async def importance(experiment_id: Id, caller: Caller, ctx: Ctx) -> dict:
+    """Parameter importance over the complete trials (Optuna's fANOVA evaluator); empty below two complete trials."""
+
+    def work() -> dict:
+        with ctx.db.session() as s:
+            exp = records.visible(s, as_person(caller), experiment_id)
+            config, rows = exp.config, records.rows(s, exp.id)
+        return {"importance": engine.importance(config, rows)}
+
+    return await in_thread(work)
+
+
+@router.post("/{experiment_id}/stop")
+async def stop(experiment_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Owner or admin: stop; running trials' jobs are cancelled (their trials end ``cancelled``). 409 when not running."""
+
+    def work() -> list[int]:
+        with ctx.db.locked("~jobs") as s:
+            exp = records.visible(s, as_person(caller), experiment_id)
+            records.require_owner(as_person(caller), exp, "stop")
+            if exp.state != states.EXP_RUNNING:
+                raise Refusal(409, f"experiment {experiment_id} is {exp.state}")
+            exp.used_seconds, exp.state, exp.reason = elapsed(exp, utcnow()), states.EXP_STOPPED, "stopped"
+            audit.record(s, caller, request, "experiment.stop", f"experiment {exp.id}", owner=exp.user)
+            running = s.scalars(select(Trial).where(Trial.experiment_id == exp.id, Trial.state == states.RUNNING))
+            return [t.job_id for t in running if t.job_id]
+
+    for job_id in await in_thread(work):
+        await request.app.state.jobs.cancel(job_id)
+    driver(request).wake()
+    return await _settle(ctx, experiment_id)
+
+
+async def _settle(ctx: Ctx, experiment_id: int) -> dict:
+    def work() -> dict:
+        with ctx.db.session() as s:
+            exp = s.get(Experiment, experiment_id)
+            return records.experiment_dict(exp, records.rows(s, exp.id))
+
+    return await in_thread(work)
+
+
+@router.post("/{experiment_id}/resume")
+async def resume(experiment_id: Id, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Owner or admin: run a stopped (or done, after extend) experiment again; trials that were cancelled by the stop are ended and new ones drawn. 409 when running."""
+
+    def work() -> None:
+        with ctx.db.writing() as s:
+            exp = records.visible(s, as_person(caller), experiment_id)
+            records.require_owner(as_person(caller), exp, "resume")
+            if exp.state == states.EXP_RUNNING:
+                raise Refusal(409, f"experiment {experiment_id} is already running")
+            exp.state, exp.reason, exp.resumed, exp.finished = states.EXP_RUNNING, "", utcnow(), None
+            audit.record(s, caller, request, "experiment.resume", f"experiment {exp.id}", owner=exp.user)
+
+    await in_thread(work)
+    driver(request).wake()
+    return await _settle(ctx, experiment_id)
+
+
+@router.post("/{experiment_id}/extend")
+async def extend(
+    experiment_id: Id,
+    caller: Caller,
+    ctx: Ctx,
+    request: Request,
+    trials: int = Body(..., embed=True, ge=1, le=MAX_TRIALS, description="trials to add to the budget"),
+) -> dict:
+    """Owner or admin: add ``trials`` to the trial budget (a done experiment then needs resume)."""
+
+    def work() -> None:
+        with ctx.db.writing() as s:
+            exp = records.visible(s, as_person(caller), experiment_id)
+            records.require_owner(as_person(caller), exp, "extend")
+            total = exp.config["max_trials"] + trials
+            if total > MAX_TRIALS:
+                raise Refusal(422, f"trials: the budget would be {total}; at most {MAX_TRIALS}")
+            exp.config = {**exp.config, "max_trials": total}
+            audit.record(s, caller, request, "experiment.extend", f"experiment {exp.id}", owner=exp.user)
+
+    await in_thread(work)
+    driver(request).wake()
+    return await _settle(ctx, experiment_id)
+
+
+@router.post("/{experiment_id}/clone", status_code=201)
+async def clone(
+    experiment_id: Id,
+    caller: Caller,
+    ctx: Ctx,
+    request: Request,
+    patch: dict[str, Any] = Body(default_factory=dict, embed=True),
+) -> dict:
+    """A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``)."""
+
+    def load() -> dict:
+        with ctx.db.session() as s:
+            return dict(records.visible(s, as_person(caller), experiment_id).config)
+
+    doc = await in_thread(load)
+    return await _create(request, ctx, caller, {**doc, **patch}, [])
