@@ -39,6 +39,7 @@ def _frozen(row: dict[str, Any], maximize: bool) -> Any:
         params=row["internal"].get("params", {}),
         distributions=dists,
         intermediate_values=inter,
+        system_attrs=row["internal"].get("system_attrs", {}),
     )
     return trial
 
@@ -71,8 +72,23 @@ def ask(config: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dict[str, A
     internal = {
         "params": dict(trial.params),
         "distributions": {k: distribution_to_json(d) for k, d in trial.distributions.items()},
+        # the sampler's own notes on the trial (GridSampler's grid_id): replayed with it
+        "system_attrs": _jsonable(s._storage.get_trial(trial._trial_id).system_attrs),
     }
     return params, internal
+
+
+def _jsonable(attrs: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    out = {}
+    for k, v in attrs.items():
+        try:
+            json.dumps(v)
+        except (TypeError, ValueError):
+            continue
+        out[k] = v
+    return out
 
 
 def should_prune(config: dict[str, Any], rows: list[dict[str, Any]], number: int) -> bool:
