@@ -33,8 +33,16 @@ class AllocationOut(TypedDict):
     vc: str
 
 
+class Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post(TypedDict):
+    patch: NotRequired[dict[str, Any]]
+
+
 class Body_clone_services_yitong_api_v1_jobs__job_id__clone_post(TypedDict):
     patch: NotRequired[dict[str, Any]]
+
+
+class Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post(TypedDict):
+    trials: int
 
 
 class ChangedPath(TypedDict):
@@ -359,7 +367,9 @@ __all__ = [
     "Accelerator",
     "AllocationIn",
     "AllocationOut",
+    "Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
+    "Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post",
     "ChangedPath",
     "Code",
     "CommitIn",
