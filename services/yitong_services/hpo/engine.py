@@ -66,7 +66,10 @@ def ask(config: dict[str, Any], rows: list[dict[str, Any]]) -> tuple[dict[str, A
     """The next trial's ``(params in NNI's shape, internal {params, distributions})``."""
     from optuna.distributions import distribution_to_json
 
-    s = study(config, rows, seed_offset=len(rows))
+    # a fresh sampler per question: the seed moves on with the trial count so a random draw is
+    # not repeated; GridSampler's seed orders its grid, which must stay the same for grid_id
+    offset = 0 if config["tuner"]["name"] == "GridSearch" else len(rows)
+    s = study(config, rows, seed_offset=offset)
     trial = s.ask()
     params = sample(trial, config["space"])
     internal = {
