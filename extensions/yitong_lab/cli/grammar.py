@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "data": "yitong_lab.cli.data",
     "job": "yitong_lab.cli.job",
     "run": "yitong_lab.cli.run",
+    "hpo": "yitong_lab.cli.hpo",
 }
 
 
@@ -77,8 +78,11 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
         args = build_parser().parse_args(argv)
     except ParserExit as stop:
         return stop.status
-    if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
-        print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands", file=sys.stderr)
+    if cell is not None and (args.noun, getattr(args, "verb", None)) not in (("job", "submit"), ("hpo", "create")):
+        print(
+            f"{PROG}: %%yt takes a cell only for `job submit` and `hpo create`; use %yt for the other commands",
+            file=sys.stderr,
+        )
         return 2
     args.cell = cell
     from yitong_lab.cli.output import Output

@@ -15,7 +15,10 @@ Param = dict[str, Any]
 
 
 def choice(*options: Any) -> Param:
-    return {"_type": "choice", "_value": list(options[0] if len(options) == 1 and isinstance(options[0], list) else options)}
+    return {
+        "_type": "choice",
+        "_value": list(options[0] if len(options) == 1 and isinstance(options[0], list) else options),
+    }
 
 
 def randint(low: int, high: int) -> Param:
@@ -78,7 +81,9 @@ class _Recorder:
     def __init__(self) -> None:
         self.space: dict[str, Param] = {}
 
-    def suggest_float(self, name: str, low: float, high: float, *, log: bool = False, step: float | None = None) -> float:
+    def suggest_float(
+        self, name: str, low: float, high: float, *, log: bool = False, step: float | None = None
+    ) -> float:
         self.space[name] = suggest_float(low, high, log=log, step=step)
         return low
 

@@ -54,7 +54,9 @@ def study(config: dict[str, Any], rows: list[dict[str, Any]], seed_offset: int =
     assessor = config.get("assessor")
     s = optuna.create_study(
         direction="maximize" if maximize else "minimize",
-        sampler=sampler(config["tuner"]["name"], config["tuner"]["args"], config["space"], config["seed"] + seed_offset),
+        sampler=sampler(
+            config["tuner"]["name"], config["tuner"]["args"], config["space"], config["seed"] + seed_offset
+        ),
         pruner=pruner(assessor["name"] if assessor else None, assessor["args"] if assessor else {}),
     )
     for row in sorted(rows, key=lambda r: r["number"]):

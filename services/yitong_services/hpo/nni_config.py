@@ -73,7 +73,9 @@ def from_nni(doc: Any, vc: str, name: str | None = None) -> tuple[dict[str, Any]
     if not isinstance(command, str) or not command.strip():
         raise NniConfigError("trialCommand: required, the shell command that runs one trial")
     if doc.get("useAnnotation"):
-        raise NniConfigError("useAnnotation: NNI annotations need NNI's code rewriter; call nni.get_next_parameter() instead")
+        raise NniConfigError(
+            "useAnnotation: NNI annotations need NNI's code rewriter; call nni.get_next_parameter() instead"
+        )
     tuner, mode = _algorithm(doc.get("tuner") or {"name": "TPE"}, "tuner")
     assessor, amode = _algorithm(doc.get("assessor"), "assessor")
     direction = mode or amode or "maximize"

@@ -107,7 +107,10 @@ def new_trial(
     spec = trial_spec(exp.config, exp.id, number)
     job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
     sys_dir = Path(workdir(job.id)) / "trial"
-    job.spec = {**job.spec, "env": {**job.spec.get("env", {}), **channel.trial_env(sys_dir, exp.id, trial.id, number, params)}}
+    job.spec = {
+        **job.spec,
+        "env": {**job.spec.get("env", {}), **channel.trial_env(sys_dir, exp.id, trial.id, number, params)},
+    }
     trial.job_id = job.id
     channel.write_parameters(sys_dir, number, params)
     return trial

@@ -64,7 +64,7 @@ def check(space: Any, where: str = "space", depth: int = 0) -> int:
         if not isinstance(name, str) or not 0 < len(name) <= 64:
             raise SpaceError(f"{here}: a parameter name is a string of 1 to 64 characters")
         if not isinstance(item, dict) or "_type" not in item or "_value" not in item:
-            raise SpaceError(f"{here}: must be {{\"_type\": ..., \"_value\": [...]}}")
+            raise SpaceError(f'{here}: must be {{"_type": ..., "_value": [...]}}')
         kind, value = item["_type"], item["_value"]
         if kind not in TYPES:
             raise SpaceError(f"{here}: unknown _type {kind!r}; NNI's types are {', '.join(TYPES)}")

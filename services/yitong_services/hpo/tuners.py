@@ -74,7 +74,9 @@ def sampler(name: str, args: dict[str, Any], space: dict[str, Any], seed: int) -
     raise TunerError(f"tuner {name!r} is not supported")
 
 
-def check_args(tuner: str, assessor: str | None, args: dict[str, Any], assessor_args: dict[str, Any], space: dict) -> None:
+def check_args(
+    tuner: str, assessor: str | None, args: dict[str, Any], assessor_args: dict[str, Any], space: dict
+) -> None:
     """Build the sampler and pruner once so a bad classArg is refused at create time."""
     sampler(tuner, args, space, 0)
     if assessor:

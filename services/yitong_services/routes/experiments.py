@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from ..core import audit
 from ..core.errors import Refusal
+from ..core.idempotency import Claim, once
 from ..core.limits import MAX_DEPTH
 from ..core.models import utcnow
 from ..hpo import engine, records, states
@@ -36,15 +37,20 @@ def driver(request: Request) -> Driver:
     return request.app.state.hpo
 
 
-async def _create(request: Request, ctx: Ctx, caller: Caller, doc: Any, notes: list[str]) -> dict:
+async def _create(
+    request: Request, ctx: Ctx, caller: Caller, doc: Any, notes: list[str], claim: Claim | None = None
+) -> dict:
     person = as_person(caller)
     spec = records.parse(doc)
 
     def work() -> dict:
         with ctx.db.writing() as s:
+            if claim is not None:  # a retry of a stored create replays its answer (idempotency.py)
+                claim.check(s)
             exp = records.create(s, person, spec)
             audit.record(s, caller, request, "experiment.create", f"experiment {exp.id}", owner=person.name)
-            return records.experiment_dict(exp, []) | {"notes": notes}
+            out = records.experiment_dict(exp, []) | {"notes": notes}
+            return claim.store(s, 201, out) if claim is not None else out
 
     out = await in_thread(work)
     driver(request).wake()
@@ -60,19 +66,23 @@ async def create(
     vc: str | None = Query(None, max_length=32, description="the VC (required with from=nni)"),
     name: str | None = Query(None, max_length=32),
 ) -> dict:
-    """Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member."""
+    """Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
     if source not in (None, "nni"):
         raise Refusal(422, f"from: {source!r} is not a known format; use nni")
-    doc = job_records._doc(await request.body(), request.headers.get("content-type", ""), MAX_DEPTH)
-    notes: list[str] = []
-    if source == "nni":
-        if not vc:
-            raise Refusal(422, "vc: required with from=nni (an NNI config names no VC)")
-        try:
-            doc, notes = from_nni(doc, vc, name)
-        except NniConfigError as e:
-            raise Refusal(422, str(e)) from None
-    return await _create(request, ctx, caller, doc, notes)
+
+    async def make(claim: Claim | None) -> dict:
+        doc = job_records._doc(await request.body(), request.headers.get("content-type", ""), MAX_DEPTH)
+        notes: list[str] = []
+        if source == "nni":
+            if not vc:
+                raise Refusal(422, "vc: required with from=nni (an NNI config names no VC)")
+            try:
+                doc, notes = from_nni(doc, vc, name)
+            except NniConfigError as e:
+                raise Refusal(422, str(e)) from None
+        return await _create(request, ctx, caller, doc, notes, claim)
+
+    return await once(request, ctx, caller.name, "POST /experiments", make)
 
 
 @router.get("")
@@ -204,11 +214,14 @@ async def clone(
     request: Request,
     patch: dict[str, Any] = Body(default_factory=dict, embed=True),
 ) -> dict:
-    """A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``)."""
+    """A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``). Accepts ``Idempotency-Key``."""
 
     def load() -> dict:
         with ctx.db.session() as s:
             return dict(records.visible(s, as_person(caller), experiment_id).config)
 
-    doc = await in_thread(load)
-    return await _create(request, ctx, caller, {**doc, **patch}, [])
+    async def make(claim: Claim | None) -> dict:
+        doc = await in_thread(load)
+        return await _create(request, ctx, caller, {**doc, **patch}, [], claim)
+
+    return await once(request, ctx, caller.name, "POST /experiments/{id}/clone", make)

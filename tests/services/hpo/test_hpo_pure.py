@@ -18,7 +18,11 @@ EVERY_TYPE = {
     "optimizer": {
         "_type": "choice",
         "_value": [
-            {"_name": "sgd", "lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]}, "momentum": {"_type": "uniform", "_value": [0, 1]}},
+            {
+                "_name": "sgd",
+                "lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]},
+                "momentum": {"_type": "uniform", "_value": [0, 1]},
+            },
             {"_name": "adam", "beta": {"_type": "quniform", "_value": [0.8, 0.99, 0.01]}},
             "none",
         ],
@@ -66,7 +70,16 @@ def rows_of(config, n):
     rows = []
     for i in range(n):
         params, internal = engine.ask(config, rows)
-        rows.append({"number": i, "state": states.COMPLETE, "value": float(i), "intermediate": [], "internal": internal, "params": params})
+        rows.append(
+            {
+                "number": i,
+                "state": states.COMPLETE,
+                "value": float(i),
+                "intermediate": [],
+                "internal": internal,
+                "params": params,
+            }
+        )
     return rows
 
 
@@ -97,7 +110,9 @@ def test_every_nni_type_samples_within_its_law():
 
 
 def test_tpe_and_grid_replay():
-    grid = config_of({"a": {"_type": "choice", "_value": [1, 2, 3]}, "b": {"_type": "randint", "_value": [0, 2]}}, "GridSearch")
+    grid = config_of(
+        {"a": {"_type": "choice", "_value": [1, 2, 3]}, "b": {"_type": "randint", "_value": [0, 2]}}, "GridSearch"
+    )
     seen = [(r["params"]["a"], r["params"]["b"]) for r in rows_of(grid, 6)]
     assert sorted(seen) == [(a, b) for a in (1, 2, 3) for b in (0, 1)]  # each point once
     tpe = config_of(EVERY_TYPE, "TPE")
@@ -126,14 +141,29 @@ def test_grid_refuses_continuous():
         config_of({"x": {"_type": "uniform", "_value": [0, 1]}}, "GridSearch")
 
 
-@pytest.mark.parametrize("name,nearest", [("Anneal", "TPE"), ("Evolution", "TPE"), ("SMAC", "TPE"), ("BOHB", "Hyperband"), ("PBTTuner", "Random"), ("Hyperband", "assessor")])
+@pytest.mark.parametrize(
+    "name,nearest",
+    [
+        ("Anneal", "TPE"),
+        ("Evolution", "TPE"),
+        ("SMAC", "TPE"),
+        ("BOHB", "Hyperband"),
+        ("PBTTuner", "Random"),
+        ("Hyperband", "assessor"),
+    ],
+)
 def test_unsupported_tuners_name_the_nearest(name, nearest):
     with pytest.raises(TunerError, match=nearest):
         canonical_tuner(name)
 
 
 def test_mapped_names():
-    assert [canonical_tuner(n) for n in ("tpe", "Random", "GridSearch", "CMAES")] == ["TPE", "Random", "GridSearch", "CMAES"]
+    assert [canonical_tuner(n) for n in ("tpe", "Random", "GridSearch", "CMAES")] == [
+        "TPE",
+        "Random",
+        "GridSearch",
+        "CMAES",
+    ]
     assert canonical_assessor("Medianstop") == "Medianstop" and canonical_assessor("Hyperband") == "Hyperband"
     with pytest.raises(TunerError, match="Medianstop"):
         canonical_assessor("Curvefitting")
@@ -146,11 +176,17 @@ def test_nni_mnist_config_maps():
     assert spec.objective.direction == "maximize" and spec.max_duration == 3600
     assert (spec.concurrency, spec.max_trials, spec.template["command"]) == (1, 10, "python3 mnist.py")
     assert spec.code == {"path": "."} and notes == []
-    remote = yaml.safe_load(MNIST) | {"trainingService": {"platform": "remote"}, "tuner": {"name": "Random", "classArgs": {"optimize_mode": "minimize", "seed": 3}}}
+    remote = yaml.safe_load(MNIST) | {
+        "trainingService": {"platform": "remote"},
+        "tuner": {"name": "Random", "classArgs": {"optimize_mode": "minimize", "seed": 3}},
+    }
     doc, notes = from_nni(remote, "vision")
     assert doc["objective"]["direction"] == "minimize" and doc["seed"] == 3 and "remote" in notes[0]
     for broken, words in (
-        ({k: v for k, v in yaml.safe_load(MNIST).items() if k != "searchSpace"} | {"searchSpaceFile": "s.json"}, "client reads the file"),
+        (
+            {k: v for k, v in yaml.safe_load(MNIST).items() if k != "searchSpace"} | {"searchSpaceFile": "s.json"},
+            "client reads the file",
+        ),
         (yaml.safe_load(MNIST) | {"useAnnotation": True}, "annotations"),
         (yaml.safe_load(MNIST) | {"tuner": {"name": "TPE", "classArgs": {"optimize_mode": "up"}}}, "optimize_mode"),
     ):
