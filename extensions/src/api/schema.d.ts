@@ -318,7 +318,7 @@ export interface paths {
         put?: never;
         /**
          * Create
-         * @description Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member.
+         * @description Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does.
          */
         post: operations["create_services_yitong_api_v1_experiments_post"];
         delete?: never;
@@ -358,7 +358,7 @@ export interface paths {
         put?: never;
         /**
          * Clone
-         * @description A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``).
+         * @description A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``). Accepts ``Idempotency-Key``.
          */
         post: operations["clone_services_yitong_api_v1_experiments__experiment_id__clone_post"];
         delete?: never;
