@@ -50,7 +50,7 @@ def _send(kind: str, value: float | dict[str, float]) -> None:
 def report(metric: float | dict[str, float], step: int | None = None) -> None:
     """An intermediate result (the assessor may stop the trial after it); ``step`` is for your logs,
     results count in the order sent."""
-    _send("INTERMEDIATE", metric)
+    _send("PERIODICAL", metric)
 
 
 def report_final(value: float | dict[str, float]) -> None:

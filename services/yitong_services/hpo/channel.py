@@ -4,8 +4,8 @@ when ``NNI_PLATFORM=local`` (nni/runtime/trial_command_channel/local_legacy.py),
 
 The platform writes ``$NNI_SYS_DIR/parameter.cfg`` (``{"parameter_id", "parameter_source",
 "parameters", "parameter_index"}``) before the trial's job can start; the trial appends records
-``ME%06d<json>\\n`` to ``$NNI_SYS_DIR/.nni/metrics``, each JSON ``{"type": "INTERMEDIATE" |
-"FINAL", "sequence", "value": <JSON text of a number or of a dict with "default">}``. The driver
+``ME%06d<json>\\n`` to ``$NNI_SYS_DIR/.nni/metrics``, each JSON ``{"type": "PERIODICAL" (NNI's
+name for an intermediate result) | "FINAL", "sequence", "value": <JSON text of a number or of a dict with "default">}``. The driver
 reads the file from the offset it last stored (the file only grows), so a restart reads nothing
 twice. The trial's process is hostile: every record is bounded and checked.
 """

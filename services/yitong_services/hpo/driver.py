@@ -114,7 +114,7 @@ class Driver:
                         continue
                     if r.get("type") == "FINAL":
                         value = v
-                    elif r.get("type") == "INTERMEDIATE" and len(inter) < MAX_STEPS:
+                    elif r.get("type") in ("PERIODICAL", "INTERMEDIATE") and len(inter) < MAX_STEPS:
                         inter.append(v)
                 t.intermediate, t.value, t.offset = inter, value, new_offset
 
