@@ -36,6 +36,7 @@ class Jobs(Protocol):
     """What the driver needs of the job manager."""
 
     backend: Any
+    on_end: list[Any]
 
     def workdir(self, job_id: int) -> Path: ...
 
@@ -58,7 +59,14 @@ class Driver:
     def wake(self) -> None:
         self._wake.set()
 
+    def wake_threadsafe(self) -> None:
+        loop = getattr(self, "_loop_ref", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake.set)
+
     async def start(self) -> None:
+        self._loop_ref = asyncio.get_running_loop()
+        self.jobs.on_end.append(self.wake_threadsafe)  # a trial's job ended: decide at once
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
