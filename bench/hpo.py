@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +72,12 @@ def platform_run(trials: int, concurrency: int) -> float:
                 "tuner": {"name": "Random"},
                 "concurrency": concurrency,
                 "max_trials": trials,
-                "template": {"environment": {"kernel": "python3"}, "command": [PY, "-c", NOOP], "cpu": 0.1, "memory": "64Mi"},
+                "template": {
+                    "environment": {"kernel": "python3"},
+                    "command": [PY, "-c", NOOP],
+                    "cpu": 0.1,
+                    "memory": "64Mi",
+                },
             }
             start = time.perf_counter()
             r = api.post("/experiments", json=body)
@@ -227,7 +231,9 @@ def case_c(trials: int, seeds: int = 5) -> None:
         for n in range(trials):
             params, internal = engine.ask(config, rows)
             value = hartmann6([params[f"x{j}"] for j in range(6)])
-            rows.append({"number": n, "state": states.COMPLETE, "value": value, "intermediate": [], "internal": internal})
+            rows.append(
+                {"number": n, "state": states.COMPLETE, "value": value, "intermediate": [], "internal": internal}
+            )
         ours.append(max(r["value"] for r in rows))
         study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=seed))
         study.optimize(lambda t: hartmann6([t.suggest_float(f"x{j}", 0, 1) for j in range(6)]), n_trials=trials)

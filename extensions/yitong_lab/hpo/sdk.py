@@ -38,7 +38,17 @@ class HpoCalls:
     if TYPE_CHECKING:  # what the client (yitong_lab.client.Client) provides
 
         def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
-        def create_call(self, method: str, path: str, **kw: Any) -> Any: ...
+        def create_call(
+            self,
+            method: str,
+            path: str,
+            *,
+            json: Any = None,
+            content: bytes | None = None,
+            content_type: str | None = None,
+            params: dict | None = None,
+            key: str | None = None,
+        ) -> Any: ...
 
     def create_experiment(
         self,

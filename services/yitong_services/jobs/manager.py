@@ -13,8 +13,8 @@ import hashlib
 import logging
 import secrets
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from anyio import to_thread
