@@ -45,6 +45,12 @@ class Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post
     trials: int
 
 
+class Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post(TypedDict):
+    step: NotRequired[int | None]
+    type: Literal["intermediate", "final"]
+    value: float | dict[str, float]
+
+
 class ChangedPath(TypedDict):
     old_size: int
     path: str
@@ -370,6 +376,7 @@ __all__ = [
     "Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
     "Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post",
+    "Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post",
     "ChangedPath",
     "Code",
     "CommitIn",

@@ -327,6 +327,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/experiments/trials/{job_id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report
+         * @description The trial's job itself (``Authorization: token $YITONG_JOB_TOKEN``): an intermediate result (one step for the assessor; with ``step``, a retry of a stored step is ignored) or the final result; a number or a map holding the objective's metric. 401 without the job's token; 409 when the trial has ended.
+         */
+        post: operations["report_services_yitong_api_v1_experiments_trials__job_id__report_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/experiments/{experiment_id}": {
         parameters: {
             query?: never;
@@ -1006,6 +1026,23 @@ export interface components {
              * @description trials to add to the budget
              */
             trials: number;
+        };
+        /** Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post */
+        Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post: {
+            /**
+             * Step
+             * @description the intermediate result's index
+             */
+            step?: number | null;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "intermediate" | "final";
+            /** Value */
+            value: number | {
+                [key: string]: number;
+            };
         };
         /** ChangedPath */
         ChangedPath: {
@@ -2650,6 +2687,53 @@ export interface operations {
         responses: {
             /** @description Successful Response */
             201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    report_services_yitong_api_v1_experiments_trials__job_id__report_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -112,8 +112,8 @@ class Driver:
             if new_offset == offset:
                 continue
             with self.db.writing() as s:
-                t = s.get(Trial, trial_id)
-                if t.offset != offset:  # another pass got here first
+                t = s.get(Trial, trial_id, with_for_update=True)
+                if t is None or t.offset != offset:  # another pass got here first
                     continue
                 inter, value = list(t.intermediate), t.value
                 for r in found:

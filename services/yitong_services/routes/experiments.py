@@ -3,7 +3,9 @@ with trials, stop, resume, extend, clone, parameter importance."""
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import hmac
+from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from sqlalchemy import select
@@ -13,12 +15,13 @@ from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..core.limits import MAX_DEPTH
 from ..core.models import utcnow
-from ..hpo import engine, records, states
-from ..hpo.driver import Driver, elapsed
+from ..hpo import channel, engine, records, states
+from ..hpo.driver import MAX_STEPS, Driver, elapsed
 from ..hpo.models import Experiment, Trial
 from ..hpo.nni_config import NniConfigError, from_nni
 from ..hpo.schemas import MAX_TRIALS
 from ..jobs import records as job_records
+from ..jobs.models import Job
 from ..vcs.models import VC
 from .common import Caller, Ctx, Id, as_person, in_thread
 
@@ -83,6 +86,49 @@ async def create(
         return await _create(request, ctx, caller, doc, notes, claim)
 
     return await once(request, ctx, caller.name, "POST /experiments", make)
+
+
+@router.post("/trials/{job_id}/report")
+async def report(
+    job_id: Id,
+    request: Request,
+    ctx: Ctx,
+    kind: Literal["intermediate", "final"] = Body(..., alias="type", embed=True),
+    value: float | dict[str, float] = Body(..., embed=True),
+    step: int | None = Body(None, embed=True, ge=0, le=MAX_STEPS, description="the intermediate result's index"),
+) -> dict:
+    """The trial's job itself (``Authorization: token $YITONG_JOB_TOKEN``): an intermediate result (one step for the assessor; with ``step``, a retry of a stored step is ignored) or the final result; a number or a map holding the objective's metric. 401 without the job's token; 409 when the trial has ended."""
+    header = request.headers.get("authorization", "")
+    token = header.split(None, 1)[1].strip() if " " in header else ""
+
+    def work() -> dict:
+        with ctx.db.writing() as s:
+            job = s.get(Job, job_id)
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            if job is None or not token or not hmac.compare_digest(digest, job.token_hash or ""):
+                raise Refusal(401, f"a valid token of job {job_id} is required")
+            trial = s.scalar(select(Trial).where(Trial.job_id == job_id).with_for_update())
+            if trial is None:
+                raise Refusal(404, f"job {job_id} is not a trial of an experiment")
+            if trial.state != states.RUNNING:
+                raise Refusal(409, f"trial {trial.number} is already {trial.state}")
+            metric = s.get(Experiment, trial.experiment_id).config["objective"]["metric"]
+            number = channel.metric_value(value, metric)
+            if number is None:
+                raise Refusal(422, f"value: a finite number, or a map with {metric!r} holding one")
+            if kind == "final":
+                trial.value = number
+            elif step is not None and step < len(trial.intermediate):
+                pass  # a retry of a step already stored
+            elif len(trial.intermediate) < MAX_STEPS:
+                trial.intermediate = [*trial.intermediate, number]
+            else:
+                raise Refusal(422, f"trial {trial.number} has {MAX_STEPS} intermediate results already")
+            return {"trial": trial.number, "steps": len(trial.intermediate), "value": trial.value}
+
+    out = await in_thread(work)
+    driver(request).wake()
+    return out
 
 
 @router.get("")

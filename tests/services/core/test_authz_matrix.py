@@ -81,6 +81,8 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("POST", "api/v1/experiments/{experiment_id}/resume"): (None, MEMBER_SEES),
     ("POST", "api/v1/experiments/{experiment_id}/extend"): ({"trials": 1}, MEMBER_SEES),
     ("POST", "api/v1/experiments/{experiment_id}/clone"): ({"patch": {}}, row(201, 404, 201)),
+    # only the trial job's own token may report; no person's token is one
+    ("POST", "api/v1/experiments/trials/{job_id}/report"): ({"type": "final", "value": 1}, row(401, 401, 401)),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
     ("GET", "metrics"): (None, ADMIN_ONLY),
 }

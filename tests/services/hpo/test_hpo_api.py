@@ -29,7 +29,15 @@ def experiment(name: str, code: str, **extra) -> dict:
         "tuner": {"name": "Random"},
         "concurrency": 2,
         "max_trials": 6,
-        "template": {"environment": {"kernel": "python3"}, "command": [PY, "-c", code], "cpu": 0.5, "memory": "64Mi"},
+        "template": {
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", code],
+            "cpu": 0.5,
+            "memory": "64Mi",
+            # the in-process service listens on no port: the trials report through the file channel
+            # (the HTTP channel is tested against the real process in test_hpo_process.py)
+            "env": {"YT_HPO_CHANNEL": "file"},
+        },
         **extra,
     }
 
