@@ -167,7 +167,11 @@ class Driver:
             for t in trials:  # the assessor
                 if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
                     continue
-                if engine.should_prune(exp.config, rows, t.number):
+                prune, attrs = engine.prune_decision(exp.config, rows, t.number)
+                if attrs != t.internal.get("system_attrs", {}):
+                    t.internal = {**t.internal, "system_attrs": attrs}
+                    rows = [records.trial_dict(x) for x in trials]
+                if prune:
                     t.reason = f"pruned at step {len(t.intermediate) - 1}"
                     if t.job_id:
                         cancel.append(t.job_id)

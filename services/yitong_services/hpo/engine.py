@@ -53,6 +53,7 @@ def study(config: dict[str, Any], rows: list[dict[str, Any]], seed_offset: int =
     maximize = config["objective"]["direction"] == "maximize"
     assessor = config.get("assessor")
     s = optuna.create_study(
+        study_name=f"experiment-{config['name']}",  # Hyperband's brackets hash it: fixed across replays
         direction="maximize" if maximize else "minimize",
         sampler=sampler(
             config["tuner"]["name"], config["tuner"]["args"], config["space"], config["seed"] + seed_offset
@@ -98,13 +99,21 @@ def _jsonable(attrs: dict[str, Any]) -> dict[str, Any]:
 
 def should_prune(config: dict[str, Any], rows: list[dict[str, Any]], number: int) -> bool:
     """Whether the assessor stops the running trial ``number`` at its last reported step."""
+    return prune_decision(config, rows, number)[0]
+
+
+def prune_decision(config: dict[str, Any], rows: list[dict[str, Any]], number: int) -> tuple[bool, dict[str, Any]]:
+    """``(prune?, the trial's system attrs after the decision)``: pruners note what they saw on the
+    trial (successive halving's ``completed_rung_*``); the caller keeps those notes with the trial
+    so later replays compare against them."""
     if not config.get("assessor"):
-        return False
+        return False, {}
     s = study(config, rows)
     frozen = next(t for t in s.get_trials(deepcopy=False) if t.number == number)
     if frozen.last_step is None:
-        return False
-    return bool(s.pruner.prune(s, frozen))
+        return False, dict(frozen.system_attrs)
+    decision = bool(s.pruner.prune(s, frozen))
+    return decision, _jsonable(s._storage.get_trial(frozen._trial_id).system_attrs)
 
 
 def importance(config: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:

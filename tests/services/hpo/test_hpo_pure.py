@@ -199,3 +199,33 @@ def test_sdk_spaces_are_nni_spaces():
     assert space.check(s) == 3
     fn = sdk.space(lambda t: {"lr": t.suggest_float("lr", 1e-4, 1e-1, log=True), "n": t.suggest_int("n", 1, 3)})
     assert fn == {"lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]}, "n": {"_type": "randint", "_value": [1, 4]}}
+
+
+def run_curve(config, rows, curve):
+    """One trial as the driver runs it: after each reported step the assessor decides, and what it
+    noted on the trial is kept; returns the step it was pruned at (None: it ran to the end)."""
+    params, internal = engine.ask(config, rows)
+    row = {"number": len(rows), "state": states.RUNNING, "value": None, "intermediate": [], "internal": internal}
+    for step, v in enumerate(curve):
+        row["intermediate"] = [*row["intermediate"], v]
+        prune, attrs = engine.prune_decision(config, [*rows, row], row["number"])
+        row["internal"] = {**row["internal"], "system_attrs": attrs}
+        if prune:
+            rows.append(row | {"state": states.PRUNED})
+            return step
+    rows.append(row | {"state": states.COMPLETE, "value": curve[-1]})
+    return None
+
+
+@pytest.mark.parametrize(
+    "assessor",
+    [{"name": "Medianstop", "args": {"start_step": 1}}, {"name": "Hyperband", "args": {"R": 9, "eta": 3}}],
+)
+def test_assessors_stop_a_bad_curve_and_keep_a_good_one(assessor):
+    config = config_of({"x": {"_type": "uniform", "_value": [0, 1]}}, "Random", assessor=assessor)
+    rows: list[dict] = []
+    for n in range(12):  # good curves, a little different each
+        assert run_curve(config, rows, [1.0 + 0.1 * s + 0.01 * n for s in range(9)]) is None
+    pruned = [run_curve(config, rows, [0.0] * 9) for _ in range(6)]
+    assert sum(p is not None for p in pruned) >= 4, pruned  # Hyperband's widest bracket may keep some
+    assert run_curve(config, rows, [9.0] * 9) is None
