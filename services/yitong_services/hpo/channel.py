@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,11 @@ def trial_env(sys_dir: Path, experiment_id: int, trial_id: int, number: int, par
 
 def write_parameters(sys_dir: Path, number: int, params: dict[str, Any]) -> None:
     """Atomically write ``parameter.cfg`` (a reader never sees half a file)."""
-    (sys_dir / ".nni").mkdir(parents=True, exist_ok=True)
+    sys_dir.mkdir(parents=True, exist_ok=True)
     doc = {"parameter_id": number, "parameter_source": "algorithm", "parameters": params, "parameter_index": 0}
     tmp = sys_dir / ".parameter.cfg.tmp"
     tmp.write_text(json.dumps(doc))
+    tmp.chmod(0o644)  # the job's account reads it (multi-user); it cannot change it
     os.replace(tmp, sys_dir / "parameter.cfg")
 
 
@@ -61,12 +63,17 @@ def metric_value(text: Any, metric: str) -> float | None:
 
 def read_records(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     """Complete records from ``offset``; returns them and the offset after the last one read."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(MAX_READ)
-    except FileNotFoundError:
+    try:  # the trial owns this directory: never follow a link it planted
+        if stat.S_ISLNK(os.lstat(path.parent).st_mode):
+            return [], offset
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # absent, or a link
         return [], offset
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return [], offset
+        f.seek(offset)
+        data = f.read(MAX_READ)
     out: list[dict[str, Any]] = []
     pos = 0
     while pos + 8 <= len(data):

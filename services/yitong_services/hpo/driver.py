@@ -107,7 +107,7 @@ class Driver:
             ]
             metric = s.get(Experiment, exp_id).config["objective"]["metric"]
         for trial_id, job_id, offset in todo:
-            path = self.jobs.workdir(job_id) / "trial" / ".nni" / "metrics"
+            path = self.jobs.workdir(job_id) / ".nni" / "metrics"
             found, new_offset = channel.read_records(path, offset)
             if new_offset == offset:
                 continue

@@ -106,7 +106,9 @@ def new_trial(
     session.flush()
     spec = trial_spec(exp.config, exp.id, number)
     job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
-    sys_dir = Path(workdir(job.id)) / "trial"
+    # the job's own directory: handed to the job's account at launch in multi-user mode, so the
+    # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
+    sys_dir = Path(workdir(job.id))
     job.spec = {
         **job.spec,
         "env": {**job.spec.get("env", {}), **channel.trial_env(sys_dir, exp.id, trial.id, number, params)},
