@@ -41,8 +41,22 @@ class Artifact(TypedDict):
     size: int
 
 
+class Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post(TypedDict):
+    patch: NotRequired[dict[str, Any]]
+
+
 class Body_clone_services_yitong_api_v1_jobs__job_id__clone_post(TypedDict):
     patch: NotRequired[dict[str, Any]]
+
+
+class Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post(TypedDict):
+    trials: int
+
+
+class Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post(TypedDict):
+    step: NotRequired[int | None]
+    type: Literal["intermediate", "final"]
+    value: float | dict[str, float]
 
 
 class ChangedPath(TypedDict):
@@ -553,7 +567,10 @@ __all__ = [
     "AllocationIn",
     "AllocationOut",
     "Artifact",
+    "Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
+    "Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post",
+    "Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post",
     "ChangedPath",
     "Code",
     "CommitIn",

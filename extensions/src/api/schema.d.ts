@@ -303,6 +303,170 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/experiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Experiments
+         * @description Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial.
+         */
+        get: operations["list_experiments_services_yitong_api_v1_experiments_get"];
+        put?: never;
+        /**
+         * Create
+         * @description Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does.
+         */
+        post: operations["create_services_yitong_api_v1_experiments_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/trials/{job_id}/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report
+         * @description The trial's job itself (``Authorization: token $YITONG_JOB_TOKEN``): an intermediate result (one step for the assessor; with ``step``, a retry of a stored step is ignored) or the final result; a number or a map holding the objective's metric. 401 without the job's token; 409 when the trial has ended.
+         */
+        post: operations["report_services_yitong_api_v1_experiments_trials__job_id__report_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Experiment
+         * @description One experiment with its trials (number, job id, state, params, intermediate values, final value), counts per state, the best trial and the best-so-far curve.
+         */
+        get: operations["get_experiment_services_yitong_api_v1_experiments__experiment_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}/clone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clone
+         * @description A new experiment (the caller owns it) from this one's document with ``patch``'s top-level fields replaced (e.g. ``{"patch": {"space": {...}}}``). Accepts ``Idempotency-Key``.
+         */
+        post: operations["clone_services_yitong_api_v1_experiments__experiment_id__clone_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}/extend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extend
+         * @description Owner or admin: add ``trials`` to the trial budget (a done experiment then needs resume).
+         */
+        post: operations["extend_services_yitong_api_v1_experiments__experiment_id__extend_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}/importance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Importance
+         * @description Parameter importance over the complete trials (Optuna's fANOVA evaluator); empty below two complete trials.
+         */
+        get: operations["importance_services_yitong_api_v1_experiments__experiment_id__importance_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume
+         * @description Owner or admin: run a stopped (or done, after extend) experiment again; trials that were cancelled by the stop are ended and new ones drawn. 409 when running.
+         */
+        post: operations["resume_services_yitong_api_v1_experiments__experiment_id__resume_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/experiments/{experiment_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop
+         * @description Owner or admin: stop; running trials' jobs are cancelled (their trials end ``cancelled``). 409 when not running.
+         */
+        post: operations["stop_services_yitong_api_v1_experiments__experiment_id__stop_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/health": {
         parameters: {
             query?: never;
@@ -941,11 +1105,43 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post */
+        Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post: {
+            /** Patch */
+            patch?: {
+                [key: string]: unknown;
+            };
+        };
         /** Body_clone_services_yitong_api_v1_jobs__job_id__clone_post */
         Body_clone_services_yitong_api_v1_jobs__job_id__clone_post: {
             /** Patch */
             patch?: {
                 [key: string]: unknown;
+            };
+        };
+        /** Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post */
+        Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post: {
+            /**
+             * Trials
+             * @description trials to add to the budget
+             */
+            trials: number;
+        };
+        /** Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post */
+        Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post: {
+            /**
+             * Step
+             * @description the intermediate result's index
+             */
+            step?: number | null;
+            /**
+             * Type
+             * @enum {string}
+             */
+            type: "intermediate" | "final";
+            /** Value */
+            value: number | {
+                [key: string]: number;
             };
         };
         /** ChangedPath */
@@ -2922,6 +3118,412 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_experiments_services_yitong_api_v1_experiments_get: {
+        parameters: {
+            query?: {
+                vc?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    }[];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_services_yitong_api_v1_experiments_post: {
+        parameters: {
+            query?: {
+                /** @description nni: the body is an NNI v2 config (YAML or JSON) */
+                from?: string | null;
+                /** @description the VC (required with from=nni) */
+                vc?: string | null;
+                name?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/yaml": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    report_services_yitong_api_v1_experiments_trials__job_id__report_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Body_report_services_yitong_api_v1_experiments_trials__job_id__report_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_experiment_services_yitong_api_v1_experiments__experiment_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    clone_services_yitong_api_v1_experiments__experiment_id__clone_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    extend_services_yitong_api_v1_experiments__experiment_id__extend_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    importance_services_yitong_api_v1_experiments__experiment_id__importance_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resume_services_yitong_api_v1_experiments__experiment_id__resume_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    stop_services_yitong_api_v1_experiments__experiment_id__stop_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                experiment_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
             };
             /** @description Validation Error */
             422: {

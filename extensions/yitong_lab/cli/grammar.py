@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "job": "yitong_lab.cli.job",
     "run": "yitong_lab.cli.run",
     "ssh": "yitong_lab.cli.ssh",
+    "hpo": "yitong_lab.cli.hpo",
 }
 
 
@@ -87,8 +88,11 @@ def run(argv: list[str], client: Any = None, progress: Any = "auto", cell: str |
         print(f"{PROG}: this command takes nothing after --", file=sys.stderr)
         return 2
     args.rest = rest
-    if cell is not None and (args.noun, getattr(args, "verb", None)) != ("job", "submit"):
-        print(f"{PROG}: %%yt takes a cell only for `job submit`; use %yt for the other commands", file=sys.stderr)
+    if cell is not None and (args.noun, getattr(args, "verb", None)) not in (("job", "submit"), ("hpo", "create")):
+        print(
+            f"{PROG}: %%yt takes a cell only for `job submit` and `hpo create`; use %yt for the other commands",
+            file=sys.stderr,
+        )
         return 2
     args.cell = cell
     from yitong_lab.cli.output import Output

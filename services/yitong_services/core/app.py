@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from fastapi.responses import Response
 
 from ..datasets.storage import Storage
+from ..hpo.driver import Driver
 from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
@@ -94,6 +95,7 @@ def create_app(
         if hub.token
         else None,
     )
+    hpo = Driver(db, jobs, ctx.inventory, settings.jobs.poll_interval)
 
     gateway = Gateway(ctx, jobs.backend)
     feed = JobFeed(db)
@@ -110,11 +112,13 @@ def create_app(
             task = asyncio.create_task(reconcile_forever(ctx, interval))
         if settings.jobs.enabled:
             await jobs.start()
+            await hpo.start()
         if settings.ssh.port and hub.token:
             await gateway.start()
         try:
             yield
         finally:
+            await hpo.stop()
             await gateway.stop()
             await feed.close()
             await jobs.stop()
@@ -138,6 +142,7 @@ def create_app(
     app.state.jobs = jobs
     app.state.ssh = gateway
     app.state.job_feed = feed
+    app.state.hpo = hpo
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ class JobManager:
         self._swept = 0.0
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        self.on_end: list[Callable[[], None]] = []  # called (in a worker thread) when an attempt ends
 
     def workdir(self, job_id: int) -> Path:
         return self.data_dir / "jobs" / str(job_id)
@@ -290,6 +292,8 @@ class JobManager:
                 s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
             log.info("job %s: %s (%s)", job.id, job.state, job.reason)
             self.wake_threadsafe()
+            for listener in self.on_end:
+                listener()
             return job.state
 
     def wake_threadsafe(self) -> None:

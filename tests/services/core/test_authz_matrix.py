@@ -34,6 +34,13 @@ ALL = row(200, 200, 200)
 ADMIN_ONLY = row(403, 403, 200)
 MEMBER_SEES = row(200, 404, 200)
 QUOTA = {"cpu": 1, "memory": "1Gi"}
+EXPERIMENT = {
+    "name": "e-{role}",
+    "vc": "vision",
+    "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+    "max_trials": 1,
+    "template": {k: v for k, v in py_job("t", "vision", "print(1)").items() if k not in ("name", "vc")},
+}
 
 MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/health"): (None, row(200, 200, 200, anonymous=200)),
@@ -67,6 +74,17 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/jobs/{job_id}/logs"): (None, MEMBER_SEES),
     ("GET", "api/v1/runs/{run_id}"): (None, MEMBER_SEES),
     ("POST", "api/v1/runs/{run_id}/rerun"): (None, row(201, 404, 201)),
+    ("POST", "api/v1/experiments"): (EXPERIMENT, row(201, 404, 201)),
+    ("GET", "api/v1/experiments"): (None, ALL),
+    ("GET", "api/v1/experiments/{experiment_id}"): (None, MEMBER_SEES),
+    ("GET", "api/v1/experiments/{experiment_id}/importance"): (None, MEMBER_SEES),
+    # the experiment was stopped when made: owner and admin reach the state check (409)
+    ("POST", "api/v1/experiments/{experiment_id}/stop"): (None, row(409, 404, 409)),
+    ("POST", "api/v1/experiments/{experiment_id}/resume"): (None, MEMBER_SEES),
+    ("POST", "api/v1/experiments/{experiment_id}/extend"): ({"trials": 1}, MEMBER_SEES),
+    ("POST", "api/v1/experiments/{experiment_id}/clone"): ({"patch": {}}, row(201, 404, 201)),
+    # only the trial job's own token may report; no person's token is one
+    ("POST", "api/v1/experiments/trials/{job_id}/report"): ({"type": "final", "value": 1}, row(401, 401, 401)),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
     # keys are the caller's own: nobody, admins included, reaches another person's
     ("GET", "api/v1/me/ssh-keys"): (None, ALL),
@@ -152,8 +170,13 @@ async def _objects(svc, role: str) -> dict[str, object]:
     assert job["state"] == "failed", job
     key = await svc.call("alice", "POST", "me/ssh-keys", json={"key": public_line()})
     assert key.status_code == 201, key.text
+    exp = await svc.call("alice", "POST", "experiments", json=_fill(EXPERIMENT, role=role))
+    assert exp.status_code == 201, exp.text
+    stopped = await svc.call("alice", "POST", f"experiments/{exp.json()['id']}/stop")
+    assert stopped.status_code == 200, stopped.text
     return {
         "key_id": key.json()["id"],
+        "experiment_id": exp.json()["id"],
         "vc": f"t-{role}",
         "name": f"p-{role}",
         "allocation_id": alloc.json()["id"],

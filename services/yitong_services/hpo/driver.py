@@ -1,0 +1,197 @@
+"""The experiment driver: one task per service, beside the job manager (core/app.py starts it).
+
+Every pass, for each running experiment: read what its trials reported (the file channel, from
+the stored offset), ask the assessor about trials with new steps (a pruned trial's job is
+cancelled and the trial ends ``pruned``), end trials whose jobs ended, then ask the tuner for new
+trials while fewer than ``concurrency`` run and the budget allows; an experiment with its budget
+spent and no trial running is ``done``. All state is in the database: a restart carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from anyio import to_thread
+from sqlalchemy import select
+
+from ..core.db import Database
+from ..core.errors import Refusal
+from ..core.models import utcnow
+from ..jobs import states as job_states
+from ..jobs.models import Job
+from ..vcs.quantities import Resources
+from . import channel, engine, records, states
+from .models import Experiment, Trial
+
+log = logging.getLogger(__name__)
+MAX_STEPS = 100_000  # intermediate results kept per trial
+
+
+class Jobs(Protocol):
+    """What the driver needs of the job manager."""
+
+    backend: Any
+    on_end: list[Any]
+
+    def workdir(self, job_id: int) -> Path: ...
+
+    def wake(self) -> None: ...
+
+    async def cancel(self, job_id: int) -> None: ...
+
+
+def elapsed(exp: Experiment, now: datetime) -> float:
+    run = (now - exp.resumed).total_seconds() if exp.state == states.EXP_RUNNING else 0.0
+    return exp.used_seconds + max(run, 0.0)
+
+
+class Driver:
+    def __init__(self, db: Database, jobs: Jobs, inventory: Resources, poll_interval: float) -> None:
+        self.db, self.jobs, self.inventory, self.poll_interval = db, jobs, inventory, poll_interval
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def wake_threadsafe(self) -> None:
+        loop = getattr(self, "_loop_ref", None)
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake.set)
+
+    async def start(self) -> None:
+        self._loop_ref = asyncio.get_running_loop()
+        self.jobs.on_end.append(self.wake_threadsafe)  # a trial's job ended: decide at once
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 20)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                log.exception("experiment driver pass failed")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_interval)
+            self._wake.clear()
+
+    async def tick(self) -> None:
+        def running() -> list[int]:
+            with self.db.session() as s:
+                return list(s.scalars(select(Experiment.id).where(Experiment.state == states.EXP_RUNNING)))
+
+        for exp_id in await to_thread.run_sync(running):
+            cancel, created = await to_thread.run_sync(self.step, exp_id)
+            for job_id in cancel:
+                await self.jobs.cancel(job_id)
+            if created:
+                self.jobs.wake()
+
+    def read_reports(self, exp_id: int) -> None:
+        """Fold what each running trial wrote into its row (outside the jobs lock)."""
+        with self.db.session() as s:
+            todo = [
+                (t.id, t.job_id, t.offset)
+                for t in s.scalars(select(Trial).where(Trial.experiment_id == exp_id, Trial.state == states.RUNNING))
+                if t.job_id is not None
+            ]
+            metric = s.get(Experiment, exp_id).config["objective"]["metric"]
+        for trial_id, job_id, offset in todo:
+            path = self.jobs.workdir(job_id) / ".nni" / "metrics"
+            found, new_offset = channel.read_records(path, offset)
+            if new_offset == offset:
+                continue
+            with self.db.writing() as s:
+                t = s.get(Trial, trial_id, with_for_update=True)
+                if t is None or t.offset != offset:  # another pass got here first
+                    continue
+                inter, value = list(t.intermediate), t.value
+                for r in found:
+                    v = channel.metric_value(r.get("value"), metric)
+                    if v is None:
+                        continue
+                    if r.get("type") == "FINAL":
+                        value = v
+                    elif r.get("type") in ("PERIODICAL", "INTERMEDIATE") and len(inter) < MAX_STEPS:
+                        inter.append(v)
+                t.intermediate, t.value, t.offset = inter, value, new_offset
+
+    def step(self, exp_id: int) -> tuple[list[int], bool]:
+        self.read_reports(exp_id)
+        try:
+            return self._step(exp_id)
+        except Refusal as e:  # a trial the platform refuses (quota, VC gone): stop, saying why
+            with self.db.writing() as s:
+                exp = s.get(Experiment, exp_id)
+                exp.used_seconds, exp.state = elapsed(exp, utcnow()), states.EXP_STOPPED
+                exp.reason = f"a trial could not be submitted: {e.detail}"
+            return [], False
+
+    def _step(self, exp_id: int) -> tuple[list[int], bool]:
+        cancel: list[int] = []
+        created = False
+        with self.db.locked("~jobs") as s:
+            exp = s.get(Experiment, exp_id)
+            if exp is None or exp.state != states.EXP_RUNNING:
+                return [], False
+            trials = list(s.scalars(select(Trial).where(Trial.experiment_id == exp_id).order_by(Trial.number)))
+            job_ids = [t.job_id for t in trials if t.job_id is not None]
+            jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
+            now = utcnow()
+            for t in trials:  # trials whose jobs ended
+                job = jobs.get(t.job_id) if t.job_id else None
+                if t.state != states.RUNNING or job is None or job.state not in job_states.TERMINAL:
+                    continue
+                if t.reason.startswith("pruned"):
+                    t.state = states.PRUNED
+                elif job.state == job_states.SUCCEEDED and t.value is not None:
+                    t.state, t.reason = states.COMPLETE, ""
+                elif job.state == job_states.SUCCEEDED:
+                    t.state, t.reason = states.FAILED, "the trial ended without reporting a final result"
+                elif job.state == job_states.CANCELLED:
+                    t.state, t.reason = states.CANCELLED, job.reason or "cancelled"
+                else:
+                    t.state, t.reason = states.FAILED, f"job {job.id} {job.state}: {job.reason}"
+                t.finished = now
+            rows = [records.trial_dict(t) for t in trials]
+            for t in trials:  # the assessor
+                if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
+                    continue
+                prune, attrs = engine.prune_decision(exp.config, rows, t.number)
+                if attrs != t.internal.get("system_attrs", {}):
+                    t.internal = {**t.internal, "system_attrs": attrs}
+                    rows = [records.trial_dict(x) for x in trials]
+                if prune:
+                    t.reason = f"pruned at step {len(t.intermediate) - 1}"
+                    if t.job_id:
+                        cancel.append(t.job_id)
+            over_time = exp.config.get("max_duration") and elapsed(exp, now) >= exp.config["max_duration"]
+            active = [t for t in trials if t.state == states.RUNNING]
+            if over_time:
+                for t in active:
+                    if t.job_id and t.job_id not in cancel:
+                        t.reason = t.reason or "the experiment's duration is spent"
+                        cancel.append(t.job_id)
+            budget = 0 if over_time else exp.config["max_trials"] - len(trials)
+            room = min(budget, exp.config["concurrency"] - len(active))
+            for _ in range(max(room, 0)):
+                params, internal = engine.ask(exp.config, rows)
+                trial = records.new_trial(
+                    s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name
+                )
+                rows.append(records.trial_dict(trial))
+                created = True
+            if not active and not created and budget <= 0:
+                exp.state, exp.finished = states.EXP_DONE, now
+                exp.used_seconds, exp.reason = elapsed(exp, now), "the duration is spent" if over_time else ""
+        return cancel, created

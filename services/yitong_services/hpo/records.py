@@ -1,0 +1,182 @@
+"""Experiments in the database: create, who may see and change one, views, and a new trial
+(its row and its job in one transaction, so a kill -9 leaves both or neither)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..core.authz import Person, is_member
+from ..core.errors import Refusal, describe_validation
+from ..core.models import utcnow
+from ..jobs import records as jobs
+from ..jobs.models import Job
+from ..jobs.spec import spec_from_dict
+from ..jobs.spec_errors import JobSpecError
+from ..vcs import catalog
+from ..vcs.quantities import Resources
+from . import channel, states
+from .models import Experiment, Trial
+from .schemas import ExperimentSpec
+
+
+def parse(doc: Any) -> ExperimentSpec:
+    if not isinstance(doc, dict):
+        raise Refusal(422, "experiment: must be a map of fields")
+    try:
+        spec = ExperimentSpec.model_validate(doc)
+    except ValidationError as e:
+        raise Refusal(422, describe_validation(list(e.errors()))) from None
+    try:  # the template must be a job spec, checked once here
+        trial_spec(spec.model_dump(mode="json"), 0, 0)
+    except JobSpecError as e:
+        raise Refusal(422, f"template: {e}") from None
+    return spec
+
+
+def trial_spec(config: dict[str, Any], experiment_id: int, number: int, env: dict[str, str] | None = None) -> Any:
+    doc = dict(config["template"])
+    doc["env"] = {**(doc.get("env") or {}), **(env or {})}
+    doc["name"] = f"hpo{experiment_id}-{number}"[:32]
+    doc["vc"] = config["vc"]
+    return spec_from_dict(doc)
+
+
+def create(session: Session, person: Person, spec: ExperimentSpec) -> Experiment:
+    vc = catalog.member_vc(session, person, spec.vc)
+    exp = Experiment(
+        name=spec.name,
+        vc=vc.name,
+        user=person.name,
+        groups=list(person.groups),
+        config=spec.model_dump(mode="json"),
+        state=states.EXP_RUNNING,
+        reason="",
+        used_seconds=0.0,
+        resumed=utcnow(),
+    )
+    session.add(exp)
+    session.flush()
+    return exp
+
+
+def visible(session: Session, person: Person, experiment_id: int) -> Experiment:
+    exp = session.get(Experiment, experiment_id)
+    if exp is None or not (person.admin or is_member(person, catalog.get_vc(session, exp.vc).groups)):
+        raise Refusal(404, f"there is no experiment {experiment_id}")
+    return exp
+
+
+def require_owner(person: Person, exp: Experiment, what: str) -> None:
+    if not (person.admin or person.name == exp.user):
+        raise Refusal(403, f"{person.name} may not {what} experiment {exp.id} of {exp.user}")
+
+
+def owner(exp: Experiment) -> Person:
+    return Person(name=exp.user, admin=False, groups=list(exp.groups))
+
+
+def new_trial(
+    session: Session,
+    exp: Experiment,
+    params: dict[str, Any],
+    internal: dict[str, Any],
+    workdir: Any,
+    inventory: Resources,
+    backend: str,
+) -> Trial:
+    """Insert the trial and its job (``workdir(job_id)`` is the job's directory), and write its
+    parameter file before the transaction commits, so the job never starts without it."""
+    number = len(list(session.scalars(select(Trial.id).where(Trial.experiment_id == exp.id))))
+    trial = Trial(
+        experiment_id=exp.id,
+        number=number,
+        params=params,
+        internal=internal,
+        state=states.RUNNING,
+        reason="",
+        intermediate=[],
+        offset=0,
+    )
+    session.add(trial)
+    session.flush()
+    spec = trial_spec(exp.config, exp.id, number)
+    job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
+    # the job's own directory: handed to the job's account at launch in multi-user mode, so the
+    # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
+    sys_dir = Path(workdir(job.id))
+    job.spec = {
+        **job.spec,
+        "env": {**job.spec.get("env", {}), **channel.trial_env(sys_dir, exp.id, trial.id, number, params)},
+    }
+    trial.job_id = job.id
+    channel.write_parameters(sys_dir, number, params)
+    return trial
+
+
+def rows(session: Session, experiment_id: int) -> list[dict[str, Any]]:
+    return [trial_dict(t) for t in session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))]
+
+
+def trial_dict(t: Trial, job: Job | None = None) -> dict[str, Any]:
+    out = {
+        "id": t.id,
+        "number": t.number,
+        "job_id": t.job_id,
+        "state": t.state,
+        "reason": t.reason,
+        "params": t.params,
+        "internal": t.internal,
+        "intermediate": list(t.intermediate),
+        "value": t.value,
+        "created": t.created,
+        "finished": t.finished,
+    }
+    if job is not None:
+        out["job_state"] = job.state
+    return out
+
+
+def best(exp: Experiment, trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+    done = [t for t in trials if t["state"] == states.COMPLETE and t["value"] is not None]
+    if not done:
+        return None
+    sign = 1 if exp.config["objective"]["direction"] == "maximize" else -1
+    top = max(done, key=lambda t: (sign * t["value"], -t["number"]))
+    return {"number": top["number"], "value": top["value"], "params": top["params"], "job_id": top["job_id"]}
+
+
+def best_so_far(exp: Experiment, trials: list[dict[str, Any]]) -> list[float | None]:
+    sign = 1 if exp.config["objective"]["direction"] == "maximize" else -1
+    out: list[float | None] = []
+    cur: float | None = None
+    for t in sorted(trials, key=lambda t: t["number"]):
+        if t["state"] == states.COMPLETE and t["value"] is not None and (cur is None or sign * t["value"] > sign * cur):
+            cur = t["value"]
+        out.append(cur)
+    return out
+
+
+def experiment_dict(exp: Experiment, trials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": exp.id,
+        "name": exp.name,
+        "vc": exp.vc,
+        "user": exp.user,
+        "state": exp.state,
+        "reason": exp.reason,
+        "config": exp.config,
+        "created": exp.created,
+        "finished": exp.finished,
+    }
+    if trials is not None:
+        public = [{k: v for k, v in t.items() if k != "internal"} for t in trials]
+        counts: dict[str, int] = {}
+        for t in trials:
+            counts[t["state"]] = counts.get(t["state"], 0) + 1
+        out |= {"trials": public, "counts": counts, "best": best(exp, trials), "best_so_far": best_so_far(exp, trials)}
+    return out

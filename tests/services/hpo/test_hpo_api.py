@@ -1,0 +1,147 @@
+"""Experiments over REST on the local backend: trials are real jobs, the trial code is real Python
+speaking the file channel through ``yitong_lab.hpo``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from jobs_helpers import PY, wait_state
+
+FAST = {"jobs": {"poll_interval": 0.1}}
+
+# maximise -(x-0.3)^2: reports 3 steps, then the final value
+QUAD = """
+from yitong_lab import hpo
+p = hpo.get_params()
+for i in range(3):
+    hpo.report(-(p["x"] - 0.3) ** 2 - 0.1 * (2 - i))
+hpo.report_final({"default": -(p["x"] - 0.3) ** 2, "other": 1})
+"""
+
+
+def experiment(name: str, code: str, **extra) -> dict:
+    return {
+        "name": name,
+        "vc": "vision",
+        "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+        "tuner": {"name": "Random"},
+        "concurrency": 2,
+        "max_trials": 6,
+        "template": {
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", code],
+            "cpu": 0.5,
+            "memory": "64Mi",
+            # the in-process service listens on no port: the trials report through the file channel
+            # (the HTTP channel is tested against the real process in test_hpo_process.py)
+            "env": {"YT_HPO_CHANNEL": "file"},
+        },
+        **extra,
+    }
+
+
+@pytest.fixture
+async def svc(service_factory):
+    async with service_factory(**FAST) as s:
+        yield s
+
+
+async def wait_exp(svc, who, exp_id, states=("done", "stopped"), timeout=120) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = await svc.call(who, "GET", f"experiments/{exp_id}")
+        assert r.status_code == 200, r.text
+        if r.json()["state"] in states:
+            return r.json()
+        assert time.monotonic() < deadline, r.json()
+        await asyncio.sleep(0.2)
+
+
+async def test_small_experiment_finishes_with_best(svc):
+    r = await svc.call("alice", "POST", "experiments", json=experiment("quad", QUAD))
+    assert r.status_code == 201, r.text
+    exp = await wait_exp(svc, "alice", r.json()["id"])
+    assert exp["state"] == "done" and exp["counts"] == {"complete": 6}, exp
+    values = [t["value"] for t in exp["trials"]]
+    assert exp["best"]["value"] == max(values)
+    assert all(len(t["intermediate"]) == 3 for t in exp["trials"])
+    assert len({t["job_id"] for t in exp["trials"]}) == 6  # every trial is its own job
+    job = (await svc.call("alice", "GET", f"jobs/{exp['trials'][0]['job_id']}")).json()
+    assert job["state"] == "succeeded" and job["user"] == "alice"
+    assert exp["best_so_far"][-1] == exp["best"]["value"]
+    imp = await svc.call("alice", "GET", f"experiments/{exp['id']}/importance")
+    assert imp.status_code == 200 and set(imp.json()["importance"]) == {"x"}
+
+
+async def test_tpe_and_medianstop_prunes_a_bad_trial(svc):
+    # trial 0 is good; later trials report a worse curve and are stopped by Medianstop
+    code = """
+import os, time
+from yitong_lab import hpo
+p = hpo.get_params()
+bad = os.environ["NNI_TRIAL_SEQ_ID"] != "0"
+for i in range(20):
+    hpo.report(0.0 if bad else 1.0)
+    time.sleep(0.3 if bad else 0.01)
+hpo.report_final(0.0 if bad else 1.0)
+"""
+    body = experiment(
+        "prune",
+        code,
+        tuner={"name": "TPE"},
+        assessor={"name": "Medianstop", "args": {"start_step": 2}},
+        concurrency=1,
+        max_trials=2,
+    )
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 201, r.text
+    exp = await wait_exp(svc, "alice", r.json()["id"])
+    by_x = {t["number"]: t for t in exp["trials"]}
+    assert by_x[0]["state"] == "complete", exp
+    assert by_x[1]["state"] == "pruned" and by_x[1]["reason"].startswith("pruned at step"), exp
+    assert len(by_x[1]["intermediate"]) < 20
+    job = (await svc.call("alice", "GET", f"jobs/{by_x[1]['job_id']}")).json()
+    assert job["state"] == "cancelled"
+
+
+async def test_stop_cancels_running_trials_and_vc_boundary(svc):
+    body = experiment("sleepy", "import time; time.sleep(60)", max_trials=4)
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    exp_id = r.json()["id"]
+    deadline = time.monotonic() + 30
+    while True:
+        exp = (await svc.call("alice", "GET", f"experiments/{exp_id}")).json()
+        if len(exp["trials"]) == 2:
+            break
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    for t in exp["trials"]:
+        await wait_state(svc, "alice", t["job_id"], states={"running"})
+    # bob is in no group of VC vision: he sees nothing and stops nothing
+    assert (await svc.call("bob", "GET", f"experiments/{exp_id}")).status_code == 404
+    assert (await svc.call("bob", "POST", f"experiments/{exp_id}/stop")).status_code == 404
+    assert exp_id not in [e["id"] for e in (await svc.call("bob", "GET", "experiments")).json()]
+    r = await svc.call("alice", "POST", f"experiments/{exp_id}/stop")
+    assert r.status_code == 200 and r.json()["state"] == "stopped", r.text
+    for t in exp["trials"]:
+        job = await wait_state(svc, "alice", t["job_id"])
+        assert job["state"] == "cancelled"
+    assert (await svc.call("alice", "POST", f"experiments/{exp_id}/stop")).status_code == 409
+
+
+async def test_refusals_are_sentences(svc):
+    body = experiment("bad", "print(1)", tuner={"name": "Anneal"})
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 422 and "nearest supported tuner is TPE" in r.text, r.text
+    body = experiment("bad", "print(1)", space={"x": {"_type": "gauss", "_value": [0, 1]}})
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 422 and "unknown _type 'gauss'" in r.text
+    r = await svc.call("bob", "POST", "experiments", json=experiment("ok", "print(1)"))
+    assert r.status_code == 404, r.text
+    nni = "searchSpace: {lr: {_type: uniform, _value: [0, 1]}}\ntrialCommand: python3 t.py\ntuner: {name: SMAC}\n"
+    r = await svc.call(
+        "alice", "POST", "experiments?from=nni&vc=vision", content=nni, headers={"content-type": "application/yaml"}
+    )
+    assert r.status_code == 422 and "SMAC" in r.text and "TPE" in r.text, r.text

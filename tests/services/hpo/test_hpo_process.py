@@ -1,0 +1,165 @@
+"""The service as a real process: kill -9 in the middle of an experiment, restart, and it resumes
+with every trial run exactly once and none lost."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from jobs_helpers import PY
+
+from tests.services.jobs.test_jobs_process import Proc
+
+TRIAL = """
+import os, time
+from yitong_lab import hpo
+p = hpo.get_params()
+open({ran!r}, "a").write(os.environ["NNI_TRIAL_SEQ_ID"] + "\\n")
+for i in range(3):
+    hpo.report(p["x"] * i)
+    time.sleep(0.5)
+hpo.report_final(p["x"])
+"""
+
+
+@pytest.fixture
+def proc(hub, db_url, tmp_path):
+    p = Proc(hub, db_url, tmp_path)
+    p.start()
+    yield p
+    p.stop()
+
+
+def wait_exp(proc, exp_id, ok, timeout=120) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        exp = proc.call("alice", "GET", f"experiments/{exp_id}").json()
+        if ok(exp):
+            return exp
+        assert time.monotonic() < deadline, (exp, proc.log.read_text()[-2000:])
+        time.sleep(0.1)
+
+
+def test_kill9_restart_resumes_without_loss_or_rerun(proc, tmp_path):
+    ran = tmp_path / "ran.txt"
+    body = {
+        "name": "durable",
+        "vc": "vision",
+        "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+        "tuner": {"name": "TPE", "args": {"n_startup_trials": 3}},
+        "concurrency": 2,
+        "max_trials": 8,
+        "template": {
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", TRIAL.format(ran=str(ran))],
+            "cpu": 0.5,
+            "memory": "64Mi",
+        },
+    }
+    r = proc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 201, r.text
+    exp_id = r.json()["id"]
+    wait_exp(proc, exp_id, lambda e: e["counts"].get("complete", 0) >= 2 and e["counts"].get("running", 0) == 2)
+    proc.kill9()
+    time.sleep(0.5)
+    proc.start()
+    exp = wait_exp(proc, exp_id, lambda e: e["state"] == "done", timeout=180)
+    assert exp["counts"] == {"complete": 8}, exp["trials"]
+    assert sorted(t["number"] for t in exp["trials"]) == list(range(8))
+    assert len({t["job_id"] for t in exp["trials"]}) == 8
+    assert sorted(int(n) for n in ran.read_text().split()) == list(range(8))  # each trial ran exactly once
+    assert all(len(t["intermediate"]) == 3 for t in exp["trials"])  # no report read twice or lost
+    assert exp["best"]["value"] == max(t["value"] for t in exp["trials"])
+
+
+# NNI's examples/trials/mnist-pytorch shape: config.yml beside search_space.json and the trial,
+# the trial written for NNI and run unchanged with the real nni package (its own venv)
+NNI_TRIAL = """
+import nni
+
+params = {"lr": 0.1, "batch_size": 32, "momentum": 0.5}
+params.update(nni.get_next_parameter())
+acc = 0.0
+for epoch in range(3):
+    acc = 1 - abs(params["lr"] - 0.01) - 0.001 * epoch * (params["momentum"] < 0.5)
+    nni.report_intermediate_result(acc)
+nni.report_final_result({"default": acc, "loss": 1 - acc})
+"""
+NNI_CONFIG = """
+searchSpaceFile: search_space.json
+trialCommand: {python} mnist.py
+trialGpuNumber: 0
+trialConcurrency: 2
+maxTrialNumber: 4
+maxExperimentDuration: 10m
+tuner:
+  name: TPE
+  classArgs:
+    optimize_mode: maximize
+trainingService:
+  platform: local
+"""
+NNI_SPACE = {
+    "batch_size": {"_type": "choice", "_value": [16, 32, 64, 128]},
+    "lr": {"_type": "choice", "_value": [0.0001, 0.001, 0.01, 0.1]},
+    "momentum": {"_type": "uniform", "_value": [0, 1]},
+}
+
+
+def nni_python():
+    """bench/.venv-nni's python with nni 3.0 (made on first use; nni's deps clash with ours)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from helpers import require
+
+    venv = Path(__file__).resolve().parents[3] / "bench" / ".venv-nni"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True).returncode == 0
+        made = (
+            made
+            and subprocess.run(
+                [str(venv / "bin" / "pip"), "install", "-q", "setuptools<81", "nni==3.0"], capture_output=True
+            ).returncode
+            == 0
+        )
+        require("nni 3.0", made, "pip could not install it into bench/.venv-nni")
+    return python
+
+
+def test_nni_config_and_unchanged_nni_trial_through_yt(proc, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    python = nni_python()
+    code = tmp_path / "mnist-pytorch"
+    code.mkdir()
+    (code / "mnist.py").write_text(NNI_TRIAL)
+    (code / "search_space.json").write_text(json.dumps(NNI_SPACE))
+    (code / "config.yml").write_text(NNI_CONFIG.format(python=python))
+    yt = Path(sys.executable).parent / "yt"
+    env = {**os.environ, "YT_API_URL": proc.base.rstrip("/"), "YT_TOKEN": proc.hub.tokens["alice"]}
+    r = subprocess.run(
+        [str(yt), "hpo", "create", "--from", str(code / "config.yml"), "--vc", "vision", "--follow"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, (r.stdout, r.stderr, proc.log.read_text()[-3000:])
+    assert "done; 4 complete; best" in r.stdout, r.stdout
+    assert "4/4" in r.stderr  # the progress bar
+    exp_id = int(r.stdout.split()[1])
+    exp = proc.call("alice", "GET", f"experiments/{exp_id}").json()
+    for t in exp["trials"]:
+        assert set(t["params"]) == {"batch_size", "lr", "momentum"}
+        assert len(t["intermediate"]) == 3 and t["value"] == t["intermediate"][-1]
+    assert exp["best"]["params"]["lr"] == max(exp["trials"], key=lambda t: t["value"])["params"]["lr"]
+    shown = subprocess.run([str(yt), "hpo", "show", str(exp_id)], capture_output=True, text=True, env=env)
+    assert shown.returncode == 0 and "complete" in shown.stdout

@@ -1,0 +1,231 @@
+"""The pure parts of HPO: NNI search spaces of every type, NNI v2 configs shaped like NNI's own
+examples, the tuner/assessor mapping and its refusals, the replay engine."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+from yitong_lab import hpo as sdk
+from yitong_services.hpo import engine, space, states
+from yitong_services.hpo.nni_config import NniConfigError, from_nni
+from yitong_services.hpo.schemas import ExperimentSpec
+from yitong_services.hpo.tuners import TunerError, canonical_assessor, canonical_tuner
+
+EVERY_TYPE = {
+    "optimizer": {
+        "_type": "choice",
+        "_value": [
+            {
+                "_name": "sgd",
+                "lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]},
+                "momentum": {"_type": "uniform", "_value": [0, 1]},
+            },
+            {"_name": "adam", "beta": {"_type": "quniform", "_value": [0.8, 0.99, 0.01]}},
+            "none",
+        ],
+    },
+    "batch": {"_type": "choice", "_value": [16, 32, 64]},
+    "layers": {"_type": "randint", "_value": [1, 5]},
+    "dropout": {"_type": "uniform", "_value": [0.1, 0.5]},
+    "hidden": {"_type": "quniform", "_value": [32, 256, 32]},
+    "lr": {"_type": "loguniform", "_value": [1e-5, 1e-1]},
+    "units": {"_type": "qloguniform", "_value": [8, 1024, 8]},
+    "bias": {"_type": "normal", "_value": [0, 1]},
+    "shift": {"_type": "qnormal", "_value": [10, 2, 0.5]},
+    "scale": {"_type": "lognormal", "_value": [0, 1]},
+    "width": {"_type": "qlognormal", "_value": [2, 0.5, 1]},
+}
+
+# NNI's examples/trials/mnist-pytorch/config.yml, as shipped (search space inlined by the client)
+MNIST = """
+searchSpace:
+  batch_size: {_type: choice, _value: [16, 32, 64, 128]}
+  hidden_size: {_type: choice, _value: [128, 256, 512, 1024]}
+  lr: {_type: choice, _value: [0.0001, 0.001, 0.01, 0.1]}
+  momentum: {_type: uniform, _value: [0, 1]}
+trialCommand: python3 mnist.py
+trialCodeDirectory: .
+trialGpuNumber: 0
+trialConcurrency: 1
+maxExperimentDuration: 1h
+maxTrialNumber: 10
+tuner:
+  name: TPE
+  classArgs:
+    optimize_mode: maximize
+assessor:
+  name: Medianstop
+  classArgs:
+    optimize_mode: maximize
+    start_step: 5
+trainingService:
+  platform: local
+"""
+
+
+def rows_of(config, n):
+    rows = []
+    for i in range(n):
+        params, internal = engine.ask(config, rows)
+        rows.append(
+            {
+                "number": i,
+                "state": states.COMPLETE,
+                "value": float(i),
+                "intermediate": [],
+                "internal": internal,
+                "params": params,
+            }
+        )
+    return rows
+
+
+def config_of(space_doc, tuner="Random", **extra):
+    doc = {"name": "e", "vc": "v", "space": space_doc, "tuner": {"name": tuner}, "template": {}} | extra
+    return ExperimentSpec.model_validate(doc).model_dump(mode="json")
+
+
+def test_every_nni_type_samples_within_its_law():
+    assert space.check(EVERY_TYPE) == 14
+    config = config_of(EVERY_TYPE)
+    for row in rows_of(config, 30):
+        p = row["params"]
+        assert p["batch"] in (16, 32, 64) and 1 <= p["layers"] <= 4 and 0.1 <= p["dropout"] <= 0.5
+        assert p["hidden"] % 32 == 0 and 32 <= p["hidden"] <= 256
+        assert 1e-5 <= p["lr"] <= 1e-1 and p["units"] % 8 == 0 and 8 <= p["units"] <= 1024
+        assert math.isfinite(p["bias"]) and (p["shift"] / 0.5).is_integer() and p["scale"] > 0
+        assert float(p["width"]).is_integer()
+        opt = p["optimizer"]
+        assert opt == "none" or opt["_name"] in ("sgd", "adam")
+        if isinstance(opt, dict) and opt["_name"] == "sgd":
+            assert set(opt) == {"_name", "lr", "momentum"}
+        if isinstance(opt, dict) and opt["_name"] == "adam":
+            assert 0.8 <= opt["beta"] <= 0.99
+    # the replay is deterministic: the same rows ask the same next trial
+    rows = rows_of(config, 5)
+    assert engine.ask(config, rows)[0] == engine.ask(config, rows)[0]
+
+
+def test_tpe_and_grid_replay():
+    grid = config_of(
+        {"a": {"_type": "choice", "_value": [1, 2, 3]}, "b": {"_type": "randint", "_value": [0, 2]}}, "GridSearch"
+    )
+    seen = [(r["params"]["a"], r["params"]["b"]) for r in rows_of(grid, 6)]
+    assert sorted(seen) == [(a, b) for a in (1, 2, 3) for b in (0, 1)]  # each point once
+    tpe = config_of(EVERY_TYPE, "TPE")
+    assert len(rows_of(tpe, 12)) == 12
+
+
+@pytest.mark.parametrize(
+    "bad,words",
+    [
+        ({"x": {"_type": "uniform", "_value": [1, 0]}}, "lower bound"),
+        ({"x": {"_type": "loguniform", "_value": [0, 1]}}, "above 0"),
+        ({"x": {"_type": "normal", "_value": [0, -1]}}, "sigma"),
+        ({"x": {"_type": "randint", "_value": [0.5, 3]}}, "integers"),
+        ({"x": {"_type": "choice", "_value": []}}, "non-empty"),
+        ({"x": {"_type": "beta", "_value": [1, 2]}}, "unknown _type"),
+    ],
+)
+def test_bad_spaces_are_refused_with_the_parameter(bad, words):
+    with pytest.raises(space.SpaceError, match=words) as e:
+        space.check(bad)
+    assert "space.x" in str(e.value)
+
+
+def test_grid_refuses_continuous():
+    with pytest.raises(ValueError, match="no finite grid: use TPE or Random"):
+        config_of({"x": {"_type": "uniform", "_value": [0, 1]}}, "GridSearch")
+
+
+@pytest.mark.parametrize(
+    "name,nearest",
+    [
+        ("Anneal", "TPE"),
+        ("Evolution", "TPE"),
+        ("SMAC", "TPE"),
+        ("BOHB", "Hyperband"),
+        ("PBTTuner", "Random"),
+        ("Hyperband", "assessor"),
+    ],
+)
+def test_unsupported_tuners_name_the_nearest(name, nearest):
+    with pytest.raises(TunerError, match=nearest):
+        canonical_tuner(name)
+
+
+def test_mapped_names():
+    assert [canonical_tuner(n) for n in ("tpe", "Random", "GridSearch", "CMAES")] == [
+        "TPE",
+        "Random",
+        "GridSearch",
+        "CMAES",
+    ]
+    assert canonical_assessor("Medianstop") == "Medianstop" and canonical_assessor("Hyperband") == "Hyperband"
+    with pytest.raises(TunerError, match="Medianstop"):
+        canonical_assessor("Curvefitting")
+
+
+def test_nni_mnist_config_maps():
+    doc, notes = from_nni(yaml.safe_load(MNIST), "vision")
+    spec = ExperimentSpec.model_validate(doc)
+    assert (spec.tuner.name, spec.assessor.name, spec.assessor.args) == ("TPE", "Medianstop", {"start_step": 5})
+    assert spec.objective.direction == "maximize" and spec.max_duration == 3600
+    assert (spec.concurrency, spec.max_trials, spec.template["command"]) == (1, 10, "python3 mnist.py")
+    assert spec.code == {"path": "."} and notes == []
+    remote = yaml.safe_load(MNIST) | {
+        "trainingService": {"platform": "remote"},
+        "tuner": {"name": "Random", "classArgs": {"optimize_mode": "minimize", "seed": 3}},
+    }
+    doc, notes = from_nni(remote, "vision")
+    assert doc["objective"]["direction"] == "minimize" and doc["seed"] == 3 and "remote" in notes[0]
+    for broken, words in (
+        (
+            {k: v for k, v in yaml.safe_load(MNIST).items() if k != "searchSpace"} | {"searchSpaceFile": "s.json"},
+            "client reads the file",
+        ),
+        (yaml.safe_load(MNIST) | {"useAnnotation": True}, "annotations"),
+        (yaml.safe_load(MNIST) | {"tuner": {"name": "TPE", "classArgs": {"optimize_mode": "up"}}}, "optimize_mode"),
+    ):
+        with pytest.raises(NniConfigError, match=words):
+            from_nni(broken, "vision")
+
+
+def test_sdk_spaces_are_nni_spaces():
+    s = sdk.space(lr=sdk.loguniform(1e-4, 1e-1), layers=sdk.randint(1, 4), act=sdk.choice("relu", "tanh"))
+    assert space.check(s) == 3
+    fn = sdk.space(lambda t: {"lr": t.suggest_float("lr", 1e-4, 1e-1, log=True), "n": t.suggest_int("n", 1, 3)})
+    assert fn == {"lr": {"_type": "loguniform", "_value": [1e-4, 1e-1]}, "n": {"_type": "randint", "_value": [1, 4]}}
+
+
+def run_curve(config, rows, curve):
+    """One trial as the driver runs it: after each reported step the assessor decides, and what it
+    noted on the trial is kept; returns the step it was pruned at (None: it ran to the end)."""
+    params, internal = engine.ask(config, rows)
+    row = {"number": len(rows), "state": states.RUNNING, "value": None, "intermediate": [], "internal": internal}
+    for step, v in enumerate(curve):
+        row["intermediate"] = [*row["intermediate"], v]
+        prune, attrs = engine.prune_decision(config, [*rows, row], row["number"])
+        row["internal"] = {**row["internal"], "system_attrs": attrs}
+        if prune:
+            rows.append(row | {"state": states.PRUNED})
+            return step
+    rows.append(row | {"state": states.COMPLETE, "value": curve[-1]})
+    return None
+
+
+@pytest.mark.parametrize(
+    "assessor",
+    [{"name": "Medianstop", "args": {"start_step": 1}}, {"name": "Hyperband", "args": {"R": 9, "eta": 3}}],
+)
+def test_assessors_stop_a_bad_curve_and_keep_a_good_one(assessor):
+    config = config_of({"x": {"_type": "uniform", "_value": [0, 1]}}, "Random", assessor=assessor)
+    rows: list[dict] = []
+    for n in range(12):  # good curves, a little different each
+        assert run_curve(config, rows, [1.0 + 0.1 * s + 0.01 * n for s in range(9)]) is None
+    pruned = [run_curve(config, rows, [0.0] * 9) for _ in range(6)]
+    assert sum(p is not None for p in pruned) >= 4, pruned  # Hyperband's widest bracket may keep some
+    assert run_curve(config, rows, [9.0] * 9) is None
