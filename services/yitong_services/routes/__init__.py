@@ -10,6 +10,7 @@ from . import (
     job_logs,
     jobs,
     me,
+    models,
     objects,
     profiles,
     runs,
@@ -37,5 +38,6 @@ ROUTERS: list[APIRouter] = [
     jobs.router,
     job_logs.router,
     runs.router,
+    models.router,
     audit.router,
 ]
