@@ -19,7 +19,8 @@ ALLOWED = {
     "vcs": {"core", "vcs"},
     "datasets": {"core", "vcs", "datasets"},
     "jobs": {"core", "vcs", "datasets", "jobs"},
-    "routes": {"core", "vcs", "datasets", "jobs", "routes"},
+    "models": {"core", "vcs", "datasets", "jobs", "models"},
+    "routes": {"core", "vcs", "datasets", "jobs", "models", "routes"},
 }
 
 

@@ -14,6 +14,10 @@ class Accelerator(TypedDict):
     type: str
 
 
+class AliasIn(TypedDict):
+    version: int
+
+
 class AllocationIn(TypedDict):
     kind: NotRequired[Literal["server", "job"]]
     profile: str
@@ -76,6 +80,14 @@ class Committed(TypedDict):
     parent: int | None
     tags: list[str]
     unchanged: NotRequired[bool]
+
+
+class Comparison(TypedDict):
+    "Versions' metrics side by side: ``metrics`` names every metric any of them has."
+
+    metrics: list[str]
+    model: str
+    versions: list[dict[str, Any]]
 
 
 class DatasetIn(TypedDict):
@@ -205,6 +217,29 @@ class Missing(TypedDict):
     missing: list[str]
 
 
+class ModelIn(TypedDict):
+    description: NotRequired[str]
+    name: str
+    vc: str
+
+
+class ModelOut(TypedDict):
+    aliases: dict[str, int]
+    created: str
+    dataset: str
+    description: str
+    full_name: str
+    latest: int | None
+    name: str
+    owner: str
+    vc: str
+    versions: int
+
+
+class ModelPatch(TypedDict):
+    description: NotRequired[str | None]
+
+
 class Placement(TypedDict):
     "Where a server with this accelerator goes on each backend: the settings' ``devices`` table."
 
@@ -265,6 +300,11 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
+class Signature(TypedDict):
+    inputs: NotRequired[list[TensorSpec]]
+    outputs: NotRequired[list[TensorSpec]]
+
+
 class SizedPath(TypedDict):
     path: str
     size: int
@@ -297,6 +337,14 @@ class SystemAccount(TypedDict):
 
 class TagIn(TypedDict):
     version: int
+
+
+class TensorSpec(TypedDict):
+    "One input or output of a model, in Open Inference Protocol terms (-1: any size)."
+
+    datatype: str
+    name: str
+    shape: NotRequired[list[int]]
 
 
 class UploadState(TypedDict):
@@ -366,7 +414,22 @@ class VerifyResult(TypedDict):
     missing: list[str]
 
 
-class VersionOut(TypedDict):
+class VersionIn(TypedDict):
+    "A new version from files already uploaded (``files``, as a dataset commit takes them) or"
+
+    files: NotRequired[list[FileEntry] | None]
+    format: NotRequired[str]
+    framework: NotRequired[str]
+    job: NotRequired[int | None]
+    lineage: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+    metrics: NotRequired[dict[str, float]]
+    path: NotRequired[str]
+    signature: NotRequired[Signature]
+    tags: NotRequired[dict[str, str]]
+
+
+class yitong_services__datasets__schemas__VersionOut(TypedDict):
     author: str
     bytes: int
     created: str
@@ -380,11 +443,30 @@ class VersionOut(TypedDict):
     tags: list[str]
 
 
+class yitong_services__models__schemas__VersionOut(TypedDict):
+    aliases: list[str]
+    author: str
+    bytes: int
+    created: str
+    files: int
+    format: str
+    framework: str
+    lineage: dict[str, Any]
+    manifest: str
+    message: str
+    metrics: dict[str, Any]
+    model: str
+    number: int
+    signature: dict[str, Any]
+    tags: dict[str, Any]
+
+
 Framework = Literal["pytorch", "tensorflow", "mpi", "mindspore", "plain"]
 
 
 __all__ = [
     "Accelerator",
+    "AliasIn",
     "AllocationIn",
     "AllocationOut",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
@@ -392,6 +474,7 @@ __all__ = [
     "Code",
     "CommitIn",
     "Committed",
+    "Comparison",
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
@@ -412,17 +495,22 @@ __all__ = [
     "Materialized",
     "Me",
     "Missing",
+    "ModelIn",
+    "ModelOut",
+    "ModelPatch",
     "Placement",
     "ProfileIn",
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "Signature",
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",
     "Stored",
     "SystemAccount",
     "TagIn",
+    "TensorSpec",
     "UploadState",
     "Usage",
     "VCIn",
@@ -431,5 +519,7 @@ __all__ = [
     "VCPatch",
     "VCUsage",
     "VerifyResult",
-    "VersionOut",
+    "VersionIn",
+    "yitong_services__datasets__schemas__VersionOut",
+    "yitong_services__models__schemas__VersionOut",
 ]

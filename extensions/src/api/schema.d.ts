@@ -488,6 +488,151 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Models
+         * @description Models of the VCs the caller belongs to (``?vc=`` filters).
+         */
+        get: operations["list_models_services_yitong_api_v1_models_get"];
+        put?: never;
+        /**
+         * Create Model
+         * @description Members of ``vc``: create an empty model (and its backing dataset ``<vc>/model-<name>``).
+         */
+        post: operations["create_model_services_yitong_api_v1_models_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Model
+         * @description One model with its version count, latest version and aliases (404 outside the caller's VCs).
+         */
+        get: operations["get_model_services_yitong_api_v1_models__vc___name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Model
+         * @description The owner or an admin: delete the model, its versions and its backing dataset.
+         */
+        delete: operations["delete_model_services_yitong_api_v1_models__vc___name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Model
+         * @description The owner or an admin: change the description.
+         */
+        patch: operations["patch_model_services_yitong_api_v1_models__vc___name__patch"];
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/aliases/{alias}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put Alias
+         * @description Members of the VC: point ``alias`` (``production``) at a version; it moves if it pointed elsewhere.
+         */
+        put: operations["put_alias_services_yitong_api_v1_models__vc___name__aliases__alias__put"];
+        post?: never;
+        /**
+         * Delete Alias
+         * @description Members of the VC: remove an alias (the version stays).
+         */
+        delete: operations["delete_alias_services_yitong_api_v1_models__vc___name__aliases__alias__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare Versions
+         * @description Versions' metrics side by side (at most 32 versions).
+         */
+        get: operations["compare_versions_services_yitong_api_v1_models__vc___name__compare_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Versions
+         * @description Versions, newest first, with metadata, lineage and aliases.
+         */
+        get: operations["list_versions_services_yitong_api_v1_models__vc___name__versions_get"];
+        put?: never;
+        /**
+         * Register Version
+         * @description Members of the VC: register a version from uploaded files or a succeeded job's outputs
+         *     (lineage from its ledger record). 409 when the files equal the latest version's.
+         */
+        post: operations["register_version_services_yitong_api_v1_models__vc___name__versions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Version
+         * @description One version; ``ref`` is a number, ``v<number>``, an alias or ``latest``.
+         */
+        get: operations["get_version_services_yitong_api_v1_models__vc___name__versions__ref__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Version
+         * @description The owner or an admin: delete a version (and its aliases); GC reclaims its objects.
+         */
+        delete: operations["delete_version_services_yitong_api_v1_models__vc___name__versions__ref__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/objects/missing": {
         parameters: {
             query?: never;
@@ -794,6 +939,11 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** AliasIn */
+        AliasIn: {
+            /** Version */
+            version: number;
+        };
         /** AllocationIn */
         AllocationIn: {
             /**
@@ -940,6 +1090,20 @@ export interface components {
              * @default false
              */
             unchanged: boolean;
+        };
+        /**
+         * Comparison
+         * @description Versions' metrics side by side: ``metrics`` names every metric any of them has.
+         */
+        Comparison: {
+            /** Metrics */
+            metrics: string[];
+            /** Model */
+            model: string;
+            /** Versions */
+            versions: {
+                [key: string]: unknown;
+            }[];
         };
         /** DatasetIn */
         DatasetIn: {
@@ -1221,6 +1385,51 @@ export interface components {
             /** Missing */
             missing: string[];
         };
+        /** ModelIn */
+        ModelIn: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Name */
+            name: string;
+            /** Vc */
+            vc: string;
+        };
+        /** ModelOut */
+        ModelOut: {
+            /** Aliases */
+            aliases: {
+                [key: string]: number;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Dataset */
+            dataset: string;
+            /** Description */
+            description: string;
+            /** Full Name */
+            full_name: string;
+            /** Latest */
+            latest: number | null;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Vc */
+            vc: string;
+            /** Versions */
+            versions: number;
+        };
+        /** ModelPatch */
+        ModelPatch: {
+            /** Description */
+            description?: string | null;
+        };
         /**
          * Placement
          * @description Where a server with this accelerator goes on each backend: the settings' ``devices`` table.
@@ -1375,6 +1584,13 @@ export interface components {
             /** Memory */
             memory?: number | null;
         };
+        /** Signature */
+        Signature: {
+            /** Inputs */
+            inputs?: components["schemas"]["TensorSpec"][];
+            /** Outputs */
+            outputs?: components["schemas"]["TensorSpec"][];
+        };
         /** SizedPath */
         SizedPath: {
             /** Path */
@@ -1429,6 +1645,21 @@ export interface components {
         TagIn: {
             /** Version */
             version: number;
+        };
+        /**
+         * TensorSpec
+         * @description One input or output of a model, in Open Inference Protocol terms (-1: any size).
+         */
+        TensorSpec: {
+            /**
+             * Datatype
+             * @description an Open Inference Protocol datatype
+             */
+            datatype: string;
+            /** Name */
+            name: string;
+            /** Shape */
+            shape?: number[];
         };
         /** UploadState */
         UploadState: {
@@ -1592,8 +1823,56 @@ export interface components {
             /** Missing */
             missing: string[];
         };
+        /**
+         * VersionIn
+         * @description A new version from files already uploaded (``files``, as a dataset commit takes them) or
+         *     from a finished job's outputs (``job`` and ``path`` under its outputs directory).
+         */
+        VersionIn: {
+            /** Files */
+            files?: components["schemas"]["FileEntry"][] | null;
+            /**
+             * Format
+             * @default
+             */
+            format: string;
+            /**
+             * Framework
+             * @default
+             */
+            framework: string;
+            /** Job */
+            job?: number | null;
+            /**
+             * Lineage
+             * @description more lineage (e.g. the notebook); a job's comes from its ledger
+             */
+            lineage?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Metrics */
+            metrics?: {
+                [key: string]: number;
+            };
+            /**
+             * Path
+             * @description a file or folder under the job's outputs; '' = all
+             * @default
+             */
+            path: string;
+            signature?: components["schemas"]["Signature"];
+            /** Tags */
+            tags?: {
+                [key: string]: string;
+            };
+        };
         /** VersionOut */
-        VersionOut: {
+        yitong_services__datasets__schemas__VersionOut: {
             /** Author */
             author: string;
             /** Bytes */
@@ -1618,6 +1897,50 @@ export interface components {
             parent: number | null;
             /** Tags */
             tags: string[];
+        };
+        /** VersionOut */
+        yitong_services__models__schemas__VersionOut: {
+            /** Aliases */
+            aliases: string[];
+            /** Author */
+            author: string;
+            /** Bytes */
+            bytes: number;
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Files */
+            files: number;
+            /** Format */
+            format: string;
+            /** Framework */
+            framework: string;
+            /** Lineage */
+            lineage: {
+                [key: string]: unknown;
+            };
+            /** Manifest */
+            manifest: string;
+            /** Message */
+            message: string;
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Model */
+            model: string;
+            /** Number */
+            number: number;
+            /** Signature */
+            signature: {
+                [key: string]: unknown;
+            };
+            /** Tags */
+            tags: {
+                [key: string]: unknown;
+            };
         };
     };
     responses: never;
@@ -2077,7 +2400,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["VersionOut"];
+                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -2159,7 +2482,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["VersionOut"][];
+                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"][];
                 };
             };
             /** @description Validation Error */
@@ -2253,7 +2576,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["VersionOut"];
+                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -2903,6 +3226,513 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_models_services_yitong_api_v1_models_get: {
+        parameters: {
+            query?: {
+                vc?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_model_services_yitong_api_v1_models_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_model_services_yitong_api_v1_models__vc___name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_model_services_yitong_api_v1_models__vc___name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_model_services_yitong_api_v1_models__vc___name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_alias_services_yitong_api_v1_models__vc___name__aliases__alias__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                /** @description letters, digits, '.', '_', '-' */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AliasIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_alias_services_yitong_api_v1_models__vc___name__aliases__alias__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                /** @description letters, digits, '.', '_', '-' */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    compare_versions_services_yitong_api_v1_models__vc___name__compare_get: {
+        parameters: {
+            query?: {
+                /** @description comma-separated refs; default: every version */
+                versions?: string;
+            };
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Comparison"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_versions_services_yitong_api_v1_models__vc___name__versions_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    register_version_services_yitong_api_v1_models__vc___name__versions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VersionIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_version_services_yitong_api_v1_models__vc___name__versions__ref__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_version_services_yitong_api_v1_models__vc___name__versions__ref__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description refused, with a sentence why */

@@ -15,9 +15,7 @@ def from_record(job_id: int, record: dict[str, Any], path: str) -> dict[str, Any
         "attempt": record.get("attempt"),
         "path": path,
         "code": {k: (record.get("code") or {}).get(k) for k in ("commit", "dirty_hash", "path")},
-        "datasets": [
-            {k: i.get(k) for k in ("dataset", "version", "manifest")} for i in record.get("inputs") or []
-        ],
+        "datasets": [{k: i.get(k) for k in ("dataset", "version", "manifest")} for i in record.get("inputs") or []],
         "environment": {k: env.get(k) for k in ("image", "digest", "python_version", "pip_freeze_sha256")},
         "parameters": record.get("parameters") or {},
         "metrics": record.get("metrics") or {},

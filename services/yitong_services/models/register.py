@@ -28,7 +28,9 @@ from .schemas import VersionIn
 from .views import one_version
 
 
-def _job_source(storage: Storage, person: Person, vc: str, name: str, body: VersionIn, jobs_dir: Path) -> tuple[list[dict], dict, dict]:
+def _job_source(
+    storage: Storage, person: Person, vc: str, name: str, body: VersionIn, jobs_dir: Path
+) -> tuple[list[dict], dict, dict]:
     """(files, lineage, metrics) of a finished job of the model's VC."""
     assert body.job is not None
     with storage.db.session() as s:

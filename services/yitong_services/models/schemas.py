@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -13,8 +13,23 @@ from ..vcs.schemas import Name, Strict
 
 Short = Annotated[str, Field(max_length=64)]
 Key = Annotated[str, Field(min_length=1, max_length=128)]
-Datatype = Literal[
-    "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES"
+DATATYPES = (
+    "BOOL",
+    "UINT8",
+    "UINT16",
+    "UINT32",
+    "UINT64",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "FP16",
+    "FP32",
+    "FP64",
+    "BYTES",
+)
+Datatype = Annotated[
+    str, Field(pattern="^(" + "|".join(DATATYPES) + ")$", description="an Open Inference Protocol datatype")
 ]
 
 
@@ -68,7 +83,9 @@ class VersionIn(Strict):
     metrics: dict[Key, float] = Field(default_factory=dict, max_length=MAX_ITEMS)
     tags: dict[Key, Annotated[str, Field(max_length=MAX_SHORT)]] = Field(default_factory=dict, max_length=MAX_ITEMS)
     lineage: dict[Key, Any] = Field(
-        default_factory=dict, max_length=16, description="more lineage (e.g. the notebook); a job's comes from its ledger"
+        default_factory=dict,
+        max_length=16,
+        description="more lineage (e.g. the notebook); a job's comes from its ledger",
     )
 
     @model_validator(mode="after")

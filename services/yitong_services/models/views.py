@@ -15,7 +15,9 @@ from .models import Model, ModelAlias, ModelVersion
 def model_dict(session: Session, m: Model) -> dict[str, Any]:
     count, last = records.stats(session, m)
     numbers = {v.id: v.number for v in session.scalars(select(ModelVersion).where(ModelVersion.model_id == m.id))}
-    aliases = {a.name: numbers[a.version_id] for a in session.scalars(select(ModelAlias).where(ModelAlias.model_id == m.id))}
+    aliases = {
+        a.name: numbers[a.version_id] for a in session.scalars(select(ModelAlias).where(ModelAlias.model_id == m.id))
+    }
     return {
         "vc": m.vc,
         "name": m.name,

@@ -8,7 +8,8 @@ a new route cannot land without saying who may call it.
 Each role acts on its own fresh objects, made before the calls, so one role's delete does not
 change what the next one sees: VC ``t-<role>`` (hub group ``vision``: alice is a member, bob is
 not) offering profile ``p-<role>``; alice's server allocation ``alice/<role>`` in VC vision;
-alice's failed job ``j-<role>`` in VC vision and its run.
+alice's failed job ``j-<role>`` in VC vision and its run; alice's model ``t-<role>/p-<role>``
+with version 1 and alias ``prod``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,18 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/jobs/{job_id}/logs"): (None, MEMBER_SEES),
     ("GET", "api/v1/runs/{run_id}"): (None, MEMBER_SEES),
     ("POST", "api/v1/runs/{run_id}/rerun"): (None, row(201, 404, 201)),
+    ("GET", "api/v1/models"): (None, ALL),
+    ("POST", "api/v1/models"): ({"vc": "vision", "name": "m-{role}"}, row(201, 404, 201)),
+    ("GET", "api/v1/models/{vc}/{name}"): (None, MEMBER_SEES),
+    ("PATCH", "api/v1/models/{vc}/{name}"): ({"description": "x"}, MEMBER_SEES),
+    ("DELETE", "api/v1/models/{vc}/{name}"): (None, row(204, 404, 204)),
+    ("POST", "api/v1/models/{vc}/{name}/versions"): ({"files": []}, row(201, 404, 201)),
+    ("GET", "api/v1/models/{vc}/{name}/versions"): (None, MEMBER_SEES),
+    ("GET", "api/v1/models/{vc}/{name}/versions/{ref}"): (None, MEMBER_SEES),
+    ("DELETE", "api/v1/models/{vc}/{name}/versions/{ref}"): (None, row(204, 404, 204)),
+    ("PUT", "api/v1/models/{vc}/{name}/aliases/{alias}"): ({"version": 1}, MEMBER_SEES),
+    ("DELETE", "api/v1/models/{vc}/{name}/aliases/{alias}"): (None, row(204, 404, 204)),
+    ("GET", "api/v1/models/{vc}/{name}/compare"): (None, MEMBER_SEES),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
     ("GET", "metrics"): (None, ADMIN_ONLY),
 }
@@ -140,7 +153,19 @@ async def _objects(svc, role: str) -> dict[str, object]:
     job = (await svc.call("alice", "POST", "jobs", json=py_job(f"j-{role}", "vision", "raise SystemExit(3)"))).json()
     job = await wait_state(svc, "alice", job["id"])
     assert job["state"] == "failed", job
+    # alice's model t-<role>/p-<role> with version 1 and alias prod
+    r = await svc.call("alice", "POST", "models", json={"vc": f"t-{role}", "name": f"p-{role}"})
+    assert r.status_code == 201, r.text
+    blob = f"weights of {role}".encode()
+    await svc.data.upload("alice", [blob])
+    url = f"models/t-{role}/p-{role}"
+    r = await svc.call("alice", "POST", f"{url}/versions", json={"files": svc.data.entries({"m.bin": blob})})
+    assert r.status_code == 201, r.text
+    r = await svc.call("alice", "PUT", f"{url}/aliases/prod", json={"version": 1})
+    assert r.status_code == 200, r.text
     return {
+        "ref": "1",
+        "alias": "prod",
         "vc": f"t-{role}",
         "name": f"p-{role}",
         "allocation_id": alloc.json()["id"],

@@ -53,7 +53,9 @@ async def test_register_from_a_finished_job_with_lineage(svc):
     lineage = v["lineage"]
     assert (lineage["job"], lineage["run"], lineage["path"]) == (job["id"], done["runs"][0], "out/model")
     assert lineage["code"]["commit"] == "c0ffee"
-    assert lineage["datasets"] == [{"dataset": "vision/iris-data@1", "version": 1, "manifest": job["inputs"][0]["manifest"]}]
+    assert lineage["datasets"] == [
+        {"dataset": "vision/iris-data@1", "version": 1, "manifest": job["inputs"][0]["manifest"]}
+    ]
     # the files are a version of the backing dataset, readable like any: the link was not followed
     manifest = (await svc.call("alice", "GET", "datasets/vision/model-iris/versions/1/manifest")).json()
     assert sorted(f["path"] for f in manifest["files"]) == ["conf/settings.json", "model.joblib"]
@@ -131,7 +133,9 @@ async def test_files_aliases_compare_and_the_vc_boundary(svc):
     assert [m["full_name"] for m in (await svc.call("alice", "GET", "models")).json()] == ["vision/iris"]
 
     # objects alice did not upload cannot be named
-    r = await svc.call("alice", "POST", "models/vision/iris/versions", json={"files": [{"path": "x", "size": 1, "hash": "ab" * 32}]})
+    r = await svc.call(
+        "alice", "POST", "models/vision/iris/versions", json={"files": [{"path": "x", "size": 1, "hash": "ab" * 32}]}
+    )
     assert r.status_code == 422 and "not in the store" in r.json()["detail"]
 
     r = await svc.call("alice", "DELETE", "models/vision/iris/versions/1")
