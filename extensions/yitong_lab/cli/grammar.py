@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "data": "yitong_lab.cli.data",
     "job": "yitong_lab.cli.job",
     "run": "yitong_lab.cli.run",
+    "model": "yitong_lab.cli.model",
 }
 
 
@@ -55,7 +56,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(prog: str = PROG) -> Parser:
     parser = Parser(
         prog=prog,
-        description="Yitong: your virtual clusters (VCs), quotas, profiles, datasets and jobs.",
+        description="Yitong: your virtual clusters (VCs), quotas, profiles, datasets, jobs and models.",
         epilog="Configured by YITONG_API_URL and JUPYTERHUB_API_TOKEN (or YT_API_URL, YT_TOKEN).",
     )
     common = Parser(add_help=False)
