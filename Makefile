@@ -11,13 +11,13 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy
+.PHONY: run test install labextension docs clean lint mypy mlserver
 
 run: install
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
 	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
 
-test: install lint
+test: install lint mlserver
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Linters (ruff.toml, mypy.ini): `make test` runs them first; the TypeScript is type-checked by
@@ -51,6 +51,16 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 	$(BIN)/jupyter kernelspec install --sys-prefix --replace kernels/yitong-python3 >/dev/null
 	touch $@
 
+# MLServer (model endpoints) in its own environment: it pins an older FastAPI than the platform.
+MLSERVER_VENV := .venv-mlserver
+MLSERVER_STAMP := $(MLSERVER_VENV)/.yitong-installed
+mlserver: $(MLSERVER_STAMP)
+
+$(MLSERVER_STAMP):
+	test -x $(MLSERVER_VENV)/bin/python || $(PYTHON) -m venv $(MLSERVER_VENV)
+	$(MLSERVER_VENV)/bin/python -m pip install -q 'mlserver==1.7.1' 'mlserver-sklearn==1.7.1'
+	touch $@
+
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).
 labextension:
@@ -62,4 +72,4 @@ docs: install
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension
+	rm -rf $(VENV) $(MLSERVER_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

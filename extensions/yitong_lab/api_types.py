@@ -14,10 +14,6 @@ class Accelerator(TypedDict):
     type: str
 
 
-class AliasIn(TypedDict):
-    version: int
-
-
 class AllocationIn(TypedDict):
     kind: NotRequired[Literal["server", "job"]]
     profile: str
@@ -82,14 +78,6 @@ class Committed(TypedDict):
     unchanged: NotRequired[bool]
 
 
-class Comparison(TypedDict):
-    "Versions' metrics side by side: ``metrics`` names every metric any of them has."
-
-    metrics: list[str]
-    model: str
-    versions: list[dict[str, Any]]
-
-
 class DatasetIn(TypedDict):
     description: NotRequired[str]
     name: str
@@ -120,6 +108,24 @@ class Diff(TypedDict):
     added: list[SizedPath]
     changed: list[ChangedPath]
     removed: list[SizedPath]
+
+
+class EndpointIn(TypedDict):
+    model: str
+    name: str
+    profile: str
+
+
+class EndpointOut(TypedDict):
+    created: str
+    model: str
+    name: str
+    owner: str
+    reason: str
+    state: str
+    url: str
+    vc: str
+    version: int
 
 
 class Environment(TypedDict):
@@ -217,6 +223,18 @@ class Missing(TypedDict):
     missing: list[str]
 
 
+class ModelAliasIn(TypedDict):
+    version: int
+
+
+class ModelComparison(TypedDict):
+    "Versions' metrics side by side: ``metrics`` names every metric any of them has."
+
+    metrics: list[str]
+    model: str
+    versions: list[dict[str, Any]]
+
+
 class ModelIn(TypedDict):
     description: NotRequired[str]
     name: str
@@ -238,6 +256,39 @@ class ModelOut(TypedDict):
 
 class ModelPatch(TypedDict):
     description: NotRequired[str | None]
+
+
+class ModelVersionIn(TypedDict):
+    "A new version from files already uploaded (``files``, as a dataset commit takes them) or"
+
+    files: NotRequired[list[FileEntry] | None]
+    format: NotRequired[str]
+    framework: NotRequired[str]
+    job: NotRequired[int | None]
+    lineage: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+    metrics: NotRequired[dict[str, float]]
+    path: NotRequired[str]
+    signature: NotRequired[Signature]
+    tags: NotRequired[dict[str, str]]
+
+
+class ModelVersionOut(TypedDict):
+    aliases: list[str]
+    author: str
+    bytes: int
+    created: str
+    files: int
+    format: str
+    framework: str
+    lineage: dict[str, Any]
+    manifest: str
+    message: str
+    metrics: dict[str, Any]
+    model: str
+    number: int
+    signature: dict[str, Any]
+    tags: dict[str, Any]
 
 
 class Placement(TypedDict):
@@ -414,22 +465,7 @@ class VerifyResult(TypedDict):
     missing: list[str]
 
 
-class VersionIn(TypedDict):
-    "A new version from files already uploaded (``files``, as a dataset commit takes them) or"
-
-    files: NotRequired[list[FileEntry] | None]
-    format: NotRequired[str]
-    framework: NotRequired[str]
-    job: NotRequired[int | None]
-    lineage: NotRequired[dict[str, Any]]
-    message: NotRequired[str]
-    metrics: NotRequired[dict[str, float]]
-    path: NotRequired[str]
-    signature: NotRequired[Signature]
-    tags: NotRequired[dict[str, str]]
-
-
-class yitong_services__datasets__schemas__VersionOut(TypedDict):
+class VersionOut(TypedDict):
     author: str
     bytes: int
     created: str
@@ -443,30 +479,11 @@ class yitong_services__datasets__schemas__VersionOut(TypedDict):
     tags: list[str]
 
 
-class yitong_services__models__schemas__VersionOut(TypedDict):
-    aliases: list[str]
-    author: str
-    bytes: int
-    created: str
-    files: int
-    format: str
-    framework: str
-    lineage: dict[str, Any]
-    manifest: str
-    message: str
-    metrics: dict[str, Any]
-    model: str
-    number: int
-    signature: dict[str, Any]
-    tags: dict[str, Any]
-
-
 Framework = Literal["pytorch", "tensorflow", "mpi", "mindspore", "plain"]
 
 
 __all__ = [
     "Accelerator",
-    "AliasIn",
     "AllocationIn",
     "AllocationOut",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
@@ -474,11 +491,12 @@ __all__ = [
     "Code",
     "CommitIn",
     "Committed",
-    "Comparison",
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
     "Diff",
+    "EndpointIn",
+    "EndpointOut",
     "Environment",
     "Error",
     "FileEntry",
@@ -495,9 +513,13 @@ __all__ = [
     "Materialized",
     "Me",
     "Missing",
+    "ModelAliasIn",
+    "ModelComparison",
     "ModelIn",
     "ModelOut",
     "ModelPatch",
+    "ModelVersionIn",
+    "ModelVersionOut",
     "Placement",
     "ProfileIn",
     "ProfileOption",
@@ -519,7 +541,5 @@ __all__ = [
     "VCPatch",
     "VCUsage",
     "VerifyResult",
-    "VersionIn",
-    "yitong_services__datasets__schemas__VersionOut",
-    "yitong_services__models__schemas__VersionOut",
+    "VersionOut",
 ]

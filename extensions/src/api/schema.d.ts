@@ -303,6 +303,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Endpoints
+         * @description Endpoints of the caller's VCs.
+         */
+        get: operations["list_endpoints_services_yitong_api_v1_endpoints_get"];
+        put?: never;
+        /**
+         * Create Endpoint
+         * @description Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
+         *     ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
+         *     until ``GET /endpoints/{name}`` finds it ready.
+         */
+        post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Endpoint
+         * @description One endpoint; its state is probed (``starting`` -> ``ready``).
+         */
+        get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Endpoint
+         * @description The owner or an admin: stop the server and release its allocation.
+         */
+        delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/health": {
         parameters: {
             query?: never;
@@ -939,11 +989,6 @@ export interface components {
             /** Type */
             type: string;
         };
-        /** AliasIn */
-        AliasIn: {
-            /** Version */
-            version: number;
-        };
         /** AllocationIn */
         AllocationIn: {
             /**
@@ -1091,20 +1136,6 @@ export interface components {
              */
             unchanged: boolean;
         };
-        /**
-         * Comparison
-         * @description Versions' metrics side by side: ``metrics`` names every metric any of them has.
-         */
-        Comparison: {
-            /** Metrics */
-            metrics: string[];
-            /** Model */
-            model: string;
-            /** Versions */
-            versions: {
-                [key: string]: unknown;
-            }[];
-        };
         /** DatasetIn */
         DatasetIn: {
             /**
@@ -1168,6 +1199,45 @@ export interface components {
             changed: components["schemas"]["ChangedPath"][];
             /** Removed */
             removed: components["schemas"]["SizedPath"][];
+        };
+        /** EndpointIn */
+        EndpointIn: {
+            /**
+             * Model
+             * @description vc/name[@ref]: a model version of a VC of yours
+             */
+            model: string;
+            /** Name */
+            name: string;
+            /**
+             * Profile
+             * @description the resources the endpoint holds in the VC, as a profile the VC offers
+             */
+            profile: string;
+        };
+        /** EndpointOut */
+        EndpointOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Model */
+            model: string;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Reason */
+            reason: string;
+            /** State */
+            state: string;
+            /** Url */
+            url: string;
+            /** Vc */
+            vc: string;
+            /** Version */
+            version: number;
         };
         /** Environment */
         Environment: {
@@ -1385,6 +1455,25 @@ export interface components {
             /** Missing */
             missing: string[];
         };
+        /** ModelAliasIn */
+        ModelAliasIn: {
+            /** Version */
+            version: number;
+        };
+        /**
+         * ModelComparison
+         * @description Versions' metrics side by side: ``metrics`` names every metric any of them has.
+         */
+        ModelComparison: {
+            /** Metrics */
+            metrics: string[];
+            /** Model */
+            model: string;
+            /** Versions */
+            versions: {
+                [key: string]: unknown;
+            }[];
+        };
         /** ModelIn */
         ModelIn: {
             /**
@@ -1429,6 +1518,98 @@ export interface components {
         ModelPatch: {
             /** Description */
             description?: string | null;
+        };
+        /**
+         * ModelVersionIn
+         * @description A new version from files already uploaded (``files``, as a dataset commit takes them) or
+         *     from a finished job's outputs (``job`` and ``path`` under its outputs directory).
+         */
+        ModelVersionIn: {
+            /** Files */
+            files?: components["schemas"]["FileEntry"][] | null;
+            /**
+             * Format
+             * @default
+             */
+            format: string;
+            /**
+             * Framework
+             * @default
+             */
+            framework: string;
+            /** Job */
+            job?: number | null;
+            /**
+             * Lineage
+             * @description more lineage (e.g. the notebook); a job's comes from its ledger
+             */
+            lineage?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Metrics */
+            metrics?: {
+                [key: string]: number;
+            };
+            /**
+             * Path
+             * @description a file or folder under the job's outputs; '' = all
+             * @default
+             */
+            path: string;
+            signature?: components["schemas"]["Signature"];
+            /** Tags */
+            tags?: {
+                [key: string]: string;
+            };
+        };
+        /** ModelVersionOut */
+        ModelVersionOut: {
+            /** Aliases */
+            aliases: string[];
+            /** Author */
+            author: string;
+            /** Bytes */
+            bytes: number;
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Files */
+            files: number;
+            /** Format */
+            format: string;
+            /** Framework */
+            framework: string;
+            /** Lineage */
+            lineage: {
+                [key: string]: unknown;
+            };
+            /** Manifest */
+            manifest: string;
+            /** Message */
+            message: string;
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Model */
+            model: string;
+            /** Number */
+            number: number;
+            /** Signature */
+            signature: {
+                [key: string]: unknown;
+            };
+            /** Tags */
+            tags: {
+                [key: string]: unknown;
+            };
         };
         /**
          * Placement
@@ -1823,56 +2004,8 @@ export interface components {
             /** Missing */
             missing: string[];
         };
-        /**
-         * VersionIn
-         * @description A new version from files already uploaded (``files``, as a dataset commit takes them) or
-         *     from a finished job's outputs (``job`` and ``path`` under its outputs directory).
-         */
-        VersionIn: {
-            /** Files */
-            files?: components["schemas"]["FileEntry"][] | null;
-            /**
-             * Format
-             * @default
-             */
-            format: string;
-            /**
-             * Framework
-             * @default
-             */
-            framework: string;
-            /** Job */
-            job?: number | null;
-            /**
-             * Lineage
-             * @description more lineage (e.g. the notebook); a job's comes from its ledger
-             */
-            lineage?: {
-                [key: string]: unknown;
-            };
-            /**
-             * Message
-             * @default
-             */
-            message: string;
-            /** Metrics */
-            metrics?: {
-                [key: string]: number;
-            };
-            /**
-             * Path
-             * @description a file or folder under the job's outputs; '' = all
-             * @default
-             */
-            path: string;
-            signature?: components["schemas"]["Signature"];
-            /** Tags */
-            tags?: {
-                [key: string]: string;
-            };
-        };
         /** VersionOut */
-        yitong_services__datasets__schemas__VersionOut: {
+        VersionOut: {
             /** Author */
             author: string;
             /** Bytes */
@@ -1897,50 +2030,6 @@ export interface components {
             parent: number | null;
             /** Tags */
             tags: string[];
-        };
-        /** VersionOut */
-        yitong_services__models__schemas__VersionOut: {
-            /** Aliases */
-            aliases: string[];
-            /** Author */
-            author: string;
-            /** Bytes */
-            bytes: number;
-            /**
-             * Created
-             * Format: date-time
-             */
-            created: string;
-            /** Files */
-            files: number;
-            /** Format */
-            format: string;
-            /** Framework */
-            framework: string;
-            /** Lineage */
-            lineage: {
-                [key: string]: unknown;
-            };
-            /** Manifest */
-            manifest: string;
-            /** Message */
-            message: string;
-            /** Metrics */
-            metrics: {
-                [key: string]: unknown;
-            };
-            /** Model */
-            model: string;
-            /** Number */
-            number: number;
-            /** Signature */
-            signature: {
-                [key: string]: unknown;
-            };
-            /** Tags */
-            tags: {
-                [key: string]: unknown;
-            };
         };
     };
     responses: never;
@@ -2400,7 +2489,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"];
+                    "application/json": components["schemas"]["VersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -2482,7 +2571,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"][];
+                    "application/json": components["schemas"]["VersionOut"][];
                 };
             };
             /** @description Validation Error */
@@ -2576,7 +2665,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__datasets__schemas__VersionOut"];
+                    "application/json": components["schemas"]["VersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -2792,6 +2881,155 @@ export interface operations {
             };
             /** @description a byte range */
             206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_endpoints_services_yitong_api_v1_endpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_endpoint_services_yitong_api_v1_endpoints_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_endpoint_services_yitong_api_v1_endpoints__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_endpoint_services_yitong_api_v1_endpoints__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3460,7 +3698,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AliasIn"];
+                "application/json": components["schemas"]["ModelAliasIn"];
             };
         };
         responses: {
@@ -3470,7 +3708,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                    "application/json": components["schemas"]["ModelVersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -3555,7 +3793,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Comparison"];
+                    "application/json": components["schemas"]["ModelComparison"];
                 };
             };
             /** @description Validation Error */
@@ -3596,7 +3834,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"][];
+                    "application/json": components["schemas"]["ModelVersionOut"][];
                 };
             };
             /** @description Validation Error */
@@ -3631,7 +3869,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["VersionIn"];
+                "application/json": components["schemas"]["ModelVersionIn"];
             };
         };
         responses: {
@@ -3641,7 +3879,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                    "application/json": components["schemas"]["ModelVersionOut"];
                 };
             };
             /** @description Validation Error */
@@ -3683,7 +3921,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["yitong_services__models__schemas__VersionOut"];
+                    "application/json": components["schemas"]["ModelVersionOut"];
                 };
             };
             /** @description Validation Error */

@@ -59,3 +59,23 @@ class ModelAlias(Base):
     model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(64))
     version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"), index=True)
+
+
+class Endpoint(Base):
+    """A deployed model version: an MLServer process of the VC owner's account on ``port``,
+    holding ``allocation_id`` in its VC while it exists."""
+
+    __tablename__ = "endpoints"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+    vc: Mapped[str] = mapped_column(ForeignKey("vcs.name"), index=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), index=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id"), index=True)
+    allocation_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    port: Mapped[int] = mapped_column(Integer, default=0)
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16), default="starting")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

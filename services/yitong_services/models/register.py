@@ -24,12 +24,12 @@ from . import records
 from .lineage import from_record, metrics_of
 from .models import ModelVersion
 from .outputs import ingest
-from .schemas import VersionIn
+from .schemas import ModelVersionIn
 from .views import one_version
 
 
 def _job_source(
-    storage: Storage, person: Person, vc: str, name: str, body: VersionIn, jobs_dir: Path
+    storage: Storage, person: Person, vc: str, name: str, body: ModelVersionIn, jobs_dir: Path
 ) -> tuple[list[dict], dict, dict]:
     """(files, lineage, metrics) of a finished job of the model's VC."""
     assert body.job is not None
@@ -47,7 +47,7 @@ def _job_source(
     return files, from_record(job.id, record, body.path.strip("/")), metrics_of(record)
 
 
-def register(storage: Storage, person: Person, vc: str, name: str, body: VersionIn, jobs_dir: Path) -> dict:
+def register(storage: Storage, person: Person, vc: str, name: str, body: ModelVersionIn, jobs_dir: Path) -> dict:
     """The new version's dict; 409 when the same files are a version already."""
     lineage: dict[str, Any] = dict(body.lineage)
     metrics: dict[str, float] = {}

@@ -69,7 +69,7 @@ class ModelOut(Strict):
     aliases: dict[str, int]
 
 
-class VersionIn(Strict):
+class ModelVersionIn(Strict):
     """A new version from files already uploaded (``files``, as a dataset commit takes them) or
     from a finished job's outputs (``job`` and ``path`` under its outputs directory)."""
 
@@ -89,7 +89,7 @@ class VersionIn(Strict):
     )
 
     @model_validator(mode="after")
-    def _one_source(self) -> VersionIn:
+    def _one_source(self) -> ModelVersionIn:
         if (self.files is None) == (self.job is None):
             raise ValueError("give either files or job, not both or neither")
         if self.files is not None and self.path:
@@ -97,7 +97,7 @@ class VersionIn(Strict):
         return self
 
 
-class VersionOut(Strict):
+class ModelVersionOut(Strict):
     model: str
     number: int
     author: str
@@ -115,16 +115,37 @@ class VersionOut(Strict):
     aliases: list[str]
 
 
-class AliasIn(Strict):
+class ModelAliasIn(Strict):
     version: int = Field(ge=1, le=MAX_ID)
 
 
 AliasName = TagName
 
 
-class Comparison(Strict):
+class ModelComparison(Strict):
     """Versions' metrics side by side: ``metrics`` names every metric any of them has."""
 
     model: str
     metrics: list[str]
     versions: list[dict[str, Any]]
+
+
+class EndpointIn(Strict):
+    name: Name
+    model: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}(@[A-Za-z0-9._-]{1,64})?$",
+        description="vc/name[@ref]: a model version of a VC of yours",
+    )
+    profile: Name = Field(description="the resources the endpoint holds in the VC, as a profile the VC offers")
+
+
+class EndpointOut(Strict):
+    name: str
+    vc: str
+    owner: str
+    model: str
+    version: int
+    state: str
+    reason: str
+    created: datetime
+    url: str

@@ -6,6 +6,7 @@ from . import (
     allocations,
     audit,
     datasets,
+    endpoints,
     health,
     job_logs,
     jobs,
@@ -39,5 +40,6 @@ ROUTERS: list[APIRouter] = [
     job_logs.router,
     runs.router,
     models.router,
+    endpoints.router,
     audit.router,
 ]

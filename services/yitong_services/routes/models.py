@@ -9,7 +9,15 @@ from ..core.errors import Refusal
 from ..models import records as mr
 from ..models.models import Model
 from ..models.register import register
-from ..models.schemas import AliasIn, Comparison, ModelIn, ModelOut, ModelPatch, VersionIn, VersionOut
+from ..models.schemas import (
+    ModelAliasIn,
+    ModelComparison,
+    ModelIn,
+    ModelOut,
+    ModelPatch,
+    ModelVersionIn,
+    ModelVersionOut,
+)
 from ..models.views import compare, model_dict, one_version, versions_list
 from ..vcs.models import VC
 from .common import Caller, Ctx, as_person, in_thread
@@ -90,15 +98,15 @@ async def delete_model(vc: str, name: str, caller: Caller, ctx: Ctx) -> Response
     return Response(status_code=204)
 
 
-@router.post("/{vc}/{name}/versions", response_model=VersionOut, status_code=201)
-async def register_version(vc: str, name: str, body: VersionIn, caller: Caller, ctx: Ctx) -> dict:
+@router.post("/{vc}/{name}/versions", response_model=ModelVersionOut, status_code=201)
+async def register_version(vc: str, name: str, body: ModelVersionIn, caller: Caller, ctx: Ctx) -> dict:
     """Members of the VC: register a version from uploaded files or a succeeded job's outputs
     (lineage from its ledger record). 409 when the files equal the latest version's."""
     jobs_dir = ctx.settings.data_dir.absolute() / "jobs"
     return await in_thread(register, ctx.storage, as_person(caller), vc, name, body, jobs_dir)
 
 
-@router.get("/{vc}/{name}/versions", response_model=list[VersionOut])
+@router.get("/{vc}/{name}/versions", response_model=list[ModelVersionOut])
 async def list_versions(vc: str, name: str, caller: Caller, ctx: Ctx) -> list[dict]:
     """Versions, newest first, with metadata, lineage and aliases."""
 
@@ -109,7 +117,7 @@ async def list_versions(vc: str, name: str, caller: Caller, ctx: Ctx) -> list[di
     return await in_thread(work)
 
 
-@router.get("/{vc}/{name}/versions/{ref}", response_model=VersionOut)
+@router.get("/{vc}/{name}/versions/{ref}", response_model=ModelVersionOut)
 async def get_version(vc: str, name: str, ref: str, caller: Caller, ctx: Ctx) -> dict:
     """One version; ``ref`` is a number, ``v<number>``, an alias or ``latest``."""
 
@@ -141,8 +149,8 @@ def _alias_refusal(alias: str) -> None:
         raise Refusal(422, f"alias {alias!r} would be read as a version reference; choose another name")
 
 
-@router.put("/{vc}/{name}/aliases/{alias}", response_model=VersionOut)
-async def put_alias(vc: str, name: str, body: AliasIn, caller: Caller, ctx: Ctx, alias: str = ALIAS) -> dict:
+@router.put("/{vc}/{name}/aliases/{alias}", response_model=ModelVersionOut)
+async def put_alias(vc: str, name: str, body: ModelAliasIn, caller: Caller, ctx: Ctx, alias: str = ALIAS) -> dict:
     """Members of the VC: point ``alias`` (``production``) at a version; it moves if it pointed elsewhere."""
     _alias_refusal(alias)
     person = as_person(caller)
@@ -168,7 +176,7 @@ async def delete_alias(vc: str, name: str, caller: Caller, ctx: Ctx, alias: str 
     return Response(status_code=204)
 
 
-@router.get("/{vc}/{name}/compare", response_model=Comparison)
+@router.get("/{vc}/{name}/compare", response_model=ModelComparison)
 async def compare_versions(
     vc: str,
     name: str,

@@ -1,4 +1,4 @@
-"""The model registry: models, versions (backed by dataset versions) and aliases.
+"""The model registry: models, versions (backed by dataset versions), aliases and endpoints.
 
 Revision ID: 0007
 Revises: 0006
@@ -53,9 +53,25 @@ def upgrade() -> None:
         ),
         sa.UniqueConstraint("model_id", "name", name="uq_model_aliases_name"),
     )
+    op.create_table(
+        "endpoints",
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("name", sa.String(32), nullable=False, unique=True),
+        sa.Column("vc", sa.String(32), sa.ForeignKey("vcs.name"), nullable=False, index=True),
+        sa.Column("owner", sa.String(255), nullable=False),
+        sa.Column("model_id", sa.Integer, sa.ForeignKey("models.id"), nullable=False, index=True),
+        sa.Column("version_id", sa.Integer, sa.ForeignKey("model_versions.id"), nullable=False, index=True),
+        sa.Column("allocation_id", sa.Integer, nullable=True),
+        sa.Column("port", sa.Integer, nullable=False),
+        sa.Column("pid", sa.Integer, nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("reason", sa.Text, nullable=False),
+        sa.Column("created", TZ, nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("endpoints")
     op.drop_table("model_aliases")
     op.drop_table("model_versions")
     op.drop_table("models")
