@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "job": "yitong_lab.cli.job",
     "run": "yitong_lab.cli.run",
     "model": "yitong_lab.cli.model",
+    "deploy": "yitong_lab.cli.deploy",
 }
 
 

@@ -143,3 +143,38 @@ class Models:
         v = self.version(ref)
         vc, name = v["model"].split("/", 1)
         return Datasets(self.client).pull(f"{vc}/model-{name}@{v['number']}", directory, **options)
+
+
+class Endpoints:
+    """``Endpoints(client=None)``: deploy model versions as Open Inference Protocol endpoints."""
+
+    def __init__(self, client: Client | None = None):
+        self.client = client or Client()
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self.client.request("GET", "/endpoints")
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self.client.request("GET", f"/endpoints/{_q(name)}")
+
+    def create(self, name: str, model: str, profile: str, wait: float = 0) -> dict[str, Any]:
+        """Serve ``model`` (``vc/name@ref``) as endpoint ``name`` holding ``profile`` in the VC;
+        with ``wait`` (seconds), poll until it is ready (a YitongError 504 past that)."""
+        import time
+
+        parse_ref(model)
+        e = self.client.request("POST", "/endpoints", json={"name": name, "model": model, "profile": profile})
+        deadline = time.monotonic() + wait
+        while wait and e["state"] != "ready":
+            if time.monotonic() > deadline:
+                raise YitongError(504, f"endpoint {name} is not ready after {wait:g} s (state {e['state']})")
+            time.sleep(0.2)
+            e = self.get(name)
+        return e
+
+    def delete(self, name: str) -> None:
+        self.client.request("DELETE", f"/endpoints/{_q(name)}")
+
+    def infer(self, name: str, inputs: builtins.list[dict[str, Any]]) -> dict[str, Any]:
+        """One V2 infer call: ``inputs`` as the protocol writes them ({name, shape, datatype, data})."""
+        return self.client.request("POST", f"/endpoints/{_q(name)}/v2/models/{_q(name)}/infer", json={"inputs": inputs})

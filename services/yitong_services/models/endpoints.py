@@ -103,7 +103,9 @@ def create(storage: Storage, settings: Any, person: Person, body: Any, inventory
     alloc_in = AllocationIn.model_construct(
         user=None, vc=vc, profile=body.profile, kind=KIND, ref=f"endpoint/{body.name}"
     )
-    allocation, _ = allocate(storage.db, person, alloc_in, inventory)
+    allocation, created = allocate(storage.db, person, alloc_in, inventory)
+    if not created:  # another create of the same name got there first
+        raise Refusal(409, f"endpoint {body.name} already exists")
     try:
         return _start(
             storage,

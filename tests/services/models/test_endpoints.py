@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from helpers import ipython
 
 from tests.services.jobs.test_jobs_process import Proc
 
@@ -128,7 +129,36 @@ def test_v2_conformance_through_the_platform(proc, tmp_path):
     r = proc.call("alice", "POST", "endpoints", json={"name": "iris2", "model": "vision/iris", "profile": "cpu-small"})
     assert r.status_code == 409 and "cpu" in r.json()["detail"], r.text
     assert proc.call("bob", "DELETE", "endpoints/iris").status_code == 404
-    assert proc.call("alice", "DELETE", "endpoints/iris").status_code == 204
+
+
+def test_yt_deploy_and_magic(proc, tmp_path, monkeypatch, capsys):
+    from yitong_lab.cli.grammar import run
+
+    deploy(proc, tmp_path)
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    env = {"YT_API_URL": proc.base.rstrip("/"), "YT_TOKEN": proc.hub.tokens["alice"]}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert run(["deploy", "ls"]) == 0
+    assert capsys.readouterr().out == (
+        "ENDPOINT  MODEL        VERSION  VC      STATE\niris      vision/iris  v1       vision  ready\n"
+    )
+    magic = ipython("%yt deploy show iris", **env)
+    assert "State:     ready\n" in magic.stdout and "URL:       endpoints/iris/v2/models/iris" in magic.stdout, magic
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Endpoints
+
+    with Client(env["YT_API_URL"], env["YT_TOKEN"]) as c:
+        out = Endpoints(c).infer(
+            "iris", [{"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [1, 1, 1, 1]}]
+        )
+    assert out["model_name"] == "iris" and len(out["outputs"][0]["data"]) == 1
+    assert run(["deploy", "create", "iris", "vision/iris"]) == 1
+    assert capsys.readouterr().err == "yt: endpoint iris already exists\n"
+    assert run(["deploy", "delete", "iris"]) == 0
+    assert capsys.readouterr().out == "deleted endpoint iris\n"
+    assert proc.call("alice", "DELETE", "endpoints/iris").status_code == 404
     assert [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "endpoint"] == []
     r = proc.call("alice", "GET", "endpoints/iris/v2/health/ready")
     assert r.status_code == 404
