@@ -7,6 +7,7 @@ version's files are materialised and copied into ``<data_dir>/endpoints/<name>/`
 ``settings.json`` and ``model-settings.json``, and ``mlserver start`` runs there on a free
 loopback port, in its own session, as the owner's account in multi-user mode (never with the
 service's token or environment). Delete stops the process group and releases the allocation.
+The server outlives a restart of the service (its port and pid are in the row), like a job does.
 """
 
 from __future__ import annotations
@@ -215,11 +216,3 @@ def delete(storage: Storage, settings: Any, person: Person, name: str) -> None:
         s.delete(e)
     stop(pid)
     shutil.rmtree(Path(settings.data_dir).absolute() / "endpoints" / name, ignore_errors=True)
-
-
-def stop_all(db: Any) -> None:
-    """At service shutdown: the processes end with the service (rows stay; see docs/models.md)."""
-    with db.session() as s:
-        pids = [e.pid for e in s.scalars(select(Endpoint)) if e.pid]
-    for pid in pids:
-        stop(pid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 
@@ -26,7 +27,7 @@ def metrics_of(record: dict[str, Any]) -> dict[str, float]:
     """The record's final numeric metrics (what ``POST /jobs/{id}/metrics`` sent)."""
     out: dict[str, float] = {}
     for k, v in (record.get("metrics") or {}).items():
-        if isinstance(v, bool) or not isinstance(v, int | float):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             continue
         out[str(k)[:128]] = float(v)
     return out

@@ -80,7 +80,7 @@ class ModelVersionIn(Strict):
     framework: Short = ""
     format: Short = ""
     signature: Signature = Field(default_factory=Signature)
-    metrics: dict[Key, float] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    metrics: dict[Key, Annotated[float, Field(allow_inf_nan=False)]] = Field(default_factory=dict, max_length=MAX_ITEMS)
     tags: dict[Key, Annotated[str, Field(max_length=MAX_SHORT)]] = Field(default_factory=dict, max_length=MAX_ITEMS)
     lineage: dict[Key, Any] = Field(
         default_factory=dict,
