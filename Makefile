@@ -52,13 +52,15 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 	touch $@
 
 # MLServer (model endpoints) in its own environment: it pins an older FastAPI than the platform.
+# skl2onnx and onnxruntime beside it: `yt model convert --python .venv-mlserver/bin/python`.
 MLSERVER_VENV := .venv-mlserver
 MLSERVER_STAMP := $(MLSERVER_VENV)/.yitong-installed
 mlserver: $(MLSERVER_STAMP)
 
 $(MLSERVER_STAMP):
 	test -x $(MLSERVER_VENV)/bin/python || $(PYTHON) -m venv $(MLSERVER_VENV)
-	$(MLSERVER_VENV)/bin/python -m pip install -q 'mlserver==1.7.1' 'mlserver-sklearn==1.7.1'
+	$(MLSERVER_VENV)/bin/python -m pip install -q 'mlserver==1.7.1' 'mlserver-sklearn==1.7.1' \
+	    'skl2onnx==1.20.0' 'onnxruntime==1.32.0'
 	touch $@
 
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in

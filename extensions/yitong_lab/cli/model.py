@@ -74,6 +74,10 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("compare", compare, "versions' metrics side by side (default: every version)")
     sub.add_argument("model", metavar="VC/NAME")
     sub.add_argument("versions", metavar="REF", nargs="*")
+    sub = verb("convert", convert, "a scikit-learn version to ONNX, checked on sample inputs, as a new version")
+    sub.add_argument("ref", metavar="VC/NAME[@REF]")
+    sub.add_argument("--to", choices=["onnx"], default="onnx")
+    sub.add_argument("--python", help="an interpreter with scikit-learn, skl2onnx and onnxruntime (default: this one)")
     sub = verb("pull", pull, "download a version's files into a directory")
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("directory", metavar="DIR")
@@ -143,6 +147,18 @@ def alias(args: Any, client: Any, out: Any) -> None:
 def compare(args: Any, client: Any, out: Any) -> None:
     c = _models(client).compare(args.model, args.versions or None)
     out.show(c, text.compare_table(c))
+
+
+def convert(args: Any, client: Any, out: Any) -> None:
+    from yitong_lab.models.sdk import convert as run_convert
+
+    v = run_convert(_models(client), args.ref, python=args.python, progress=out.progress)
+    check = v["lineage"]["check"]
+    out.show(
+        v,
+        f"registered {v['model']} v{v['number']} (ONNX of {v['lineage']['converted_from']}): "
+        f"{check['rows']} sample rows agree (largest probability difference {check['max_abs_diff']:.2g})",
+    )
 
 
 def pull(args: Any, client: Any, out: Any) -> None:

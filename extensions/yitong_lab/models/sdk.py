@@ -9,6 +9,7 @@ dataset ``vc/model-<name>``.
 from __future__ import annotations
 
 import builtins
+import json
 import os
 from typing import Any
 from urllib.parse import quote
@@ -178,3 +179,62 @@ class Endpoints:
     def infer(self, name: str, inputs: builtins.list[dict[str, Any]]) -> dict[str, Any]:
         """One V2 infer call: ``inputs`` as the protocol writes them ({name, shape, datatype, data})."""
         return self.client.request("POST", f"/endpoints/{_q(name)}/v2/models/{_q(name)}/infer", json={"inputs": inputs})
+
+
+def _convert_in(python: str, model_file: str, out_file: str, features: int) -> dict[str, Any]:
+    import subprocess
+
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv = [python, "-m", "yitong_lab.models.convert", model_file, out_file, str(features)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise YitongError(0, f"conversion to ONNX failed in {python}: {tail[0]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def convert(models: Models, ref: str, *, python: str | None = None, progress: Any = None) -> dict[str, Any]:
+    """The version ``ref`` (scikit-learn) converted to ONNX, checked on sample inputs against
+    the original, and registered as a new version of the same model (framework ``onnx``) whose
+    lineage names the source version and the check. ``python``: an interpreter with
+    scikit-learn, skl2onnx and onnxruntime (default: this one)."""
+    import sys
+    import tempfile
+
+    v = models.version(ref)
+    if v["framework"].lower() not in ("sklearn", "scikit-learn"):
+        raise YitongError(
+            422, f"{v['model']} v{v['number']} is {v['framework'] or 'of no framework'}; ONNX conversion takes sklearn"
+        )
+    inputs = (v.get("signature") or {}).get("inputs") or []
+    if len(inputs) != 1 or not inputs[0].get("shape") or inputs[0]["shape"][-1] < 1:
+        raise YitongError(
+            422, f"{v['model']} v{v['number']} needs a signature with one input of known width to convert"
+        )
+    with tempfile.TemporaryDirectory(prefix="yt-convert-") as tmp:
+        models.pull(f"{v['model']}@{v['number']}", os.path.join(tmp, "src"), progress=progress)
+        found = sorted(p for p in os.listdir(os.path.join(tmp, "src")) if p.endswith((".joblib", ".pkl", ".pickle")))
+        if not found:
+            raise YitongError(422, f"{v['model']} v{v['number']} has no .joblib or .pkl file to convert")
+        os.mkdir(os.path.join(tmp, "onnx"))
+        out = os.path.join(tmp, "onnx", "model.onnx")
+        check = _convert_in(python or sys.executable, os.path.join(tmp, "src", found[0]), out, inputs[0]["shape"][-1])
+        if not check["ok"]:
+            raise YitongError(
+                422,
+                f"the ONNX model of {v['model']} v{v['number']} disagrees with it on {check['rows']} sample rows "
+                f"(labels equal: {check['labels_equal']}, largest probability difference {check['max_abs_diff']:.3g})",
+            )
+        return models.register(
+            v["model"],
+            os.path.join(tmp, "onnx"),
+            framework="onnx",
+            format="onnx",
+            signature=v["signature"],
+            metrics=v["metrics"],
+            tags=v["tags"],
+            lineage={"converted_from": f"{v['model']}@{v['number']}", "check": check},
+            message=f"ONNX of v{v['number']} ({check['converter']})",
+            progress=progress,
+        )

@@ -46,11 +46,11 @@ def proc(hub, db_url, tmp_path):
     p.stop()
 
 
-def deploy(proc, tmp_path) -> tuple[dict, float, list[str]]:
+def register_sklearn(proc, tmp_path) -> list[str]:
+    """Train in MLServer's environment, register as vision/iris v1; the expected predictions."""
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     out = subprocess.run([MLSERVER_PY, "-c", TRAIN, str(model_dir)], capture_output=True, text=True, check=True)
-    expected = out.stdout.split()
     from yitong_lab.client import Client
     from yitong_lab.models.sdk import Models
 
@@ -60,6 +60,11 @@ def deploy(proc, tmp_path) -> tuple[dict, float, list[str]]:
             "vision/iris", model_dir, framework="sklearn", format="joblib", signature=signature, progress=None
         )
     assert v["number"] == 1
+    return out.stdout.split()
+
+
+def deploy(proc, tmp_path) -> tuple[dict, float, list[str]]:
+    expected = register_sklearn(proc, tmp_path)
     started = time.monotonic()
     r = proc.call("alice", "POST", "endpoints", json={"name": "iris", "model": "vision/iris@1", "profile": "cpu-small"})
     assert r.status_code == 201, r.text
@@ -162,3 +167,32 @@ def test_yt_deploy_and_magic(proc, tmp_path, monkeypatch, capsys):
     assert [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "endpoint"] == []
     r = proc.call("alice", "GET", "endpoints/iris/v2/health/ready")
     assert r.status_code == 404
+
+
+ONNX_READY = pytest.mark.skipif(
+    subprocess.run([MLSERVER_PY, "-c", "import skl2onnx, onnxruntime"], capture_output=True).returncode != 0
+    if MLSERVER_PY.exists()
+    else True,
+    reason="skl2onnx and onnxruntime in MLServer's environment (make mlserver)",
+)
+
+
+@ONNX_READY
+def test_convert_to_onnx_checked_and_registered_with_lineage(proc, tmp_path, monkeypatch, capsys):
+    from yitong_lab.cli.grammar import run
+
+    register_sklearn(proc, tmp_path)
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
+    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    assert run(["model", "convert", "vision/iris@1", "--python", str(MLSERVER_PY)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert out.startswith("registered vision/iris v2 (ONNX of vision/iris@1): 64 sample rows agree"), out
+    v = proc.call("alice", "GET", "models/vision/iris/versions/2").json()
+    assert (v["framework"], v["format"], v["files"]) == ("onnx", "onnx", 1)
+    assert v["lineage"]["converted_from"] == "vision/iris@1" and v["lineage"]["check"]["labels_equal"] is True
+    assert v["signature"]["inputs"][0]["shape"] == [-1, 4]
+    # converting the ONNX version again is refused with a sentence
+    assert run(["model", "convert", "vision/iris@2", "--python", str(MLSERVER_PY)]) == 1
+    assert "ONNX conversion takes sklearn" in capsys.readouterr().err
