@@ -15,7 +15,7 @@ from ..core.limits import MAX_ID
 from ..datasets import records as datasets
 from ..datasets.models import Dataset, DatasetRef
 from ..vcs import catalog
-from .models import Model, ModelAlias, ModelVersion
+from .models import Endpoint, Model, ModelAlias, ModelVersion
 
 PREFIX = "model-"  # the backing dataset of <vc>/<name> is <vc>/model-<name>
 REF_KIND = "model"
@@ -134,8 +134,19 @@ def _drop_refs(session: Session, m: Model, versions: list[ModelVersion]) -> None
     session.flush()
 
 
+def refuse_if_served(session: Session, m: Model, version_ids: list[int] | None = None) -> None:
+    """409 naming the endpoints that serve the model (or one of ``version_ids``)."""
+    query = select(Endpoint.name).where(Endpoint.model_id == m.id)
+    if version_ids is not None:
+        query = query.where(Endpoint.version_id.in_(version_ids))
+    names = sorted(session.scalars(query))
+    if names:
+        raise Refusal(409, f"model {full_name(m)} is served by endpoint {', '.join(names)}; delete it first")
+
+
 def delete_version(session: Session, m: Model, v: ModelVersion) -> None:
     """The registry entry and the backing dataset version (409 when something else uses it)."""
+    refuse_if_served(session, m, [v.id])
     _drop_refs(session, m, [v])
     d = dataset_of(session, m)
     dv = datasets.resolve(session, d, str(v.number))
@@ -145,6 +156,7 @@ def delete_version(session: Session, m: Model, v: ModelVersion) -> None:
 
 
 def delete_model(session: Session, m: Model) -> None:
+    refuse_if_served(session, m)
     versions = list(session.scalars(select(ModelVersion).where(ModelVersion.model_id == m.id)))
     _drop_refs(session, m, versions)
     d = dataset_of(session, m)

@@ -134,6 +134,11 @@ def test_v2_conformance_through_the_platform(proc, tmp_path):
     r = proc.call("alice", "POST", "endpoints", json={"name": "iris2", "model": "vision/iris", "profile": "cpu-small"})
     assert r.status_code == 409 and "cpu" in r.json()["detail"], r.text
     assert proc.call("bob", "DELETE", "endpoints/iris").status_code == 404
+    for path in ("models/vision/iris/versions/1", "models/vision/iris"):  # not from under a running endpoint
+        r = proc.call("alice", "DELETE", path)
+        assert r.status_code == 409 and r.json()["detail"] == (
+            "model vision/iris is served by endpoint iris; delete it first"
+        ), r.text
 
 
 def test_yt_deploy_and_magic(proc, tmp_path, monkeypatch, capsys):
