@@ -11,13 +11,13 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy code-server code-server-background
+.PHONY: run test install labextension docs clean lint mypy code-server code-server-background mlserver
 
 run: install code-server-background
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
 	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
 
-test: install lint
+test: install lint mlserver
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Linters (ruff.toml, mypy.ini; extensions/eslint.config.mjs, extensions/.prettierrc): `make test`
@@ -72,6 +72,17 @@ code-server-background:
 	    echo "Yitong: installing VS Code in the background (log: $(CODE_SERVER_LOG))"; \
 	    nohup nice -n 19 scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 </dev/null & \
 	fi
+# MLServer (model endpoints) in its own environment: it pins an older FastAPI than the platform.
+# skl2onnx and onnxruntime beside it: `yt model convert --python .venv-mlserver/bin/python`.
+MLSERVER_VENV := .venv-mlserver
+MLSERVER_STAMP := $(MLSERVER_VENV)/.yitong-installed
+mlserver: $(MLSERVER_STAMP)
+
+$(MLSERVER_STAMP):
+	test -x $(MLSERVER_VENV)/bin/python || $(PYTHON) -m venv $(MLSERVER_VENV)
+	$(MLSERVER_VENV)/bin/python -m pip install -q 'mlserver==1.7.1' 'mlserver-sklearn==1.7.1' \
+	    'skl2onnx==1.20.0' 'onnxruntime==1.32.0'
+	touch $@
 
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).
@@ -84,4 +95,4 @@ docs: install
 	$(BIN)/python docs/generate.py
 
 clean:
-	rm -rf $(VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension
+	rm -rf $(VENV) $(MLSERVER_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

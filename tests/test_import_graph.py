@@ -15,13 +15,22 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"yitong_services": ROOT / "services", "yitong_lab": ROOT / "extensions", "yitong_spawner": ROOT / "spawner"}
 # services: which capability packages each may import at module level ("routes" only from core.app)
 ALLOWED = {
-    "core": {"core", "vcs", "datasets", "jobs", "ssh", "hpo"},  # app/context/settings/metrics compose the packages
+    "core": {
+        "core",
+        "vcs",
+        "datasets",
+        "jobs",
+        "ssh",
+        "hpo",
+        "models",
+    },  # app/context/settings/metrics compose the packages
     "vcs": {"core", "vcs"},
     "datasets": {"core", "vcs", "datasets"},
     "jobs": {"core", "vcs", "datasets", "jobs"},
     "ssh": {"core", "vcs", "datasets", "jobs", "ssh"},
     "hpo": {"core", "vcs", "datasets", "jobs", "hpo"},
-    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "routes"},
+    "models": {"core", "vcs", "datasets", "jobs", "models"},
+    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "routes"},
 }
 
 

@@ -132,6 +132,24 @@ class Diff(TypedDict):
     removed: list[SizedPath]
 
 
+class EndpointIn(TypedDict):
+    model: str
+    name: str
+    profile: str
+
+
+class EndpointOut(TypedDict):
+    created: str
+    model: str
+    name: str
+    owner: str
+    reason: str
+    state: str
+    url: str
+    vc: str
+    version: int
+
+
 class Environment(TypedDict):
     image: NotRequired[str | None]
     kernel: NotRequired[str | None]
@@ -332,6 +350,74 @@ class Missing(TypedDict):
     missing: list[str]
 
 
+class ModelAliasIn(TypedDict):
+    version: int
+
+
+class ModelComparison(TypedDict):
+    "Versions' metrics side by side: ``metrics`` names every metric any of them has."
+
+    metrics: list[str]
+    model: str
+    versions: list[dict[str, Any]]
+
+
+class ModelIn(TypedDict):
+    description: NotRequired[str]
+    name: str
+    vc: str
+
+
+class ModelOut(TypedDict):
+    aliases: dict[str, int]
+    created: str
+    dataset: str
+    description: str
+    full_name: str
+    latest: int | None
+    name: str
+    owner: str
+    vc: str
+    versions: int
+
+
+class ModelPatch(TypedDict):
+    description: NotRequired[str | None]
+
+
+class ModelVersionIn(TypedDict):
+    "A new version from files already uploaded (``files``, as a dataset commit takes them) or"
+
+    files: NotRequired[list[FileEntry] | None]
+    format: NotRequired[str]
+    framework: NotRequired[str]
+    job: NotRequired[int | None]
+    lineage: NotRequired[dict[str, Any]]
+    message: NotRequired[str]
+    metrics: NotRequired[dict[str, float]]
+    path: NotRequired[str]
+    signature: NotRequired[Signature]
+    tags: NotRequired[dict[str, str]]
+
+
+class ModelVersionOut(TypedDict):
+    aliases: list[str]
+    author: str
+    bytes: int
+    created: str
+    files: int
+    format: str
+    framework: str
+    lineage: dict[str, Any]
+    manifest: str
+    message: str
+    metrics: dict[str, Any]
+    model: str
+    number: int
+    signature: dict[str, Any]
+    tags: dict[str, Any]
+
+
 class Placement(TypedDict):
     "Where a server with this accelerator goes on each backend: the settings' ``devices`` table."
 
@@ -444,6 +530,11 @@ class SSHKeyOut(TypedDict):
     id: int
 
 
+class Signature(TypedDict):
+    inputs: NotRequired[list[TensorSpec]]
+    outputs: NotRequired[list[TensorSpec]]
+
+
 class SizedPath(TypedDict):
     path: str
     size: int
@@ -476,6 +567,14 @@ class SystemAccount(TypedDict):
 
 class TagIn(TypedDict):
     version: int
+
+
+class TensorSpec(TypedDict):
+    "One input or output of a model, in Open Inference Protocol terms (-1: any size)."
+
+    datatype: str
+    name: str
+    shape: NotRequired[list[int]]
 
 
 class UploadState(TypedDict):
@@ -579,6 +678,8 @@ __all__ = [
     "DatasetOut",
     "DatasetPatch",
     "Diff",
+    "EndpointIn",
+    "EndpointOut",
     "Environment",
     "Error",
     "FileEntry",
@@ -600,6 +701,13 @@ __all__ = [
     "Materialized",
     "Me",
     "Missing",
+    "ModelAliasIn",
+    "ModelComparison",
+    "ModelIn",
+    "ModelOut",
+    "ModelPatch",
+    "ModelVersionIn",
+    "ModelVersionOut",
     "Placement",
     "ProfileIn",
     "ProfileOption",
@@ -610,12 +718,14 @@ __all__ = [
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",
+    "Signature",
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",
     "Stored",
     "SystemAccount",
     "TagIn",
+    "TensorSpec",
     "UploadState",
     "Usage",
     "VCIn",

@@ -303,6 +303,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Endpoints
+         * @description Endpoints of the caller's VCs.
+         */
+        get: operations["list_endpoints_services_yitong_api_v1_endpoints_get"];
+        put?: never;
+        /**
+         * Create Endpoint
+         * @description Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
+         *     ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
+         *     until ``GET /endpoints/{name}`` finds it ready.
+         */
+        post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Endpoint
+         * @description One endpoint; its state is probed (``starting`` -> ``ready``).
+         */
+        get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Endpoint
+         * @description The owner or an admin: stop the server and release its allocation.
+         */
+        delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/experiments": {
         parameters: {
             query?: never;
@@ -712,6 +762,151 @@ export interface paths {
          * @description Remove one of the caller's keys (404 for anyone else's).
          */
         delete: operations["remove_key_services_yitong_api_v1_me_ssh_keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Models
+         * @description Models of the VCs the caller belongs to (``?vc=`` filters).
+         */
+        get: operations["list_models_services_yitong_api_v1_models_get"];
+        put?: never;
+        /**
+         * Create Model
+         * @description Members of ``vc``: create an empty model (and its backing dataset ``<vc>/model-<name>``).
+         */
+        post: operations["create_model_services_yitong_api_v1_models_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Model
+         * @description One model with its version count, latest version and aliases (404 outside the caller's VCs).
+         */
+        get: operations["get_model_services_yitong_api_v1_models__vc___name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Model
+         * @description The owner or an admin: delete the model, its versions and its backing dataset.
+         */
+        delete: operations["delete_model_services_yitong_api_v1_models__vc___name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Model
+         * @description The owner or an admin: change the description.
+         */
+        patch: operations["patch_model_services_yitong_api_v1_models__vc___name__patch"];
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/aliases/{alias}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put Alias
+         * @description Members of the VC: point ``alias`` (``production``) at a version; it moves if it pointed elsewhere.
+         */
+        put: operations["put_alias_services_yitong_api_v1_models__vc___name__aliases__alias__put"];
+        post?: never;
+        /**
+         * Delete Alias
+         * @description Members of the VC: remove an alias (the version stays).
+         */
+        delete: operations["delete_alias_services_yitong_api_v1_models__vc___name__aliases__alias__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Compare Versions
+         * @description Versions' metrics side by side (at most 32 versions).
+         */
+        get: operations["compare_versions_services_yitong_api_v1_models__vc___name__compare_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Versions
+         * @description Versions, newest first, with metadata, lineage and aliases.
+         */
+        get: operations["list_versions_services_yitong_api_v1_models__vc___name__versions_get"];
+        put?: never;
+        /**
+         * Register Version
+         * @description Members of the VC: register a version from uploaded files or a succeeded job's outputs
+         *     (lineage from its ledger record). 409 when the files equal the latest version's.
+         */
+        post: operations["register_version_services_yitong_api_v1_models__vc___name__versions_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions/{ref}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Version
+         * @description One version; ``ref`` is a number, ``v<number>``, an alias or ``latest``.
+         */
+        get: operations["get_version_services_yitong_api_v1_models__vc___name__versions__ref__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Version
+         * @description The owner or an admin: delete a version (and its aliases); GC reclaims its objects.
+         */
+        delete: operations["delete_version_services_yitong_api_v1_models__vc___name__versions__ref__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1301,6 +1496,45 @@ export interface components {
             /** Removed */
             removed: components["schemas"]["SizedPath"][];
         };
+        /** EndpointIn */
+        EndpointIn: {
+            /**
+             * Model
+             * @description vc/name[@ref]: a model version of a VC of yours
+             */
+            model: string;
+            /** Name */
+            name: string;
+            /**
+             * Profile
+             * @description the resources the endpoint holds in the VC, as a profile the VC offers
+             */
+            profile: string;
+        };
+        /** EndpointOut */
+        EndpointOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Model */
+            model: string;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Reason */
+            reason: string;
+            /** State */
+            state: string;
+            /** Url */
+            url: string;
+            /** Vc */
+            vc: string;
+            /** Version */
+            version: number;
+        };
         /** Environment */
         Environment: {
             /**
@@ -1741,6 +1975,162 @@ export interface components {
             /** Missing */
             missing: string[];
         };
+        /** ModelAliasIn */
+        ModelAliasIn: {
+            /** Version */
+            version: number;
+        };
+        /**
+         * ModelComparison
+         * @description Versions' metrics side by side: ``metrics`` names every metric any of them has.
+         */
+        ModelComparison: {
+            /** Metrics */
+            metrics: string[];
+            /** Model */
+            model: string;
+            /** Versions */
+            versions: {
+                [key: string]: unknown;
+            }[];
+        };
+        /** ModelIn */
+        ModelIn: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /** Name */
+            name: string;
+            /** Vc */
+            vc: string;
+        };
+        /** ModelOut */
+        ModelOut: {
+            /** Aliases */
+            aliases: {
+                [key: string]: number;
+            };
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Dataset */
+            dataset: string;
+            /** Description */
+            description: string;
+            /** Full Name */
+            full_name: string;
+            /** Latest */
+            latest: number | null;
+            /** Name */
+            name: string;
+            /** Owner */
+            owner: string;
+            /** Vc */
+            vc: string;
+            /** Versions */
+            versions: number;
+        };
+        /** ModelPatch */
+        ModelPatch: {
+            /** Description */
+            description?: string | null;
+        };
+        /**
+         * ModelVersionIn
+         * @description A new version from files already uploaded (``files``, as a dataset commit takes them) or
+         *     from a finished job's outputs (``job`` and ``path`` under its outputs directory).
+         */
+        ModelVersionIn: {
+            /** Files */
+            files?: components["schemas"]["FileEntry"][] | null;
+            /**
+             * Format
+             * @default
+             */
+            format: string;
+            /**
+             * Framework
+             * @default
+             */
+            framework: string;
+            /** Job */
+            job?: number | null;
+            /**
+             * Lineage
+             * @description more lineage (e.g. the notebook); a job's comes from its ledger
+             */
+            lineage?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Message
+             * @default
+             */
+            message: string;
+            /** Metrics */
+            metrics?: {
+                [key: string]: number;
+            };
+            /**
+             * Path
+             * @description a file or folder under the job's outputs; '' = all
+             * @default
+             */
+            path: string;
+            signature?: components["schemas"]["Signature"];
+            /** Tags */
+            tags?: {
+                [key: string]: string;
+            };
+        };
+        /** ModelVersionOut */
+        ModelVersionOut: {
+            /** Aliases */
+            aliases: string[];
+            /** Author */
+            author: string;
+            /** Bytes */
+            bytes: number;
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Files */
+            files: number;
+            /** Format */
+            format: string;
+            /** Framework */
+            framework: string;
+            /** Lineage */
+            lineage: {
+                [key: string]: unknown;
+            };
+            /** Manifest */
+            manifest: string;
+            /** Message */
+            message: string;
+            /** Metrics */
+            metrics: {
+                [key: string]: unknown;
+            };
+            /** Model */
+            model: string;
+            /** Number */
+            number: number;
+            /** Signature */
+            signature: {
+                [key: string]: unknown;
+            };
+            /** Tags */
+            tags: {
+                [key: string]: unknown;
+            };
+        };
         /**
          * Placement
          * @description Where a server with this accelerator goes on each backend: the settings' ``devices`` table.
@@ -2020,6 +2410,13 @@ export interface components {
             /** Id */
             id: number;
         };
+        /** Signature */
+        Signature: {
+            /** Inputs */
+            inputs?: components["schemas"]["TensorSpec"][];
+            /** Outputs */
+            outputs?: components["schemas"]["TensorSpec"][];
+        };
         /** SizedPath */
         SizedPath: {
             /** Path */
@@ -2074,6 +2471,21 @@ export interface components {
         TagIn: {
             /** Version */
             version: number;
+        };
+        /**
+         * TensorSpec
+         * @description One input or output of a model, in Open Inference Protocol terms (-1: any size).
+         */
+        TensorSpec: {
+            /**
+             * Datatype
+             * @description an Open Inference Protocol datatype
+             */
+            datatype: string;
+            /** Name */
+            name: string;
+            /** Shape */
+            shape?: number[];
         };
         /** UploadState */
         UploadState: {
@@ -3139,6 +3551,155 @@ export interface operations {
             };
         };
     };
+    list_endpoints_services_yitong_api_v1_endpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_endpoint_services_yitong_api_v1_endpoints_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_endpoint_services_yitong_api_v1_endpoints__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_endpoint_services_yitong_api_v1_endpoints__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     list_experiments_services_yitong_api_v1_experiments_get: {
         parameters: {
             query?: {
@@ -4078,6 +4639,513 @@ export interface operations {
             path: {
                 /** @description a key's id */
                 key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_models_services_yitong_api_v1_models_get: {
+        parameters: {
+            query?: {
+                vc?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_model_services_yitong_api_v1_models_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_model_services_yitong_api_v1_models__vc___name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_model_services_yitong_api_v1_models__vc___name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_model_services_yitong_api_v1_models__vc___name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelPatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_alias_services_yitong_api_v1_models__vc___name__aliases__alias__put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                /** @description letters, digits, '.', '_', '-' */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelAliasIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_alias_services_yitong_api_v1_models__vc___name__aliases__alias__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                /** @description letters, digits, '.', '_', '-' */
+                alias: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    compare_versions_services_yitong_api_v1_models__vc___name__compare_get: {
+        parameters: {
+            query?: {
+                /** @description comma-separated refs; default: every version */
+                versions?: string;
+            };
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelComparison"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_versions_services_yitong_api_v1_models__vc___name__versions_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    register_version_services_yitong_api_v1_models__vc___name__versions_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ModelVersionIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_version_services_yitong_api_v1_models__vc___name__versions__ref__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelVersionOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_version_services_yitong_api_v1_models__vc___name__versions__ref__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
             };
             cookie?: never;
         };

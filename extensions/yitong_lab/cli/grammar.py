@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "run": "yitong_lab.cli.run",
     "ssh": "yitong_lab.cli.ssh",
     "hpo": "yitong_lab.cli.hpo",
+    "model": "yitong_lab.cli.model",
+    "deploy": "yitong_lab.cli.deploy",
 }
 
 
@@ -58,7 +60,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser(prog: str = PROG) -> Parser:
     parser = Parser(
         prog=prog,
-        description="Yitong: your virtual clusters (VCs), quotas, profiles, datasets and jobs.",
+        description="Yitong: your virtual clusters (VCs), quotas, profiles, datasets, jobs and models.",
         epilog="Configured by YITONG_API_URL and JUPYTERHUB_API_TOKEN (or YT_API_URL, YT_TOKEN).",
     )
     common = Parser(add_help=False)

@@ -8,6 +8,7 @@ from yitong_services.core.models import Base
 from yitong_services.datasets import models as _datasets  # noqa: F401
 from yitong_services.hpo import models as _hpo  # noqa: F401
 from yitong_services.jobs import models as _jobs  # noqa: F401
+from yitong_services.models import models as _models  # noqa: F401
 from yitong_services.ssh import models as _ssh  # noqa: F401
 from yitong_services.vcs import models as _vcs  # noqa: F401
 

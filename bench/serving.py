@@ -1,0 +1,194 @@
+"""Model serving: a small scikit-learn model deployed on the embedded default, called through
+the platform's endpoint route versus the same MLServer called directly, side by side in one run.
+
+    .venv/bin/python bench/serving.py [--seconds 30] [--connections 16] [--deploys 3] [--quick]
+
+MLServer runs from its own environment (`make mlserver`: .venv-mlserver). The load comes from
+one asyncio process with ``--connections`` keep-alive connections (httpx), each sending V2 infer
+requests (JSON, 1 row of 4 FP32) back to back for ``--seconds``; the same generator, connections
+and body hit both targets, in ABBA order (half the seconds each run). Cases (each line ends with ``ratio R``; above 1
+we are ahead: for a throughput ours over the peer's, for a time the peer's over ours):
+
+  (a) throughput and p50/p99 latency: platform route vs MLServer direct
+      goal: >= 0.8x MLServer's throughput, <= 2 ms added p99
+  (b) deploy from click (POST /endpoints) to ready (GET says ready)   goal: <= 10 s
+      (peer: the same MLServer started by hand on the same files, to its ready probe)
+
+Batch inference (case c of the issue) is not built yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "extensions"))
+from stack import Stack  # noqa: E402
+
+MLSERVER_PY = ROOT / ".venv-mlserver" / "bin" / "python"
+TRAIN = """
+import sys, joblib, numpy as np
+from sklearn.linear_model import LogisticRegression
+rng = np.random.default_rng(0)
+x = rng.normal(size=(300, 4)).astype("float32")
+joblib.dump(LogisticRegression(max_iter=500).fit(x, (x[:, 0] > 0).astype("int64")), sys.argv[1] + "/model.joblib")
+"""
+BODY = json.dumps({"inputs": [{"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [0.5, 1.0, 2.0, -1.0]}]})
+
+
+async def load(url: str, headers: dict[str, str], connections: int, seconds: float) -> tuple[list[float], float, int]:
+    """(latencies, seconds taken, errors) of ``connections`` workers for ``seconds``."""
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    latencies: list[float] = []
+    errors = 0
+    async with httpx.AsyncClient(
+        limits=limits, timeout=30, headers=headers | {"Content-Type": "application/json"}
+    ) as c:
+        for _ in range(connections):  # warm every connection
+            await c.post(url, content=BODY)
+        stop = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.perf_counter() < stop:
+                t = time.perf_counter()
+                r = await c.post(url, content=BODY)
+                latencies.append(time.perf_counter() - t)
+                if r.status_code != 200:
+                    errors += 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(connections)))
+        took = time.perf_counter() - start
+    return latencies, took, errors
+
+
+def figures(runs: list[tuple[list[float], float, int]]) -> tuple[float, float, float, int]:
+    """(requests/s, p50 ms, p99 ms, errors) over several runs."""
+    latencies = [x for r in runs for x in r[0]]
+    q = statistics.quantiles(latencies, n=100)
+    return len(latencies) / sum(r[1] for r in runs), q[49] * 1000, q[98] * 1000, sum(r[2] for r in runs)
+
+
+def wait_ready(get, timeout: float = 120) -> float:
+    start = time.monotonic()
+    while not get():
+        if time.monotonic() - start > timeout:
+            raise SystemExit("not ready in time")
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seconds", type=float, default=30)
+    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--deploys", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="10 s of load, one deploy")
+    args = p.parse_args()
+    if args.quick:
+        args.seconds, args.deploys = 10, 1
+    if not MLSERVER_PY.exists():
+        subprocess.run(["make", "mlserver"], cwd=ROOT, check=True)
+    work = Path(tempfile.mkdtemp(prefix="yt-bench-serving-"))
+    settings = {
+        "backend": "local",
+        "hub": {"admin_users": ["admin"]},
+        "profiles": {"cpu-small": {"cpu": 1, "memory": "1Gi"}},
+        "vcs": {"bench": {"quota": {"cpu": 4, "memory": "8Gi"}, "groups": ["bench"], "profiles": ["cpu-small"]}},
+        "groups": {"bench": ["admin"]},
+    }
+    (work / "stack").mkdir()
+    (work / "model").mkdir()
+    subprocess.run([MLSERVER_PY, "-c", TRAIN, str(work / "model")], check=True)
+    stack = Stack(work / "stack", settings, {"admin": secrets.token_hex(8)})
+    stack.start()
+    try:
+        from yitong_lab.client import Client
+        from yitong_lab.models.sdk import Endpoints, Models
+
+        token = stack.token("admin")
+        auth = {"Authorization": f"token {token}"}
+        with Client(stack.platform_direct, token) as c:
+            signature = {"inputs": [{"name": "predict", "datatype": "FP32", "shape": [-1, 4]}], "outputs": []}
+            Models(c).register("bench/small", work / "model", framework="sklearn", signature=signature, progress=None)
+            ready: list[float] = []
+            for i in range(args.deploys):
+                name = f"small{i}"
+                t = time.monotonic()
+                Endpoints(c).create(name, "bench/small@1", "cpu-small")
+                wait_ready(lambda n=name: Endpoints(c).get(n)["state"] == "ready")
+                ready.append(time.monotonic() - t)
+                if i < args.deploys - 1:
+                    Endpoints(c).delete(name)
+            name = f"small{args.deploys - 1}"
+            endpoint_dir = stack.data_dir / "endpoints" / name
+            port = json.loads((endpoint_dir / "settings.json").read_text())["http_port"]
+            # the peer for (b): the same MLServer on the same files, started by hand
+            peer_dir = work / "peer"
+            subprocess.run(["cp", "-r", str(endpoint_dir), str(peer_dir)], check=True)
+            peer_port = port + 1 if port < 65000 else port - 1
+            (peer_dir / "settings.json").write_text(
+                json.dumps(json.loads((peer_dir / "settings.json").read_text()) | {"http_port": peer_port})
+            )
+            ms = json.loads((peer_dir / "model-settings.json").read_text())
+            ms["parameters"]["uri"] = str(peer_dir / "model" / Path(ms["parameters"]["uri"]).name)
+            (peer_dir / "model-settings.json").write_text(json.dumps(ms))
+            t = time.monotonic()
+            peer = subprocess.Popen(
+                [str(ROOT / ".venv-mlserver/bin/mlserver"), "start", str(peer_dir)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+
+            def peer_ready() -> bool:
+                try:
+                    return httpx.get(f"http://127.0.0.1:{peer_port}/v2/health/ready", timeout=1).status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            peer_ready_s = wait_ready(peer_ready)
+            peer.terminate()
+            peer.wait()
+
+            ours_url = f"{stack.platform_direct}/endpoints/{name}/v2/models/{name}/infer"
+            direct_url = f"http://127.0.0.1:{port}/v2/models/{name}/infer"
+            half = args.seconds / 2
+            runs: dict[str, list] = {"ours": [], "direct": []}
+            for who in ("ours", "direct", "direct", "ours"):  # ABBA: drift on a shared machine cancels out
+                url, headers = (ours_url, auth) if who == "ours" else (direct_url, {})
+                runs[who].append(asyncio.run(load(url, headers, args.connections, half)))
+            ours, direct = figures(runs["ours"]), figures(runs["direct"])
+            Endpoints(c).delete(name)
+        b_ours = statistics.median(ready)
+        print(
+            f"(a) {args.connections} connections, {args.seconds:g} s, 1x4 FP32 sklearn: platform {ours[0]:.0f} req/s "
+            f"p50 {ours[1]:.1f} ms p99 {ours[2]:.1f} ms ({ours[3]} errors); MLServer direct {direct[0]:.0f} req/s "
+            f"p50 {direct[1]:.1f} ms p99 {direct[2]:.1f} ms; added p99 {ours[2] - direct[2]:+.1f} ms; "
+            f"goal >= 0.8x throughput; ratio {ours[0] / direct[0]:.2f} (throughput ours/peer: above 1 we are ahead)"
+        )
+        print(
+            f"(b) deploy click-to-ready: median {b_ours:.1f} s of {args.deploys} (goal <= 10 s); MLServer started by "
+            f"hand on the same files {peer_ready_s:.1f} s; ratio {peer_ready_s / b_ours:.2f}"
+        )
+        print("(c) batch inference: not built")
+    finally:
+        stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

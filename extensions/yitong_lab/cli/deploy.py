@@ -1,0 +1,73 @@
+"""``yt deploy create|ls|show|delete``: model versions served over the Open Inference Protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from yitong_lab.cli.data import refusing
+from yitong_lab.cli.output import fields, table
+
+
+def _endpoints(client: Any) -> Any:
+    from yitong_lab.models.sdk import Endpoints
+
+    return Endpoints(client)
+
+
+def register(nouns: Any, common: Any) -> None:
+    parser = nouns.add_parser("deploy", help="serve model versions as V2 inference endpoints")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    def verb(name: str, func: Callable, help: str) -> Any:
+        sub = verbs.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(func=refusing(func))
+        return sub
+
+    sub = verb("create", create, "serve a model version (VC/NAME[@REF]) as an endpoint")
+    sub.add_argument("name", metavar="ENDPOINT")
+    sub.add_argument("model", metavar="VC/NAME[@REF]")
+    sub.add_argument("--profile", default="cpu-small", help="the resources it holds in the VC (a profile)")
+    sub.add_argument("--wait", type=float, default=60, metavar="SECONDS", help="wait until ready (0: do not)")
+    verb("ls", ls, "endpoints of your VCs")
+    sub = verb("show", show, "one endpoint and its state")
+    sub.add_argument("name", metavar="ENDPOINT")
+    sub = verb("delete", delete, "stop an endpoint and release its allocation")
+    sub.add_argument("name", metavar="ENDPOINT")
+
+
+def _text(e: dict[str, Any]) -> str:
+    return fields(
+        [
+            ("Endpoint", e["name"]),
+            ("Model", f"{e['model']} v{e['version']}"),
+            ("VC", e["vc"]),
+            ("Owner", e["owner"]),
+            ("State", e["state"] + (f" ({e['reason']})" if e.get("reason") else "")),
+            ("URL", e["url"]),
+        ]
+    )
+
+
+def create(args: Any, client: Any, out: Any) -> None:
+    e = _endpoints(client).create(args.name, args.model, args.profile, wait=args.wait)
+    out.show(e, f"endpoint {e['name']} serves {e['model']} v{e['version']}: {e['state']}")
+
+
+def ls(args: Any, client: Any, out: Any) -> None:
+    rows = _endpoints(client).list()
+    text = table(
+        ["ENDPOINT", "MODEL", "VERSION", "VC", "STATE"],
+        [[e["name"], e["model"], f"v{e['version']}", e["vc"], e["state"]] for e in rows],
+    )
+    out.show(rows, text if rows else "no endpoints: yt deploy create NAME VC/MODEL[@REF]")
+
+
+def show(args: Any, client: Any, out: Any) -> None:
+    e = _endpoints(client).get(args.name)
+    out.show(e, _text(e))
+
+
+def delete(args: Any, client: Any, out: Any) -> None:
+    _endpoints(client).delete(args.name)
+    out.show({"deleted": args.name}, f"deleted endpoint {args.name}")

@@ -1,0 +1,240 @@
+"""The models SDK: :class:`Models` wraps the ``/models`` REST routes and adds ``register`` from
+a local directory (its files go up like a dataset commit's) and ``pull``.
+
+Names: a model is ``vc/name``; a version is ``vc/name@ref`` where ``ref`` is a number,
+``v<number>``, an alias or ``latest`` (the default). A model's files are versions of the
+dataset ``vc/model-<name>``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from typing import Any
+from urllib.parse import quote
+
+from yitong_lab.client import Client, YitongError
+from yitong_lab.datasets.manifest import parse_ref
+
+
+def _q(text: str | int) -> str:
+    return quote(str(text), safe="")
+
+
+def _base(model: str) -> str:
+    ref = parse_ref(model, allow_version=False)
+    return f"/models/{_q(ref.vc)}/{_q(ref.name)}"
+
+
+def _version(ref: str) -> tuple[str, str]:
+    parsed = parse_ref(ref)
+    return f"/models/{_q(parsed.vc)}/{_q(parsed.name)}", parsed.ref or "latest"
+
+
+class Models:
+    """``Models(client=None)``: the model calls of one :class:`~yitong_lab.client.Client`."""
+
+    def __init__(self, client: Client | None = None):
+        self.client = client or Client()
+
+    def list(self, vc: str | None = None) -> builtins.list[dict[str, Any]]:
+        return self.client.request("GET", "/models", params={"vc": vc} if vc else None)
+
+    def get(self, model: str) -> dict[str, Any]:
+        return self.client.request("GET", _base(model))
+
+    def create(self, model: str, description: str = "") -> dict[str, Any]:
+        ref = parse_ref(model, allow_version=False)
+        body = {"vc": ref.vc, "name": ref.name, "description": description}
+        return self.client.request("POST", "/models", json=body)
+
+    def delete(self, ref: str) -> None:
+        """``vc/name`` deletes the model; ``vc/name@ref`` one version."""
+        base, version = _version(ref)
+        self.client.request("DELETE", base if "@" not in ref else f"{base}/versions/{_q(version)}")
+
+    def versions(self, model: str) -> builtins.list[dict[str, Any]]:
+        return self.client.request("GET", _base(model) + "/versions")
+
+    def version(self, ref: str) -> dict[str, Any]:
+        base, version = _version(ref)
+        return self.client.request("GET", f"{base}/versions/{_q(version)}")
+
+    def alias(self, ref: str, name: str) -> dict[str, Any]:
+        """Point alias ``name`` (``production``) at the version ``ref`` names; it moves."""
+        number = self.version(ref)["number"]
+        base, _ = _version(ref)
+        return self.client.request("PUT", f"{base}/aliases/{_q(name)}", json={"version": number})
+
+    def unalias(self, model: str, name: str) -> None:
+        self.client.request("DELETE", f"{_base(model)}/aliases/{_q(name)}")
+
+    def compare(self, model: str, versions: builtins.list[str] | None = None) -> dict[str, Any]:
+        params = {"versions": ",".join(versions)} if versions else None
+        return self.client.request("GET", _base(model) + "/compare", params=params)
+
+    def register(
+        self,
+        model: str,
+        path: str | os.PathLike | None = None,
+        *,
+        job: int | None = None,
+        framework: str = "",
+        format: str = "",
+        signature: dict[str, Any] | None = None,
+        metrics: dict[str, float] | None = None,
+        tags: dict[str, str] | None = None,
+        lineage: dict[str, Any] | None = None,
+        message: str = "",
+        create: bool = True,
+        progress: Any = "auto",
+    ) -> dict[str, Any]:
+        """A new version of ``model`` from the directory (or file) ``path``, or with ``job``
+        from that succeeded job's outputs (``path`` under its outputs directory; lineage from
+        its ledger record). Creates the model when missing (``create``)."""
+        body: dict[str, Any] = {
+            "message": message,
+            "framework": framework,
+            "format": format,
+            "signature": signature or {},
+            "metrics": metrics or {},
+            "tags": tags or {},
+            "lineage": lineage or {},
+        }
+        try:
+            self.get(model)
+        except YitongError as error:
+            if error.status != 404 or not create:
+                raise
+            self.create(model)
+        if job is not None:
+            body |= {"job": job, "path": str(path or "")}
+        else:
+            if path is None:
+                raise ValueError("give a directory (or file) to register, or job=")
+            body["files"] = self._upload(path, progress)
+        return self.client.request("POST", _base(model) + "/versions", json=body)
+
+    def _upload(self, path: str | os.PathLike, progress: Any) -> builtins.list[dict[str, Any]]:
+        """The manifest entries of ``path``, whose objects the store now has."""
+        from yitong_lab.datasets.local import base_dir, local_path, scan
+        from yitong_lab.datasets.packs import Item
+        from yitong_lab.datasets.progress import make
+        from yitong_lab.datasets.sdk import Datasets, open_cache
+        from yitong_lab.datasets.transfer import Uploader
+
+        root = os.path.abspath(path)
+        root_dir = base_dir(root)
+        bar = make(progress)
+        try:
+            with open_cache(False) as cache, Uploader(self.client, bar) as uploader:
+                files = scan(root)
+                _, built = Datasets._local_manifest(root, files, cache, bar, memo=False)
+                manifest = built[0]
+                uploader.finish(Item(f["hash"], f["size"], local_path(root_dir, f["path"])) for f in manifest["files"])
+        finally:
+            bar.close()
+        return manifest["files"]
+
+    def pull(self, ref: str, directory: str | os.PathLike, **options: Any) -> dict[str, Any]:
+        """Download the version ``ref`` names into ``directory`` (see ``Datasets.pull``)."""
+        from yitong_lab.datasets.sdk import Datasets
+
+        v = self.version(ref)
+        vc, name = v["model"].split("/", 1)
+        return Datasets(self.client).pull(f"{vc}/model-{name}@{v['number']}", directory, **options)
+
+
+class Endpoints:
+    """``Endpoints(client=None)``: deploy model versions as Open Inference Protocol endpoints."""
+
+    def __init__(self, client: Client | None = None):
+        self.client = client or Client()
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        return self.client.request("GET", "/endpoints")
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self.client.request("GET", f"/endpoints/{_q(name)}")
+
+    def create(self, name: str, model: str, profile: str, wait: float = 0) -> dict[str, Any]:
+        """Serve ``model`` (``vc/name@ref``) as endpoint ``name`` holding ``profile`` in the VC;
+        with ``wait`` (seconds), poll until it is ready (a YitongError 504 past that)."""
+        import time
+
+        parse_ref(model)
+        e = self.client.request("POST", "/endpoints", json={"name": name, "model": model, "profile": profile})
+        deadline = time.monotonic() + wait
+        while wait and e["state"] != "ready":
+            if time.monotonic() > deadline:
+                raise YitongError(504, f"endpoint {name} is not ready after {wait:g} s (state {e['state']})")
+            time.sleep(0.2)
+            e = self.get(name)
+        return e
+
+    def delete(self, name: str) -> None:
+        self.client.request("DELETE", f"/endpoints/{_q(name)}")
+
+    def infer(self, name: str, inputs: builtins.list[dict[str, Any]]) -> dict[str, Any]:
+        """One V2 infer call: ``inputs`` as the protocol writes them ({name, shape, datatype, data})."""
+        return self.client.request("POST", f"/endpoints/{_q(name)}/v2/models/{_q(name)}/infer", json={"inputs": inputs})
+
+
+def _convert_in(python: str, model_file: str, out_file: str, features: int) -> dict[str, Any]:
+    import subprocess
+
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    argv = [python, "-m", "yitong_lab.models.convert", model_file, out_file, str(features)]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise YitongError(0, f"conversion to ONNX failed in {python}: {tail[0]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def convert(models: Models, ref: str, *, python: str | None = None, progress: Any = None) -> dict[str, Any]:
+    """The version ``ref`` (scikit-learn) converted to ONNX, checked on sample inputs against
+    the original, and registered as a new version of the same model (framework ``onnx``) whose
+    lineage names the source version and the check. ``python``: an interpreter with
+    scikit-learn, skl2onnx and onnxruntime (default: this one)."""
+    import sys
+    import tempfile
+
+    v = models.version(ref)
+    if v["framework"].lower() not in ("sklearn", "scikit-learn"):
+        raise YitongError(
+            422, f"{v['model']} v{v['number']} is {v['framework'] or 'of no framework'}; ONNX conversion takes sklearn"
+        )
+    inputs = (v.get("signature") or {}).get("inputs") or []
+    if len(inputs) != 1 or not inputs[0].get("shape") or inputs[0]["shape"][-1] < 1:
+        raise YitongError(
+            422, f"{v['model']} v{v['number']} needs a signature with one input of known width to convert"
+        )
+    with tempfile.TemporaryDirectory(prefix="yt-convert-") as tmp:
+        models.pull(f"{v['model']}@{v['number']}", os.path.join(tmp, "src"), progress=progress)
+        found = sorted(p for p in os.listdir(os.path.join(tmp, "src")) if p.endswith((".joblib", ".pkl", ".pickle")))
+        if not found:
+            raise YitongError(422, f"{v['model']} v{v['number']} has no .joblib or .pkl file to convert")
+        os.mkdir(os.path.join(tmp, "onnx"))
+        out = os.path.join(tmp, "onnx", "model.onnx")
+        check = _convert_in(python or sys.executable, os.path.join(tmp, "src", found[0]), out, inputs[0]["shape"][-1])
+        if not check["ok"]:
+            raise YitongError(
+                422,
+                f"the ONNX model of {v['model']} v{v['number']} disagrees with it on {check['rows']} sample rows "
+                f"(labels equal: {check['labels_equal']}, largest probability difference {check['max_abs_diff']:.3g})",
+            )
+        return models.register(
+            v["model"],
+            os.path.join(tmp, "onnx"),
+            framework="onnx",
+            format="onnx",
+            signature=v["signature"],
+            metrics=v["metrics"],
+            tags=v["tags"],
+            lineage={"converted_from": f"{v['model']}@{v['number']}", "check": check},
+            message=f"ONNX of v{v['number']} ({check['converter']})",
+            progress=progress,
+        )

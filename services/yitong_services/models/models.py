@@ -1,0 +1,81 @@
+"""Tables of the model capability: models, versions and aliases.
+
+A model ``<vc>/<name>`` keeps its files in a backing dataset ``<vc>/model-<name>`` (the same
+content-addressed store, uploads, verify and GC as every dataset); a model version is one
+version of that dataset plus what a registry says about it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ..core.models import Base, UTCDateTime, utcnow
+
+
+class Model(Base):
+    __tablename__ = "models"
+    __table_args__ = (UniqueConstraint("vc", "name", name="uq_models_vc_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    vc: Mapped[str] = mapped_column(ForeignKey("vcs.name"), index=True)
+    name: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(255))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id"), index=True)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ModelVersion(Base):
+    """``number`` is the backing dataset version's number (one fact, not two counters)."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("model_id", "number", name="uq_model_versions_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    dataset_version_id: Mapped[int] = mapped_column(ForeignKey("dataset_versions.id"), unique=True)
+    author: Mapped[str] = mapped_column(String(255))
+    framework: Mapped[str] = mapped_column(String(64), default="")
+    format: Mapped[str] = mapped_column(String(64), default="")
+    signature: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    lineage: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ModelAlias(Base):
+    """A movable name (``production``) for one version of a model."""
+
+    __tablename__ = "model_aliases"
+    __table_args__ = (UniqueConstraint("model_id", "name", name="uq_model_aliases_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"), index=True)
+
+
+class Endpoint(Base):
+    """A deployed model version: an MLServer process of the VC owner's account on ``port``,
+    holding ``allocation_id`` in its VC while it exists."""
+
+    __tablename__ = "endpoints"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(32), unique=True)
+    vc: Mapped[str] = mapped_column(ForeignKey("vcs.name"), index=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id"), index=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id"), index=True)
+    allocation_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    port: Mapped[int] = mapped_column(Integer, default=0)
+    pid: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16), default="starting")
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

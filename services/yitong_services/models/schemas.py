@@ -1,0 +1,151 @@
+"""Pydantic models of the model registry API (``extra="forbid"``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from ..core.limits import MAX_ID, MAX_ITEMS, MAX_MESSAGE, MAX_SHORT, MAX_TEXT
+from ..datasets.schemas import FileEntry, TagName
+from ..vcs.schemas import Name, Strict
+
+Short = Annotated[str, Field(max_length=64)]
+Key = Annotated[str, Field(min_length=1, max_length=128)]
+DATATYPES = (
+    "BOOL",
+    "UINT8",
+    "UINT16",
+    "UINT32",
+    "UINT64",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "FP16",
+    "FP32",
+    "FP64",
+    "BYTES",
+)
+Datatype = Annotated[
+    str, Field(pattern="^(" + "|".join(DATATYPES) + ")$", description="an Open Inference Protocol datatype")
+]
+
+
+class TensorSpec(Strict):
+    """One input or output of a model, in Open Inference Protocol terms (-1: any size)."""
+
+    name: Key
+    datatype: Datatype
+    shape: list[Annotated[int, Field(ge=-1, le=MAX_ID)]] = Field(default_factory=list, max_length=16)
+
+
+class Signature(Strict):
+    inputs: list[TensorSpec] = Field(default_factory=list, max_length=MAX_ITEMS)
+    outputs: list[TensorSpec] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class ModelIn(Strict):
+    vc: Name
+    name: Annotated[Name, Field(max_length=26)]
+    description: str = Field("", max_length=MAX_TEXT)
+
+
+class ModelPatch(Strict):
+    description: str | None = Field(None, max_length=MAX_TEXT)
+
+
+class ModelOut(Strict):
+    vc: str
+    name: str
+    full_name: str
+    description: str
+    owner: str
+    created: datetime
+    dataset: str
+    versions: int
+    latest: int | None
+    aliases: dict[str, int]
+
+
+class ModelVersionIn(Strict):
+    """A new version from files already uploaded (``files``, as a dataset commit takes them) or
+    from a finished job's outputs (``job`` and ``path`` under its outputs directory)."""
+
+    files: list[FileEntry] | None = None
+    job: int | None = Field(None, ge=1, le=MAX_ID)
+    path: str = Field("", max_length=MAX_SHORT, description="a file or folder under the job's outputs; '' = all")
+    message: str = Field("", max_length=MAX_MESSAGE)
+    framework: Short = ""
+    format: Short = ""
+    signature: Signature = Field(default_factory=Signature)
+    metrics: dict[Key, Annotated[float, Field(allow_inf_nan=False)]] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    tags: dict[Key, Annotated[str, Field(max_length=MAX_SHORT)]] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    lineage: dict[Key, Any] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="more lineage (e.g. the notebook); a job's comes from its ledger",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ModelVersionIn:
+        if (self.files is None) == (self.job is None):
+            raise ValueError("give either files or job, not both or neither")
+        if self.files is not None and self.path:
+            raise ValueError("path goes with job")
+        return self
+
+
+class ModelVersionOut(Strict):
+    model: str
+    number: int
+    author: str
+    created: datetime
+    manifest: str
+    files: int
+    bytes: int
+    message: str
+    framework: str
+    format: str
+    signature: dict[str, Any]
+    metrics: dict[str, Any]
+    tags: dict[str, Any]
+    lineage: dict[str, Any]
+    aliases: list[str]
+
+
+class ModelAliasIn(Strict):
+    version: int = Field(ge=1, le=MAX_ID)
+
+
+AliasName = TagName
+
+
+class ModelComparison(Strict):
+    """Versions' metrics side by side: ``metrics`` names every metric any of them has."""
+
+    model: str
+    metrics: list[str]
+    versions: list[dict[str, Any]]
+
+
+class EndpointIn(Strict):
+    name: Name
+    model: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}(@[A-Za-z0-9._-]{1,64})?$",
+        description="vc/name[@ref]: a model version of a VC of yours",
+    )
+    profile: Name = Field(description="the resources the endpoint holds in the VC, as a profile the VC offers")
+
+
+class EndpointOut(Strict):
+    name: str
+    vc: str
+    owner: str
+    model: str
+    version: int
+    state: str
+    reason: str
+    created: datetime
+    url: str
