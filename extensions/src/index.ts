@@ -155,6 +155,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       launcher.add({ command: COMMANDS.datasets, category: 'Yitong', rank: 2 });
     }
 
+    // The page's own deep link, read once the layout is restored: JupyterLab's router may route
+    // the first URL before or after this plugin registers its pattern (it raced under load).
+    const first = parseRoute(new URLSearchParams(window.location.search).get('yt'));
+    if (first) {
+      void app.restored.then(() => open(first[0], first[1]));
+    }
     if (router) {
       app.commands.addCommand(COMMANDS.route, {
         execute: args => {

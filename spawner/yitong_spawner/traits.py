@@ -66,7 +66,7 @@ class YitongSpawnerTraits(LoggingConfigurable):
         min=0,
         help="""How many servers this hub starts at once; more wait in a first-come, first-served
         queue, their position shown on the progress page, and waiting never counts against
-        `start_timeout`. A slot is held until the server answers HTTP. 0 (default): one per CPU
+        `start_timeout`. A slot is held until the server answers HTTP. 0 (default): 8 per CPU
         core of this machine with the local backend, 32 with Slurm or Kubernetes (their nodes
         do the work; the engine queues). Example: `c.YitongSpawner.start_concurrency = 4`.""",
     ).tag(config=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -197,7 +198,15 @@ def test_lab_views(stack, admin_token, page):
         lines = [line for line in waiter_log.inner_text().splitlines() if line]
         assert lines == [f"line {i}" for i in range(LINES)], lines
 
-        # reloaded without a link, the open tabs come back (the layout restorer)
+        # reloaded without a link, the open tabs come back (the layout restorer); JupyterLab saves
+        # the layout to the server a moment after it changes: reload once it has
+        wanted = ["yitong:vc/vision", f"yitong:job/{job_id}", "yitong:datasets/"]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            saved = page.request.get(f"{stack.url}/user/{USER}/lab/api/workspaces/default").text()
+            if all(k in saved for k in wanted):
+                break
+            page.wait_for_timeout(250)
         page.goto(lab)
         expect(view(page, "vc", "vision")).to_have_count(1, timeout=120_000)
         expect(view(page, "job", str(job_id))).to_have_count(1)

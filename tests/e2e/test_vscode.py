@@ -43,6 +43,9 @@ def test_vscode_from_the_launcher(stack, admin_token, page, code_server_installe
         page.check("#yt-profile-vision__cpu-small")
         page.click("#spawn_form input[type=submit], #spawn_form button[type=submit]")
         page.wait_for_url("**/user/carol/lab**", timeout=120_000)
+        # a fresh layout with the launcher in front: an earlier browser test may have left
+        # carol's workspace with Yitong's tabs open
+        page.goto(f"{stack.url}/user/carol/lab?reset")
 
         card = page.locator('.jp-LauncherCard[title="VS Code"], .jp-LauncherCard:has-text("VS Code")').first
         card.wait_for(timeout=120_000)

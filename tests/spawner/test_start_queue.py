@@ -69,8 +69,8 @@ async def test_a_slot_granted_to_a_cancelled_waiter_passes_on():
 def test_limits():
     with pytest.raises(ValueError, match="at least 1"):
         StartQueue(0)
-    assert default_limit("local", cpus=2) == 2
-    assert default_limit("local", cpus=0) == 1
+    assert default_limit("local", cpus=2) == 16
+    assert default_limit("local", cpus=0) == 8
     assert default_limit("slurm") == default_limit("kubernetes") == 32
 
 
