@@ -192,6 +192,17 @@ def db_url(db_kind: str, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture
+def proc(hub, db_url, tmp_path):
+    """A real ``yitong-service`` process on this test's database (test_jobs_process.py ``Proc``)."""
+    from tests.services.jobs.test_jobs_process import Proc
+
+    p = Proc(hub, db_url, tmp_path)
+    p.start()
+    yield p
+    p.stop()
+
+
 def make_settings(db_url: str, data_dir: Path, **overrides) -> Settings:
     raw = {**SETTINGS, "database": {"url": db_url}, "data_dir": str(data_dir), **overrides}
     return Settings.model_validate(raw)

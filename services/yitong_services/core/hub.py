@@ -92,8 +92,9 @@ class HubClient:
 
         return await self._cached("token:" + token, fetch)
 
-    async def user(self, name: str) -> dict | None:
-        """``GET /users/{name}`` with the service's token (admin flag, groups); None if unknown."""
+    async def user(self, name: str, fresh: bool = False) -> dict | None:
+        """``GET /users/{name}`` with the service's token (admin flag, groups); None if unknown.
+        ``fresh``: ask the hub now (a server's state changes within the cache's lifetime)."""
 
         async def fetch() -> dict | None:
             r = await self._get(f"/users/{quote(name, safe='')}")
@@ -105,11 +106,13 @@ class HubClient:
                 )
             return r.json()
 
+        if fresh:
+            self.forget(lambda key, _: key == "user:" + name)
         return await self._cached("user:" + name, fetch)
 
     async def active_servers_of(self, name: str) -> set[str]:
         """``{"alice/", "alice/gpu"}``: the servers of one user that are running or pending."""
-        model = await self.user(name) or {}
+        model = await self.user(name, fresh=True) or {}
         return {
             f"{name}/{server_name}"
             for server_name, server in (model.get("servers") or {}).items()

@@ -167,7 +167,7 @@ class Gateway:
 
     # -- notebook servers -------------------------------------------------------------
     async def into_server(self, process: asyncssh.SSHServerProcess, target: Target) -> int:
-        model = await self.ctx.hub.user(target.person) or {}
+        model = await self.ctx.hub.user(target.person, fresh=True) or {}
         server = (model.get("servers") or {}).get(target.server)
         label = f"{target.person}/{target.server}"
         if not server or not server.get("ready"):
@@ -191,7 +191,7 @@ class Gateway:
 
     # -- jobs ---------------------------------------------------------------------------
     async def into_job(self, process: asyncssh.SSHServerProcess, target: Target) -> int:
-        model = await self.ctx.hub.user(target.person)
+        model = await self.ctx.hub.user(target.person, fresh=True)
         if model is None:
             raise Refused(f"{target.person} has no job {target.job_id}")
         person = Person(target.person, bool(model.get("admin")), tuple(model.get("groups") or ()))

@@ -50,7 +50,8 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("POST", "api/v1/vcs"): ({"name": "n-{role}", "quota": QUOTA, "groups": ["vision"]}, row(403, 403, 201)),
     ("GET", "api/v1/vcs/{vc}"): (None, MEMBER_SEES),
     ("PATCH", "api/v1/vcs/{vc}"): ({"description": "x"}, ADMIN_ONLY),
-    ("DELETE", "api/v1/vcs/{vc}"): (None, row(403, 403, 204)),
+    # the VC holds alice's model (its backing dataset): the admin passes and meets the 409 check
+    ("DELETE", "api/v1/vcs/{vc}"): (None, row(403, 403, 409)),
     ("GET", "api/v1/profiles"): (None, ALL),
     ("POST", "api/v1/profiles"): ({"name": "q-{role}", "cpu": 1, "memory": "1Gi"}, row(403, 403, 201)),
     ("GET", "api/v1/profiles/{name}"): (None, MEMBER_SEES),

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from jobs_helpers import PY
-
-from tests.services.jobs.test_jobs_process import Proc
 
 TRIAL = """
 import os, time
@@ -20,14 +17,6 @@ for i in range(3):
     time.sleep(0.5)
 hpo.report_final(p["x"])
 """
-
-
-@pytest.fixture
-def proc(hub, db_url, tmp_path):
-    p = Proc(hub, db_url, tmp_path)
-    p.start()
-    yield p
-    p.stop()
 
 
 def wait_exp(proc, exp_id, ok, timeout=120) -> dict:

@@ -61,14 +61,6 @@ def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'yitong.sqlite'}"
 
 
-@pytest.fixture
-def proc(hub, db_url, tmp_path):
-    p = Proc(hub, db_url, tmp_path)
-    p.start()
-    yield p
-    p.stop()
-
-
 def seen(proc: Proc, job_id: int, timeout: float = 60) -> dict:
     path = proc.data / "jobs" / str(job_id) / "outputs" / "seen.json"
     deadline = time.monotonic() + timeout

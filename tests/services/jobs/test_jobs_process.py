@@ -60,14 +60,6 @@ class Proc:
             time.sleep(0.2)
 
 
-@pytest.fixture
-def proc(hub, db_url, tmp_path):
-    p = Proc(hub, db_url, tmp_path)
-    p.start()
-    yield p
-    p.stop()
-
-
 def test_ddp_job_and_ledger(proc, tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "code" / "train.py"

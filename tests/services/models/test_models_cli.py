@@ -10,16 +10,7 @@ import pytest
 from helpers import ipython
 from jobs_helpers import py_job
 
-from tests.services.jobs.test_jobs_process import Proc
 from yitong_lab.cli.grammar import run
-
-
-@pytest.fixture
-def proc(hub, db_url, tmp_path):
-    p = Proc(hub, db_url, tmp_path)
-    p.start()
-    yield p
-    p.stop()
 
 
 @pytest.fixture
