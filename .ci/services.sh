@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install (Debian packages) and start the system services the test suite needs:
-# munge + a single-node Slurm, PostgreSQL, Chromium, libkrb5-dev (code-server's build). Idempotent: safe to run twice.
+# munge + a single-node Slurm, PostgreSQL, Chromium, libkrb5-dev (code-server's build),
+# Prometheus, Alertmanager and the node exporter. Idempotent: safe to run twice.
 # Prints the environment the tests read; `source <(.ci/services.sh --env)` exports it.
 set -euo pipefail
 
@@ -14,6 +15,11 @@ install_packages() {
   [ -x /usr/bin/chromium ] || missing+=(chromium)
   # code-server's native modules (make code-server, the VS Code browser test) build against it
   dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)
+  # monitoring and alerts (the operations tests start their own instances under a temporary data
+  # directory; the packages' own daemons are not started)
+  command -v prometheus >/dev/null || missing+=(prometheus)
+  command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
+  command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
   if [ ${#missing[@]} -gt 0 ]; then
     log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
