@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from stack import Stack  # noqa: E402
 
 TRAIN = """
-import json, os, sys, time
+import gc, json, os, sys, time
 import torch, torch.distributed as dist
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -51,6 +51,9 @@ if rank == 0:
     with open(tmp, "w") as f:
         json.dump(stamps, f)
     os.replace(tmp, os.environ["BENCH_OUT"])
+del model, opt, loss  # the reducer holds the group: end it in destroy_process_group, not at exit
+gc.collect()
+dist.barrier()
 dist.destroy_process_group()
 """
 
