@@ -44,7 +44,7 @@ def version_dict(d: Dataset, v: DatasetVersion, tags: list[str]) -> dict:
         "files": v.files,
         "bytes": v.bytes,
         "tags": tags,
-        "lineage": {"parent": v.parent, "job": None},
+        "lineage": {"job": None, **(v.lineage or {}), "parent": v.parent},
     }
 
 

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from . import (
     allocations,
     audit,
+    batch,
     datasets,
     endpoints,
     experiments,
@@ -45,5 +46,6 @@ ROUTERS: list[APIRouter] = [
     runs.router,
     models.router,
     endpoints.router,
+    batch.router,
     audit.router,
 ]
