@@ -245,27 +245,48 @@ def test_refusals_are_sentences_and_queue_nothing(proc, tmp_path):
 
 
 def docs_commands() -> list[str]:
-    """The `yt model batch` block of docs/models.md's "Batch inference" section."""
+    """The commands of docs/models.md's "Batch inference" section (its first block)."""
     text = (ROOT / "docs" / "models.md").read_text()
     section = text.split("## Batch inference", 1)[1]
     block = section.split("```\n", 2)[1]
-    return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.startswith("yt ")]
+    return [line.strip() for line in block.splitlines() if line.startswith(("yt ", "%yt "))]
 
 
 def test_docs_batch_commands_run_verbatim(proc, tmp_path, monkeypatch, capsys):
+    from helpers import ipython
+
     from yitong_lab.cli.grammar import run
 
     setup(proc, tmp_path, rows=300)
     monkeypatch.delenv("YITONG_API_URL", raising=False)
     monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    env = {"YT_API_URL": proc.base.rstrip("/"), "YT_TOKEN": proc.hub.tokens["alice"]}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
     commands = docs_commands()
-    assert commands and commands[0].startswith("yt model batch vision/iris@1")
+    assert [c.split()[:3] for c in commands] == [
+        ["yt", "model", "batch"],
+        ["yt", "model", "batch-show"],
+        ["yt", "data", "show"],
+        ["%yt", "model", "batch"],
+    ]
     outputs = []
-    for line in commands:
+    for line in commands[:3]:
         assert run(shlex.split(line)[1:]) == 0, (line, capsys.readouterr())
         outputs.append(capsys.readouterr().out)
-    assert re.match(r"batch job \d+: vision/iris@1 over vision/flowers@1 -> vision/flowers-preds: succeeded; 300 of 300 rows", outputs[0]), outputs
-    assert outputs[0].rstrip().endswith("predictions: vision/flowers-preds v1"), outputs
-    assert all(json.dumps(o) for o in outputs)
+    head = "batch job 1: vision/iris@1 over vision/flowers@1 -> vision/flowers-preds: succeeded; 300 of 300 rows"
+    assert outputs[0].startswith(head) and outputs[0].endswith("; predictions: vision/flowers-preds v1\n"), outputs
+    assert outputs[1] == outputs[0]
+    assert re.search(r"made by:\s+batch job 1: vision/iris@1 over vision/flowers@1\n", outputs[2]), outputs[2]
+
+    # the notebook line, verbatim: the alias production, the latest input; the same predictions
+    # are the same files, so the output stays v1
+    assert proc.call("alice", "PUT", "models/vision/iris/aliases/production", json={"version": 1}).status_code == 200
+    magic = ipython(commands[3], **env)
+    assert magic.stdout.startswith("batch job 2: vision/iris@1 over vision/flowers@1 -> vision/flowers-preds: queued"), (
+        magic.stdout,
+        magic.stderr,
+    )
+    done = wait_batch(proc, 2)
+    assert (done["state"], done["version"]) == ("succeeded", 1), done
+    assert len(proc.call("alice", "GET", "datasets/vision/flowers-preds/versions").json()) == 1
