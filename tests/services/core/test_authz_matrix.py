@@ -99,6 +99,15 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("PUT", "api/v1/models/{vc}/{name}/aliases/{alias}"): ({"version": 1}, MEMBER_SEES),
     ("DELETE", "api/v1/models/{vc}/{name}/aliases/{alias}"): (None, row(204, 404, 204)),
     ("GET", "api/v1/models/{vc}/{name}/compare"): (None, MEMBER_SEES),
+    # the version has no framework: members reach the framework check (422), others see nothing
+    ("POST", "api/v1/models/{vc}/{name}/versions/{ref}/batch"): (
+        {"input": "t-{role}/x", "output": "t-{role}/out"},
+        row(422, 404, 422),
+    ),
+    # alice's job is no batch job: nobody gets more than 404 (a batch job per role, its commit and
+    # bob's 404 on it: tests/services/models/test_batch.py)
+    ("GET", "api/v1/batch/{job_id}"): (None, row(404, 404, 404)),
+    ("POST", "api/v1/batch/{job_id}/commit"): ({"files": []}, row(404, 404, 404)),
     ("GET", "api/v1/endpoints"): (None, ALL),
     # the model's version has no framework: members reach the runtime check (422), others see nothing
     ("POST", "api/v1/endpoints"): (
