@@ -81,8 +81,12 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("batch", batch, "batch inference: predict over a dataset version's CSV files into a new dataset version")
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--input", required=True, metavar="VC/DATASET[@REF]", help="the dataset version to predict on")
-    sub.add_argument("--output", required=True, metavar="VC/DATASET", help="the dataset the predictions become a version of")
-    sub.add_argument("--columns", metavar="A,B,...", help="feature columns in the model's order (default: all but --keep)")
+    sub.add_argument(
+        "--output", required=True, metavar="VC/DATASET", help="the dataset the predictions become a version of"
+    )
+    sub.add_argument(
+        "--columns", metavar="A,B,...", help="feature columns in the model's order (default: all but --keep)"
+    )
     sub.add_argument("--keep", metavar="A,B,...", help="columns copied beside each prediction (an id)")
     sub.add_argument("--path", default="", help="a CSV file or folder in the input version (default: all)")
     sub.add_argument("--chunk-rows", type=int, default=100_000, metavar="N", help="rows per chunk, the unit of resume")

@@ -82,7 +82,9 @@ def predict_file(model: Any, src: Path, dest: Path, plan: dict[str, Any], chunks
         next(f)
         for _ in islice(f, done * size):  # the rows of chunks already written, unparsed
             pass
-        reader = pd.read_csv(f, header=None, names=header, usecols=list(dict.fromkeys([*keep, *columns])), chunksize=size)
+        reader = pd.read_csv(
+            f, header=None, names=header, usecols=list(dict.fromkeys([*keep, *columns])), chunksize=size
+        )
         for k, frame in enumerate(reader, start=done):
             features = frame[columns] if by_name else frame[columns].to_numpy()
             result = frame[keep].copy()
@@ -99,7 +101,13 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     rows = {rel: count_rows(p) for p, rel in files}
     size = int(plan["chunk_rows"])
     per_file = {rel: max(math.ceil(n / size), 0) for rel, n in rows.items()}
-    state = {"chunks": sum(per_file.values()), "chunks_done": 0, "skipped": 0, "rows": 0, "rows_total": sum(rows.values())}
+    state = {
+        "chunks": sum(per_file.values()),
+        "chunks_done": 0,
+        "skipped": 0,
+        "rows": 0,
+        "rows_total": sum(rows.values()),
+    }
 
     def report(skipped: bool, rows: int) -> None:
         state["chunks_done"] += 1

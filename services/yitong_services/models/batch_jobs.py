@@ -201,7 +201,9 @@ def commit_predictions(storage: Storage, person: Person, job_id: int, files: lis
     with storage.db.session() as s:
         job, row = _row(s, person, job_id)
         if person.name != job.user:
-            raise Refusal(403, f"job {job_id}'s predictions are committed by the job itself (its token is {job.user}'s)")
+            raise Refusal(
+                403, f"job {job_id}'s predictions are committed by the job itself (its token is {job.user}'s)"
+            )
         d_out = s.get(Dataset, row.output_dataset_id)
         assert d_out is not None  # the row goes with the dataset
         if row.output_version is not None:

@@ -81,7 +81,6 @@ class Endpoint(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-
 class BatchJob(Base):
     """A batch inference job (job ``job_id``): the model version it runs over the input dataset
     version, and the dataset its predictions become a version of (``output_version`` once the

@@ -170,7 +170,9 @@ class BatchIn(Strict):
     )
     path: str = Field("", max_length=MAX_SHORT, description="a CSV file or folder in the input version; '' = all")
     columns: list[Column] = Field(
-        default_factory=list, max_length=MAX_COLUMNS, description="feature columns, in the model's order; [] = all but keep"
+        default_factory=list,
+        max_length=MAX_COLUMNS,
+        description="feature columns, in the model's order; [] = all but keep",
     )
     keep: list[Column] = Field(
         default_factory=list, max_length=MAX_ITEMS, description="columns copied beside each prediction (an id)"
@@ -178,7 +180,9 @@ class BatchIn(Strict):
     chunk_rows: int = Field(100_000, ge=1, le=MAX_CHUNK_ROWS, description="rows per chunk (the unit of resume)")
     cpu: Cpu = 1.0
     memory: Memory = 2 * 2**30
-    retries: int = Field(2, ge=0, le=10, description="attempts after a failure; each resumes at the first missing chunk")
+    retries: int = Field(
+        2, ge=0, le=10, description="attempts after a failure; each resumes at the first missing chunk"
+    )
     name: Name | None = Field(None, description="the job's name (default batch-<model>)")
 
 

@@ -10,7 +10,6 @@ and docs/models.md's "Batch inference" commands run verbatim."""
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import shlex
@@ -223,7 +222,13 @@ REFUSALS = [
     ),
     ("alice", "vision/iris/versions/1", {"columns": ["a", "b"]}, 422, "the model takes 4 features; 2 columns"),
     ("alice", "vision/iris/versions/1", {"keep": []}, 422, "the model takes 4 features; 5 columns"),
-    ("alice", "vision/iris/versions/1", {"path": "README.txt"}, 422, "input vision/flowers@1 under README.txt has no .csv file"),
+    (
+        "alice",
+        "vision/iris/versions/1",
+        {"path": "README.txt"},
+        422,
+        "input vision/flowers@1 under README.txt has no .csv file",
+    ),
     ("alice", "vision/iris/versions/1", {"output": "nlp/preds"}, 422, "the model's VC vision"),
     ("alice", "vision/iris/versions/1", {"output": "vision/model-iris"}, 422, "holds a model's files"),
     ("alice", "vision/iris/versions/1", {"chunk_rows": 0}, 422, "chunk_rows"),
@@ -240,8 +245,17 @@ def test_refusals_are_sentences_and_queue_nothing(proc, tmp_path):
     assert len(proc.call("admin", "GET", "jobs").json()) == before
     assert proc.call("alice", "GET", "datasets/vision/preds").status_code == 404  # no output made either
     # a job that is no batch job has no batch view and commits nothing
-    plain = proc.call("alice", "POST", "jobs", json={"name": "p", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["true"]})
-    assert proc.call("alice", "GET", f"batch/{plain.json()['id']}").json()["detail"].endswith("is not a batch inference job")
+    plain = proc.call(
+        "alice",
+        "POST",
+        "jobs",
+        json={"name": "p", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["true"]},
+    )
+    assert (
+        proc.call("alice", "GET", f"batch/{plain.json()['id']}")
+        .json()["detail"]
+        .endswith("is not a batch inference job")
+    )
 
 
 def docs_commands() -> list[str]:
@@ -283,7 +297,9 @@ def test_docs_batch_commands_run_verbatim(proc, tmp_path, monkeypatch, capsys):
     # are the same files, so the output stays v1
     assert proc.call("alice", "PUT", "models/vision/iris/aliases/production", json={"version": 1}).status_code == 200
     magic = ipython(commands[3], **env)
-    assert magic.stdout.startswith("batch job 2: vision/iris@1 over vision/flowers@1 -> vision/flowers-preds: queued"), (
+    assert magic.stdout.startswith(
+        "batch job 2: vision/iris@1 over vision/flowers@1 -> vision/flowers-preds: queued"
+    ), (
         magic.stdout,
         magic.stderr,
     )

@@ -34,7 +34,7 @@ def test_input_files(path, expected):
     "first,expected",
     [
         (b"id,a,b\n1,2,3\n", ["id", "a", "b"]),
-        (b"\xef\xbb\xbfid, a ,\"b,c\"\r\n1", ["id", "a", "b,c"]),
+        (b'\xef\xbb\xbfid, a ,"b,c"\r\n1', ["id", "a", "b,c"]),
         (b"only,header", ["only", "header"]),
         (b"", []),
         (b"x" * batch.HEADER_BYTES, None),

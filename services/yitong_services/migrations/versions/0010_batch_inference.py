@@ -25,7 +25,11 @@ def upgrade() -> None:
         ),
         sa.Column("input", sa.JSON, nullable=False),
         sa.Column(
-            "output_dataset_id", sa.Integer, sa.ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False, index=True
+            "output_dataset_id",
+            sa.Integer,
+            sa.ForeignKey("datasets.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
         ),
         sa.Column("plan", sa.JSON, nullable=False),
         sa.Column("output_version", sa.Integer, nullable=True),
