@@ -41,6 +41,42 @@ class Artifact(TypedDict):
     size: int
 
 
+class BatchCommitIn(TypedDict):
+    "The running batch job's predictions (manifest entries whose objects it uploaded)."
+
+    files: list[FileEntry]
+
+
+class BatchIn(TypedDict):
+    "Run a model version over a dataset version's CSV files; the predictions become a new"
+
+    chunk_rows: NotRequired[int]
+    columns: NotRequired[list[str]]
+    cpu: NotRequired[float]
+    input: str
+    keep: NotRequired[list[str]]
+    memory: NotRequired[int]
+    name: NotRequired[str | None]
+    output: str
+    path: NotRequired[str]
+    retries: NotRequired[int]
+
+
+class BatchOut(TypedDict):
+    attempts: int
+    chunk_rows: int
+    columns: list[str]
+    input: str
+    job: int
+    keep: list[str]
+    model: str
+    output: str
+    progress: dict[str, Any]
+    reason: str
+    state: str
+    version: int | None
+
+
 class Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post(TypedDict):
     patch: NotRequired[dict[str, Any]]
 
@@ -322,7 +358,13 @@ class KubePlacement(TypedDict):
 
 
 class Lineage(TypedDict):
+    "The parent version and, for a version a platform job made (batch inference), the job,"
+
+    inputs: NotRequired[list[dict[str, Any]]]
     job: NotRequired[int | None]
+    kind: NotRequired[str | None]
+    model: NotRequired[str | None]
+    model_manifest: NotRequired[str | None]
     parent: int | None
 
 
@@ -666,6 +708,9 @@ __all__ = [
     "AllocationIn",
     "AllocationOut",
     "Artifact",
+    "BatchCommitIn",
+    "BatchIn",
+    "BatchOut",
     "Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
     "Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post",

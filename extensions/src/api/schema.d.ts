@@ -74,6 +74,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/batch/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Batch
+         * @description A batch inference job: state, progress (rows and chunks done), the output version once committed.
+         */
+        get: operations["get_batch_services_yitong_api_v1_batch__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/batch/{job_id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Commit Batch
+         * @description The running batch job, with its own token: commit its predictions (uploaded objects) as the
+         *     next version of the output dataset, its lineage recorded by the platform. Again: that version.
+         */
+        post: operations["commit_batch_services_yitong_api_v1_batch__job_id__commit_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/datasets": {
         parameters: {
             query?: never;
@@ -912,6 +953,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions/{ref}/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit Batch
+         * @description Members of the VC: queue a batch inference job (a job of the caller in the model's VC, under
+         *     its quota) that predicts over the input version's CSV files, chunk by chunk, and commits the
+         *     predictions as the next version of ``output``. 404 for a model, version or dataset the caller
+         *     cannot see; 422 naming a column, framework or output that does not fit; nothing is queued then.
+         */
+        post: operations["submit_batch_services_yitong_api_v1_models__vc___name__versions__ref__batch_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/objects/missing": {
         parameters: {
             query?: never;
@@ -1299,6 +1363,106 @@ export interface components {
             size: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * BatchCommitIn
+         * @description The running batch job's predictions (manifest entries whose objects it uploaded).
+         */
+        BatchCommitIn: {
+            /** Files */
+            files: components["schemas"]["FileEntry"][];
+        };
+        /**
+         * BatchIn
+         * @description Run a model version over a dataset version's CSV files; the predictions become a new
+         *     version of ``output`` (docs/models.md "Batch inference").
+         */
+        BatchIn: {
+            /**
+             * Chunk Rows
+             * @description rows per chunk (the unit of resume)
+             * @default 100000
+             */
+            chunk_rows: number;
+            /**
+             * Columns
+             * @description feature columns, in the model's order; [] = all but keep
+             */
+            columns?: string[];
+            /**
+             * Cpu
+             * @default 1
+             */
+            cpu: number;
+            /**
+             * Input
+             * @description vc/name[@ref]: the dataset version to predict on (default ref: latest)
+             */
+            input: string;
+            /**
+             * Keep
+             * @description columns copied beside each prediction (an id)
+             */
+            keep?: string[];
+            /**
+             * Memory
+             * @default 2147483648
+             */
+            memory: number;
+            /**
+             * Name
+             * @description the job's name (default batch-<model>)
+             */
+            name?: string | null;
+            /**
+             * Output
+             * @description vc/name: a dataset of the model's VC (created when missing) the predictions become a version of
+             */
+            output: string;
+            /**
+             * Path
+             * @description a CSV file or folder in the input version; '' = all
+             * @default
+             */
+            path: string;
+            /**
+             * Retries
+             * @description attempts after a failure; each resumes at the first missing chunk
+             * @default 2
+             */
+            retries: number;
+        };
+        /** BatchOut */
+        BatchOut: {
+            /** Attempts */
+            attempts: number;
+            /** Chunk Rows */
+            chunk_rows: number;
+            /** Columns */
+            columns: string[];
+            /** Input */
+            input: string;
+            /** Job */
+            job: number;
+            /** Keep */
+            keep: string[];
+            /** Model */
+            model: string;
+            /** Output */
+            output: string;
+            /** Progress */
+            progress: {
+                [key: string]: unknown;
+            };
+            /** Reason */
+            reason: string;
+            /** State */
+            state: string;
+            /**
+             * Version
+             * @description the output dataset's version with the predictions, once committed
+             */
+            version: number | null;
         };
         /** Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post */
         Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post: {
@@ -1929,10 +2093,33 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        /** Lineage */
+        /**
+         * Lineage
+         * @description The parent version and, for a version a platform job made (batch inference), the job,
+         *     the model version (``vc/name@number``) and the input dataset versions it read.
+         */
         Lineage: {
+            /**
+             * Inputs
+             * @description the dataset versions read: {dataset, version, manifest, path}
+             */
+            inputs?: {
+                [key: string]: unknown;
+            }[];
             /** Job */
             job?: number | null;
+            /**
+             * Kind
+             * @description what the job was: batch-inference
+             */
+            kind?: string | null;
+            /**
+             * Model
+             * @description the model version: vc/name@number
+             */
+            model?: string | null;
+            /** Model Manifest */
+            model_manifest?: string | null;
             /** Parent */
             parent: number | null;
         };
@@ -2836,6 +3023,92 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_batch_services_yitong_api_v1_batch__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    commit_batch_services_yitong_api_v1_batch__job_id__commit_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchCommitIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Committed"];
                 };
             };
             /** @description Validation Error */
@@ -5157,6 +5430,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submit_batch_services_yitong_api_v1_models__vc___name__versions__ref__batch_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOut"];
+                };
             };
             /** @description Validation Error */
             422: {
