@@ -32,6 +32,20 @@ def _extensions_dir() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+def _warm_up() -> None:
+    """Import what the commit needs (httpx, blake3, the upload code) while the prediction runs."""
+    import threading
+
+    def load() -> None:
+        try:
+            import yitong_lab.datasets.transfer  # noqa: F401
+            import yitong_lab.models.sdk  # noqa: F401
+        except ImportError:  # the commit reports it
+            pass
+
+    threading.Thread(target=load, daemon=True).start()
+
+
 def predict(plan: dict[str, Any], out: Path, log_metrics: Any = None) -> dict[str, Any]:
     """Run the prediction half in ``plan["python"]``; its last progress line."""
     inputs = {m: os.environ[f"YITONG_INPUT_{m.upper()}"] for m in ("model", "data")}
@@ -41,6 +55,7 @@ def predict(plan: dict[str, Any], out: Path, log_metrics: Any = None) -> dict[st
     state: dict[str, Any] = {}
     posted = 0.0
     with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env) as proc:
+        _warm_up()
         assert proc.stdout is not None
         for line in proc.stdout:
             state = json.loads(line)
@@ -73,14 +88,17 @@ def main(argv: list[str]) -> int:
     job_id = os.environ["YITONG_JOB_ID"]
     out = Path(os.environ["YITONG_OUTPUT_DIR"]) / "predictions"
     out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
     state = predict(plan, out, log_metrics)
     print(
         f"predicted {state.get('rows', 0)} rows in {state.get('chunks', 0)} chunks "
-        f"({state.get('skipped', 0)} written by an earlier attempt, skipped)",
+        f"({state.get('skipped', 0)} written by an earlier attempt, skipped) in {time.monotonic() - started:.1f} s",
         flush=True,
     )
+    started = time.monotonic()
     v = commit(out, job_id)
-    print(f"committed {v['dataset']} v{v['number']}" + (" (already committed)" if v.get("unchanged") else ""))
+    again = " (already committed)" if v.get("unchanged") else ""
+    print(f"committed {v['dataset']} v{v['number']}{again} in {time.monotonic() - started:.1f} s", flush=True)
     return 0
 
 

@@ -182,7 +182,7 @@ class Models:
         while (b := self.batch_status(job))["state"] not in ("succeeded", "failed", "cancelled"):
             if time.monotonic() > deadline:
                 raise YitongError(504, f"batch job {job} has not ended after {wait:g} s (state {b['state']})")
-            time.sleep(0.5)
+            time.sleep(0.25)
         return b
 
     def pull(self, ref: str, directory: str | os.PathLike, **options: Any) -> dict[str, Any]:
