@@ -12,7 +12,9 @@ service). It runs in the job's interpreter, as the job's owner:
    ``yt model batch-show`` and the job's detail show them.
 2. commit: the predictions go up like any upload (only what the store lacks) with the job's own
    hub token (``JUPYTERHUB_API_TOKEN``, its owner's, never the service's) and become the next
-   version of the output dataset through ``POST /batch/{job}/commit``, which records the lineage.
+   version of the output dataset through ``POST /batch/{job}/commit``, which records the lineage;
+   that call also carries the attempt's ``YITONG_JOB_TOKEN`` (``X-Yitong-Job-Token``), so only
+   the job itself, not its owner's notebook, commits what the lineage calls its predictions.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPORT_EVERY = 1.0  # seconds between progress posts
+JOB_TOKEN_HEADER = "X-Yitong-Job-Token"
 
 
 def _extensions_dir() -> str:
@@ -38,7 +41,7 @@ def _warm_up() -> None:
 
     def load() -> None:
         try:
-            import yitong_lab.datasets.transfer  # noqa: F401
+            import yitong_lab.datasets.transfer
             import yitong_lab.models.sdk  # noqa: F401
         except ImportError:  # the commit reports it
             pass
@@ -78,7 +81,9 @@ def commit(out: Path, job_id: str) -> dict[str, Any]:
 
     with Client() as client:
         files = Models(client)._upload(out, None) if any(out.rglob("*")) else []
-        return client.request("POST", f"/batch/{job_id}/commit", json={"files": files})
+        proof = {JOB_TOKEN_HEADER: os.environ.get("YITONG_JOB_TOKEN", "")}  # that the job itself commits
+        answer = client.http().post(f"{client.url}/batch/{job_id}/commit", json={"files": files}, headers=proof)
+        return client.check(answer)
 
 
 def main(argv: list[str]) -> int:

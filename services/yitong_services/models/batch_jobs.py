@@ -15,6 +15,8 @@ same transaction. A second commit of the same job answers the version already ma
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from typing import Any
 
 from sqlalchemy import select
@@ -196,14 +198,16 @@ def status(session: Session, person: Person, job_id: int) -> dict[str, Any]:
     }
 
 
-def commit_predictions(storage: Storage, person: Person, job_id: int, files: list[dict[str, Any]]) -> dict[str, Any]:
-    """The output version with the job's predictions (its lineage the platform's)."""
+def commit_predictions(
+    storage: Storage, person: Person, job_id: int, files: list[dict[str, Any]], job_token: str
+) -> dict[str, Any]:
+    """The output version with the job's predictions (its lineage the platform's); ``job_token``
+    proves the call comes from the job (its attempt's ``YITONG_JOB_TOKEN``)."""
     with storage.db.session() as s:
         job, row = _row(s, person, job_id)
-        if person.name != job.user:
-            raise Refusal(
-                403, f"job {job_id}'s predictions are committed by the job itself (its token is {job.user}'s)"
-            )
+        digest = hashlib.sha256(job_token.encode()).hexdigest()
+        if person.name != job.user or not job_token or not hmac.compare_digest(digest, job.token_hash or ""):
+            raise Refusal(403, f"only job {job_id} itself commits its predictions (with its own tokens)")
         d_out = s.get(Dataset, row.output_dataset_id)
         assert d_out is not None  # the row goes with the dataset
         if row.output_version is not None:

@@ -38,7 +38,9 @@ def get_batch(job_id: Id, caller: Caller, ctx: Ctx) -> dict:
 
 
 @router.post("/batch/{job_id}/commit", response_model=Committed, status_code=201)
-def commit_batch(job_id: Id, body: BatchCommitIn, caller: Caller, ctx: Ctx) -> dict:
-    """The running batch job, with its own token: commit its predictions (uploaded objects) as the
-    next version of the output dataset, its lineage recorded by the platform. Again: that version."""
-    return batch_jobs.commit_predictions(ctx.storage, as_person(caller), job_id, list(body.files))
+def commit_batch(job_id: Id, body: BatchCommitIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """The running batch job itself (its owner's hub token, plus its ``YITONG_JOB_TOKEN`` in
+    ``X-Yitong-Job-Token``): commit its predictions (uploaded objects) as the next version of the
+    output dataset, its lineage recorded by the platform. Again: that version."""
+    proof = request.headers.get("x-yitong-job-token", "")
+    return batch_jobs.commit_predictions(ctx.storage, as_person(caller), job_id, list(body.files), proof)

@@ -18,6 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.services.jobs.test_jobs_process import Proc
@@ -156,10 +157,13 @@ def test_batch_predictions_equal_a_direct_predict_with_lineage_and_progress(proc
     run = proc.call("alice", "GET", f"runs/{done_runs(proc, b['job'])[-1]}").json()
     assert {i["mount"] for i in run["inputs"]} == {"model", "data"}
 
-    # the commit route belongs to the job: a second call answers the same version; bob sees nothing
-    again = proc.call("alice", "POST", f"batch/{b['job']}/commit", json={"files": []})
-    assert again.status_code == 201 and again.json()["number"] == 1 and again.json()["unchanged"], again.text
+    # the commit route belongs to the job: its owner's own token is not enough; bob sees nothing
+    for proof in ({}, {"X-Yitong-Job-Token": "guess"}):
+        headers = {"Authorization": f"token {proc.hub.tokens['alice']}", **proof}
+        again = httpx.post(f"{proc.base}batch/{b['job']}/commit", json={"files": []}, headers=headers)
+        assert again.status_code == 403 and "only job" in again.json()["detail"], again.text
     assert proc.call("bob", "GET", f"batch/{b['job']}").status_code == 404
+    assert proc.call("bob", "POST", f"batch/{b['job']}/commit", json={"files": []}).status_code == 404
 
 
 def done_runs(proc, job: int) -> list[int]:
