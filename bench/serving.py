@@ -123,6 +123,7 @@ def main() -> int:
     p.add_argument("--deploys", type=int, default=3)
     p.add_argument("--rows", type=int, default=1_000_000, help="rows of the batch inference case (c)")
     p.add_argument("--cases", default="abc", help="which cases to run (letters)")
+    p.add_argument("--verbose", action="store_true", help="(c): each job's times and log")
     p.add_argument("--quick", action="store_true", help="10 s of load, one deploy, 200k rows")
     args = p.parse_args()
     if args.quick:
@@ -179,6 +180,10 @@ def batch_case(args, c, work: Path) -> None:
             b = Models(c).batch_wait(b["job"], 1800)
             if b["state"] != "succeeded":
                 raise SystemExit(f"(c) batch job {b['job']} {b['state']}: {b['reason']}")
+            if args.verbose:
+                j = c.request("GET", f"/jobs/{b['job']}")
+                print({k: j[k] for k in ("created", "admitted", "started", "finished")})
+                print(c.http().get(f"{c.url}/jobs/{b['job']}/logs").text, flush=True)
         else:
             model, peer_out = str(work / "model" / "model.joblib"), str(work / "peer.csv")
             argv = [MLSERVER_PY, "-c", PANDAS_LOOP, model, str(data / "rows.csv"), peer_out, str(CHUNK_ROWS)]
