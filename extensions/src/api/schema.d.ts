@@ -105,8 +105,9 @@ export interface paths {
         put?: never;
         /**
          * Commit Batch
-         * @description The running batch job, with its own token: commit its predictions (uploaded objects) as the
-         *     next version of the output dataset, its lineage recorded by the platform. Again: that version.
+         * @description The running batch job itself (its owner's hub token, plus its ``YITONG_JOB_TOKEN`` in
+         *     ``X-Yitong-Job-Token``): commit its predictions (uploaded objects) as the next version of the
+         *     output dataset, its lineage recorded by the platform. Again: that version.
          */
         post: operations["commit_batch_services_yitong_api_v1_batch__job_id__commit_post"];
         delete?: never;
