@@ -20,6 +20,7 @@ CSV_SUFFIX = ".csv"
 MODEL_MOUNT, DATA_MOUNT = "model", "data"
 RUNNER = "yitong_lab.models.batch"
 HEADER_BYTES = 1 << 16
+PREDICTION = "prediction"  # the output column beside the kept ones (yitong_lab.models.batch_predict)
 
 
 def input_files(files: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
@@ -52,6 +53,8 @@ def columns_refusal(
     """(the feature columns, None) or (None, a sentence saying what does not fit)."""
     if len(set(header)) != len(header):
         return None, f"{file}: the header names a column twice"
+    if PREDICTION in keep:
+        return None, f"keep: {PREDICTION} is the name of the predictions' column; rename that column"
     missing = [c for c in [*columns, *keep] if c not in header]
     if missing:
         return None, f"{file} has no column {', '.join(missing[:5])} (it has {', '.join(header[:20])})"

@@ -59,6 +59,7 @@ HEADER = ["id", "a", "b", "c", "d"]
         ([], ["nope"], None, None, "f.csv has no column nope (it has id, a, b, c, d)"),
         (["a", "a"], [], None, None, "columns: a column is named twice"),
         ([], HEADER, None, None, "f.csv: no feature columns are left beside keep"),
+        ([], ["prediction"], None, None, "keep: prediction is the name of the predictions' column; rename that column"),
     ],
 )
 def test_columns_refusal(columns, keep, width, chosen, sentence):
