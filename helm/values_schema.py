@@ -171,7 +171,10 @@ def build() -> dict[str, Any]:
     for model, fields in QUANTITY_FIELDS.items():
         for field in fields:
             old = defs[model]["properties"][field]
-            defs[model]["properties"][field] = {**QUANTITY, **{k: old[k] for k in ("default", "description") if k in old}}
+            defs[model]["properties"][field] = {
+                **QUANTITY,
+                **{k: old[k] for k in ("default", "description") if k in old},
+            }
     props.update({name: copy.deepcopy(schema) for name, schema in SECTIONS.items()})
     props.update(CHART_KEYS)
     resources = {"propertyNames": {"pattern": RESOURCE_RE.pattern}, "additionalProperties": QUANTITY}
@@ -196,7 +199,9 @@ def main(argv: list[str]) -> int:
     new = text()
     if "--check" in argv:
         if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text() != new:
-            print(f"{SCHEMA_FILE.relative_to(ROOT)} is stale: run .venv/bin/python helm/values_schema.py", file=sys.stderr)
+            print(
+                f"{SCHEMA_FILE.relative_to(ROOT)} is stale: run .venv/bin/python helm/values_schema.py", file=sys.stderr
+            )
             return 1
         return 0
     tmp = SCHEMA_FILE.with_suffix(".tmp")
