@@ -129,6 +129,7 @@ def _close_required_type(device: dict[str, Any]) -> dict[str, Any]:
 
 
 def build() -> dict[str, Any]:
+    from yitong_services.core.confinement import MODES
     from yitong_services.core.settings import Settings
     from yitong_services.jobs.runner_kube import KubeSettings
     from yitong_services.jobs.runner_slurm import SlurmSettings
@@ -165,7 +166,8 @@ def build() -> dict[str, Any]:
         "properties": {
             "kubernetes": kube,
             "slurm": slurm,
-            "local": {"type": "object", "additionalProperties": False, "properties": {"inventory": inventory}},
+            # the service reads the local backend's section leniently (core/confinement.py reads mode)
+            "local": {"type": "object", "properties": {"inventory": inventory, "mode": {"enum": list(MODES)}}},
         },
     }
     for model, fields in QUANTITY_FIELDS.items():

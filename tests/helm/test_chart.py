@@ -344,3 +344,15 @@ def test_values_schema_is_current():
         "helm/yitong/values.schema.json is stale: run .venv/bin/python helm/values_schema.py"
     )
     assert module.main(["--check"]) == 0
+
+
+def test_the_embedded_defaults_settings_file_is_valid_values(render):
+    """Same keys: yitong.example.yaml, with the chart's backend, renders as the chart's values."""
+    from helm_helpers import ROOT
+
+    example = yaml.safe_load((ROOT / "yitong.example.yaml").read_text())
+    example["backend"] = "kubernetes"
+    settings = _settings(render(example))
+    assert settings["profiles"]["gpu-1"] == {**example["profiles"]["gpu-1"]}
+    assert settings["backends"]["local"] == example["backends"]["local"]
+    assert settings["ssh"] == example["ssh"]
