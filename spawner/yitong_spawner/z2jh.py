@@ -14,9 +14,11 @@ does the I/O.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from .hubconfig import SERVICE_NAME, hub_config, load_settings
+from .passwords import ensure_admin
 
 SETTINGS_PATH = "/usr/local/etc/yitong/settings.yaml"
 DATA_DIR = "/srv/jupyterhub/yitong"  # on z2jh's hub volume (hub.db.type sqlite-pvc) or the pod's disk
@@ -88,14 +90,28 @@ def apply_z2jh(c: Any, cfg: dict[str, dict[str, Any]]) -> None:
 
 
 def configure(c: Any, path: str = SETTINGS_PATH) -> None:
-    """``hub.extraConfig.yitong``: read the settings, take the service token z2jh made, apply."""
+    """``hub.extraConfig.yitong``: read the settings, take the service token z2jh made, apply; with
+    password logins, give each admin a generated password on first start, printed once to the log."""
     settings = load_settings(path)
     token = next((s.get("api_token") for s in c.JupyterHub.get("services") or [] if s["name"] == SERVICE_NAME), None)
     if not token:
         raise ValueError(f"hub.services.{SERVICE_NAME} is missing from the z2jh values: the platform has no token")
     namespace = os.environ.get("POD_NAMESPACE") or _namespace()
     os.makedirs(DATA_DIR, mode=0o700, exist_ok=True)
-    apply_z2jh(c, z2jh_config(settings, namespace=namespace, service_token=token))
+    cfg = z2jh_config(settings, namespace=namespace, service_token=token, data_dir=DATA_DIR)
+    apply_z2jh(c, cfg)
+    if cfg["JupyterHub"]["authenticator_class"] == "yitong":  # password logins: as jupyterhub_config.py does
+        for admin in sorted(cfg["Authenticator"]["admin_users"]):
+            password = ensure_admin(cfg["YitongAuthenticator"]["password_file"], admin)
+            if password:
+                print(
+                    f"Yitong: first start. Admin account created.\n   user:     {admin}\n   password: {password}\n"
+                    f" It is shown only this once (stored hashed in {DATA_DIR}/secrets; reset it with"
+                    f" `kubectl exec deploy/hub -- yitong-passwd set {admin} --generate --file"
+                    f" {cfg['YitongAuthenticator']['password_file']}`).",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def _namespace() -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 from traitlets.config import Config
 
 from yitong_spawner import z2jh
 from yitong_spawner.hubconfig import load_settings
+from yitong_spawner.passwords import load, verify_password
 
 SETTINGS = {
     "backend": "kubernetes",
@@ -107,7 +110,7 @@ def test_apply_merges_into_z2jh_lists():
     assert c.JupyterHub.spawner_class == "yitong" and c.KubeSpawner.namespace == "hubs"
 
 
-def test_configure_reads_the_mounted_settings(tmp_path, monkeypatch):
+def test_configure_reads_the_mounted_settings(tmp_path, monkeypatch, capsys):
     path = tmp_path / "settings.yaml"
     path.write_text(yaml.safe_dump(SETTINGS))
     monkeypatch.setenv("POD_NAMESPACE", "hubs")
@@ -116,7 +119,12 @@ def test_configure_reads_the_mounted_settings(tmp_path, monkeypatch):
     z2jh.configure(c, str(path))
     assert c.YitongSpawner.platform_api_token == "z2jh-made-token"
     assert c.YitongSpawner.platform_api_url == f"{PLATFORM}/services/yitong/api/v1"
-    assert (tmp_path / "data").is_dir()
+    assert c.YitongAuthenticator.password_file == str(tmp_path / "data" / "secrets" / "passwords.json")
+    # first start: the admin's password, once (in the hub's log); a restart prints nothing
+    password = re.search(r"password: (\S+)", capsys.readouterr().err).group(1)
+    assert verify_password(password, load(c.YitongAuthenticator.password_file)["root-admin"])
+    z2jh.configure(z2jh_like(), str(path))
+    assert "password" not in capsys.readouterr().err
 
 
 def test_configure_without_the_service_says_so(tmp_path, monkeypatch):
