@@ -356,3 +356,34 @@ def test_the_embedded_defaults_settings_file_is_valid_values(render):
     assert settings["profiles"]["gpu-1"] == {**example["profiles"]["gpu-1"]}
     assert settings["backends"]["local"] == example["backends"]["local"]
     assert settings["ssh"] == example["ssh"]
+
+
+ISSUER = {"kind": "generic", "issuer": "https://sso.example.org"}
+AUTH_CASES = [
+    {"kind": "generic", "tenant_id": "t"},
+    ISSUER,
+    {**ISSUER, "client_id": "yitong"},
+    {"kind": "generic", "client_id": "yitong", "client_secret": "s", "authorize_url": "https://sso.example.org/a"},
+    {"kind": "azuread", "client_id": "yitong", "client_secret": "s"},
+    {**ISSUER, "client_id": "yitong", "client_secret": "s"},
+    {**ISSUER, "client_id": "yitong", "client_secret": "s", "allow_all": True},  # with the default groups
+]
+
+
+@pytest.mark.parametrize("auth", AUTH_CASES)
+def test_auth_is_refused_with_the_hubs_sentence(render, auth):
+    import helm_python as helm
+
+    from yitong_spawner.oauth import AuthSettingsError, validate
+
+    with pytest.raises(AuthSettingsError) as hub:
+        validate(auth, {"groups": VALUES["groups"]})
+    with pytest.raises(helm.HelmError) as chart:
+        render({"auth": auth})
+    assert str(hub.value) in str(chart.value)
+
+
+def test_a_provider_without_groups_renders(render):
+    auth = {**ISSUER, "client_id": "yitong", "client_secret": "s", "allowed_groups": ["staff"]}
+    settings = _settings(render({"auth": auth, "groups": None}))
+    assert settings["auth"] == auth and "groups" not in settings
