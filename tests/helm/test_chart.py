@@ -387,3 +387,20 @@ def test_a_provider_without_groups_renders(render):
     auth = {**ISSUER, "client_id": "yitong", "client_secret": "s", "allowed_groups": ["staff"]}
     settings = _settings(render({"auth": auth, "groups": None}))
     assert settings["auth"] == auth and "groups" not in settings
+
+
+def test_the_platform_may_touch_every_kind_its_runner_uses(render):
+    """Each kind jobs/runner_kube.py calls the API for is granted: cluster-wide kinds by the cluster
+    role, namespaced kinds by the role bound in each VC's namespace."""
+    from yitong_services.jobs.runner_kube import PATHS
+
+    roles = {r["metadata"]["name"]: r for r in by_kind(render({}))["ClusterRole"]}
+    granted = {
+        name: {(g, res) for rule in role["rules"] for g in rule["apiGroups"] for res in rule["resources"]}
+        for name, role in roles.items()
+    }
+    for kind, (prefix, plural, namespaced) in PATHS.items():
+        group = "" if prefix == "/api/v1" else prefix.split("/")[2]
+        role = "yitong-jupyterhub-platform" if namespaced else "yitong-jupyterhub-platform-cluster"
+        assert (group, plural) in granted[role], kind
+    assert ("", "pods/log") in granted["yitong-jupyterhub-platform"]
