@@ -115,7 +115,8 @@ export function lineageGraph(
   const into = middle ?? target;
   const datasets = Array.isArray(lineage.datasets) ? lineage.datasets.map(record) : [];
   datasets.slice(0, MAX_DATASETS).forEach((d, i) => {
-    const name = text(d.dataset) || '(a dataset)';
+    // the ledger names the input as the job did (`vc/name@3`, or `vc/name`) and its version
+    const name = text(d.dataset).split('@')[0] || '(a dataset)';
     const v = d.version !== null && d.version !== undefined ? `@${text(d.version)}` : '';
     const manifest = text(d.manifest);
     const id = `dataset-${i}`;

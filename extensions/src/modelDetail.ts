@@ -201,38 +201,53 @@ export class ModelDetail {
       delete this._lineage.dataset.version;
       return;
     }
-    this._lineage.dataset.version = String(v.number);
     const graph = lineageGraph(this.model.full_name, v.number, v.lineage ?? {});
     const doc = new DOMParser().parseFromString(graphSVG(graph), 'image/svg+xml');
     const svg = document.importNode(doc.documentElement, true);
-    const facts: string[] = [];
+    const wasOpen =
+      this._lineage.dataset.version === String(v.number) &&
+      !!this._lineage.querySelector<HTMLDetailsElement>('.yt-model-lineage-params')?.open;
+    const facts: HTMLElement[] = [];
+    const env = (v.lineage?.environment ?? {}) as Record<string, unknown>;
+    const environment = [
+      env.image,
+      env.digest,
+      env.python_version && `python ${env.python_version}`
+    ]
+      .filter(Boolean)
+      .join(' · ');
+    if (environment) {
+      facts.push(el('div', 'yt-model-lineage-fact', `environment: ${environment}`));
+    }
     const params = v.lineage?.parameters;
     if (params && typeof params === 'object' && Object.keys(params).length) {
-      facts.push(
-        'parameters: ' +
-          Object.entries(params)
-            .map(
-              ([k, value]) => `${k}=${typeof value === 'string' ? value : JSON.stringify(value)}`
-            )
-            .join(', ')
+      // the job's spec as its ledger record keeps it: folded, one field a line, long values cut
+      const shown = Object.entries(params).filter(([, value]) => value !== null && value !== '');
+      const details = el('details', 'yt-model-lineage-params') as HTMLDetailsElement;
+      details.open = wasOpen; // a refresh keeps it as it was
+      details.append(
+        el('summary', '', `job parameters (${shown.length})`),
+        el(
+          'pre',
+          '',
+          shown
+            .map(([k, value]) => {
+              const t = typeof value === 'string' ? value : JSON.stringify(value);
+              return `${k}: ${t.length > 200 ? `${t.slice(0, 199)}…` : t}`;
+            })
+            .join('\n')
+        )
       );
+      facts.push(details);
     }
-    const env = (v.lineage?.environment ?? {}) as Record<string, unknown>;
-    if (env.image || env.python_version) {
-      facts.push(
-        'environment: ' +
-          [env.image, env.digest, env.python_version && `python ${env.python_version}`]
-            .filter(Boolean)
-            .join(' · ')
-      );
-    }
+    this._lineage.dataset.version = String(v.number);
     this._lineage.replaceChildren(
       el('div', 'yt-model-lineage-title', `v${v.number}`),
       svg,
       ...(graph.nodes.length === 1
         ? [el('div', 'yt-empty', 'Registered from files: no job, code or dataset recorded.')]
         : []),
-      ...facts.map(f => el('div', 'yt-model-lineage-fact', f))
+      ...facts
     );
   }
 

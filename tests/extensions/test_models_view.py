@@ -25,8 +25,8 @@ JOB_LINEAGE = {
     "path": "out/model",
     "code": {"commit": "0123456789abcdef0123", "dirty_hash": "d1rty", "path": "/home/alice/proj"},
     "datasets": [
-        {"dataset": "vision/iris", "version": 3, "manifest": "b3:aaa"},
-        {"dataset": "vision/extra", "version": 1, "manifest": "b3:bbb"},
+        {"dataset": "vision/iris@3", "version": 3, "manifest": "b3:aaa"},
+        {"dataset": "vision/extra", "version": 1, "manifest": "b3:bbb"},  # named without a version
     ],
     "environment": {"image": None, "digest": None, "python_version": "3.11.2", "pip_freeze_sha256": "x"},
     "parameters": {"lr": 0.1},
@@ -71,6 +71,7 @@ def test_a_job_version_links_datasets_and_code_to_the_job_and_the_job_to_the_ver
         ("job", "model"),
     ]
     assert nodes["job"]["detail"] == "job 12, run 30, attempt 1, outputs path out/model"
+    assert nodes["dataset-0"]["detail"] == "dataset vision/iris@3, manifest b3:aaa"
     assert nodes["code"]["detail"] == (
         "code commit 0123456789abcdef0123, uncommitted changes d1rty, in /home/alice/proj"
     )
