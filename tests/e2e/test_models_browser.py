@@ -28,7 +28,7 @@ MLSERVER_PY = ROOT / ".venv-mlserver" / "bin" / "python"
 BUILT = ROOT / "extensions" / "yitong_lab" / "labextension"
 DOCS_IMG = ROOT / "docs" / "img"
 VIEWPORT = (1400, 1000)
-USER = "carol"
+USER = "carol"  # the person in the browser
 SIGNATURE = {
     "inputs": [{"name": "predict", "datatype": "FP32", "shape": [-1, 4]}],
     "outputs": [{"name": "predict", "datatype": "INT64", "shape": [-1, 1]}],
@@ -125,10 +125,12 @@ def screenshot(page, name: str) -> None:
 
 
 @pytest.mark.skipif(not MLSERVER_PY.exists(), reason="run `make mlserver` (MLServer's own environment)")
-def test_models_view(stack, admin_token, page, tmp_path):
+def test_models_view(stack, admin_token, alice_token, page, tmp_path):
     from playwright.sync_api import expect
 
-    token = stack.token(USER)
+    # alice trains, registers and deploys (carol's own job list stays empty for the Jobs tests);
+    # carol, of the same VC, uses the view
+    token = alice_token
     api = stack.platform_client(token)
     use_this_build(stack, USER)
     with stack.hub(admin_token) as hub:
