@@ -1,17 +1,15 @@
 // One model in the Models view: its aliases, its versions (metadata, metrics, a side-by-side
 // metric comparison through the compare route), the lineage of the selected version as an SVG
-// graph (lineageGraph.ts), its endpoints with their state, and a "try it" form that sends an
-// Open Inference Protocol request through the platform's endpoint route (inferRequest.ts).
+// graph (lineageGraph.ts), its endpoints with their state, and the "try it" form (tryIt.ts).
 // Every user value reaches the page as text (textContent) or escaped in the SVG.
 // DOM hooks: .yt-model-detail[data-model], .yt-model-alias[data-alias],
 // .yt-model-version[data-version] (.yt-model-version-select, .yt-selected), .yt-model-compare-button,
 // .yt-model-compare (tr[data-metric] td[data-version]), .yt-model-lineage[data-version] svg
-// (g[data-node]), .yt-endpoint[data-endpoint][data-state], .yt-tryit (.yt-tryit-endpoint,
-// .yt-tryit-request, .yt-tryit-send, .yt-tryit-example, .yt-tryit-response[data-state]).
+// (g[data-node]), .yt-endpoint[data-endpoint][data-state]; the form's are in tryIt.ts.
 import { el } from './dom';
-import { exampleRequest, parseInferRequest, responseLines, signatureInputs } from './inferRequest';
 import { graphSVG, lineageGraph } from './lineageGraph';
-import { IEndpoint, IModel, IModelVersion, fetchComparison, infer } from './modelsApi';
+import { IEndpoint, IModel, IModelVersion, fetchComparison } from './modelsApi';
+import { TryIt } from './tryIt';
 
 const message = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
@@ -56,7 +54,7 @@ export class ModelDetail {
     const [endpointsBox, endpointsBody] = section('yt-model-endpoints-box', 'Deployments');
     endpointsBody.append(this._endpoints);
     const [tryBox, tryBody] = section('yt-tryit-box', 'Try it');
-    tryBody.append(this._tryForm());
+    tryBody.append(this._tryIt.node);
     this.node.append(this._head, versionsBox, lineageBox, endpointsBox, tryBox);
   }
 
@@ -277,102 +275,7 @@ export class ModelDetail {
             )
           ])
     );
-    // the try-it choice: the model's endpoints, keeping the one picked
-    const picked = this._target.value;
-    this._target.replaceChildren(
-      ...this._endpointList.map(e => {
-        const option = el(
-          'option',
-          '',
-          `${e.name} (v${e.version}, ${e.state})`
-        ) as HTMLOptionElement;
-        option.value = e.name;
-        return option;
-      })
-    );
-    if (this._endpointList.some(e => e.name === picked)) {
-      this._target.value = picked;
-    }
-    this._send.disabled = !this._endpointList.length;
-    if (
-      !this._request.value.trim() ||
-      (this._request.dataset.example === 'yes' && picked !== this._target.value)
-    ) {
-      this._fillExample();
-    }
-  }
-
-  private _signature(): Record<string, unknown> {
-    const e = this._endpointList.find(x => x.name === this._target.value);
-    const v = e && this._versionList.find(x => x.number === e.version);
-    return (v?.signature as Record<string, unknown>) ?? {};
-  }
-
-  private _fillExample(): void {
-    if (!this._endpointList.length) {
-      return;
-    }
-    const signature = this._signature();
-    this._request.value = exampleRequest(signature);
-    this._request.dataset.example = 'yes';
-    const one = signatureInputs(signature).length === 1;
-    this._hint.textContent =
-      'A V2 infer request' + (one ? ', or the rows of its one input as a JSON array.' : '.');
-  }
-
-  private _tryForm(): HTMLElement {
-    const form = el('form', 'yt-tryit') as HTMLFormElement;
-    this._target.onchange = () => this._fillExample();
-    this._request.spellcheck = false;
-    this._request.rows = 6;
-    this._request.oninput = () => (this._request.dataset.example = 'no');
-    this._send.type = 'submit';
-    const example = button('yt-tryit-example', 'Example');
-    example.title = 'An example request from the version’s signature';
-    example.onclick = () => this._fillExample();
-    this._answer.hidden = true;
-    form.onsubmit = async event => {
-      event.preventDefault();
-      const e = this._endpointList.find(x => x.name === this._target.value);
-      if (!e) {
-        return;
-      }
-      const request = parseInferRequest(this._request.value, this._signature());
-      this._answer.hidden = false;
-      if (request instanceof Error) {
-        this._showAnswer('error', [request.message], null);
-        return;
-      }
-      this._send.disabled = true;
-      this._answer.dataset.state = 'running';
-      const started = performance.now();
-      try {
-        const answer = await infer(e, request);
-        const ms = Math.round(performance.now() - started);
-        this._showAnswer('ok', [...responseLines(answer), `(${ms} ms)`], answer);
-      } catch (error) {
-        this._showAnswer('error', [message(error)], null);
-      } finally {
-        this._send.disabled = false;
-      }
-    };
-    const buttons = el('div', 'yt-tryit-buttons');
-    buttons.append(this._send, example);
-    form.append(this._target, this._hint, this._request, buttons, this._answer);
-    return form;
-  }
-
-  private _showAnswer(state: 'ok' | 'error', lines: string[], raw: unknown): void {
-    this._answer.dataset.state = state;
-    const parts: HTMLElement[] = [
-      el('pre', `yt-tryit-lines${state === 'error' ? ' yt-error' : ''}`, lines.join('\n'))
-    ];
-    if (raw !== null) {
-      const details = el('details', 'yt-tryit-raw');
-      details.append(el('summary', '', 'Raw answer'), el('pre', '', JSON.stringify(raw, null, 2)));
-      parts.push(details);
-    }
-    this._answer.replaceChildren(...parts);
+    this._tryIt.update(this._endpointList, this._versionList);
   }
 
   model: IModel;
@@ -384,13 +287,5 @@ export class ModelDetail {
   private _compareOut = el('div', 'yt-model-compare');
   private _lineage = el('div', 'yt-model-lineage');
   private _endpoints = el('div', 'yt-model-endpoints');
-  private _target = el('select', 'yt-tryit-endpoint jp-mod-styled') as HTMLSelectElement;
-  private _hint = el('div', 'yt-tryit-hint');
-  private _request = el('textarea', 'yt-tryit-request jp-mod-styled') as HTMLTextAreaElement;
-  private _send = el(
-    'button',
-    'yt-tryit-send jp-Button jp-mod-styled jp-mod-accept',
-    'Send'
-  ) as HTMLButtonElement;
-  private _answer = el('div', 'yt-tryit-response');
+  private _tryIt = new TryIt();
 }
