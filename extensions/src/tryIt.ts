@@ -9,6 +9,9 @@ import { el } from './dom';
 import { exampleRequest, parseInferRequest, responseLines, signatureInputs } from './inferRequest';
 import { IEndpoint, IModelVersion, infer } from './modelsApi';
 
+/** The raw answer is shown up to this many characters (an answer may be up to 64 MiB). */
+export const RAW_MAX = 100_000;
+
 const message = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
 
@@ -119,7 +122,10 @@ export class TryIt {
     ];
     if (raw !== null) {
       const details = el('details', 'yt-tryit-raw');
-      details.append(el('summary', '', 'Raw answer'), el('pre', '', JSON.stringify(raw, null, 2)));
+      const text = JSON.stringify(raw, null, 2);
+      const shown =
+        text.length > RAW_MAX ? `${text.slice(0, RAW_MAX)}\n… (${text.length} characters)` : text;
+      details.append(el('summary', '', 'Raw answer'), el('pre', '', shown));
       parts.push(details);
     }
     this._answer.replaceChildren(...parts);
