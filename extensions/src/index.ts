@@ -1,7 +1,7 @@
 // yitong-lab: the "Yitong" sidebar (a launcher and status summary, panel.ts) and the main-area
 // views (views.ts) with their commands, launcher cards, layout restoration and deep links:
 // `<lab URL>?yt=jobs`, `?yt=job/42`, `?yt=form` (`?yt=form/42` clones job 42), `?yt=datasets`,
-// `?yt=vc/vision` open that tab (docs/jobs.md).
+// `?yt=vc/vision`, `?yt=models` (`?yt=models/<vc>`) open that tab (docs/jobs.md, docs/models.md).
 import {
   ILayoutRestorer,
   IRouter,
@@ -12,6 +12,7 @@ import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
 
 import { datasetsIcon, jobsIcon, yitongIcon } from './icon';
+import { ModelsView, modelsIcon } from './models';
 import { YitongPanel } from './panel';
 import {
   DatasetsView,
@@ -33,6 +34,7 @@ export const COMMANDS = {
   form: 'yitong:open-job-form',
   datasets: 'yitong:open-datasets',
   vc: 'yitong:open-vc',
+  models: 'yitong:open-models',
   route: 'yitong:route'
 };
 
@@ -41,12 +43,13 @@ const ICONS: Record<ViewName, typeof yitongIcon> = {
   job: jobsIcon,
   form: jobsIcon,
   datasets: datasetsIcon,
-  vc: yitongIcon
+  vc: yitongIcon,
+  models: modelsIcon
 };
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'yitong-lab:panel',
-  description: 'Yitong: the sidebar and the Jobs, Job, job form, Datasets and VC tabs.',
+  description: 'Yitong: the sidebar and the Jobs, Job, job form, Datasets, VC and Models tabs.',
   autoStart: true,
   optional: [ILayoutRestorer, ILauncher, IRouter],
   activate: (
@@ -75,7 +78,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
               ? new JobFormView(arg, actions, close)
               : view === 'datasets'
                 ? new DatasetsView()
-                : new VCView(arg, actions);
+                : view === 'models'
+                  ? new ModelsView(arg)
+                  : new VCView(arg, actions);
       const widget: MainAreaWidget<YitongView> = new MainAreaWidget({ content });
       widget.id = `yitong-${view}-${arg || 'main'}`.replace(/[^A-Za-z0-9_-]/g, '-');
       widget.title.icon = ICONS[view];
@@ -133,6 +138,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    app.commands.addCommand(COMMANDS.models, {
+      label: 'Models',
+      caption: 'Models, their versions, lineage and endpoints; try an endpoint',
+      icon: modelsIcon,
+      execute: args => open('models', /^[a-z0-9-]{1,32}$/.test(text(args.vc)) ? text(args.vc) : '')
+    });
+
     const panel = new YitongPanel({
       openJobs: () => open('jobs'),
       openForm: () => open('form'),
@@ -153,6 +165,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({ command: COMMANDS.jobs, category: 'Yitong', rank: 1 });
       launcher.add({ command: COMMANDS.datasets, category: 'Yitong', rank: 2 });
+      launcher.add({ command: COMMANDS.models, category: 'Yitong', rank: 3 });
     }
 
     // The page's own deep link, read once the layout is restored: JupyterLab's router may route

@@ -1,7 +1,8 @@
 // The main-area views (JupyterLab tabs, opened by the commands of index.ts): Jobs (the list),
 // one Job (detail, logs, runs), the job form, Datasets, and one VC (quota, used, free, members,
 // what runs in it). Each is the content of a MainAreaWidget; `view` and `arg` name it for the
-// layout restorer and for the deep link `?yt=<view>[/<arg>]` (docs/jobs.md).
+// layout restorer and for the deep link `?yt=<view>[/<arg>]` (docs/jobs.md). The Models view
+// (`models[/<vc>]`) is in models.ts.
 // DOM hooks: .yt-view[data-view=V][data-arg=A]; the VC view's .yt-vc-view (.yt-vc-groups,
 // .yt-vc-profiles, .yt-vc-jobs .yt-job), the others' hooks are in their modules.
 import { Message } from '@lumino/messaging';
@@ -17,8 +18,8 @@ import { JobsList, JOBS_REFRESH_MS } from './jobs';
 import { ACTIVE_STATES, IJob, fetchJob, fetchJobs } from './jobsApi';
 import { vcCard } from './vcs';
 
-export type ViewName = 'jobs' | 'job' | 'form' | 'datasets' | 'vc';
-export const VIEWS: readonly ViewName[] = ['jobs', 'job', 'form', 'datasets', 'vc'];
+export type ViewName = 'jobs' | 'job' | 'form' | 'datasets' | 'vc' | 'models';
+export const VIEWS: readonly ViewName[] = ['jobs', 'job', 'form', 'datasets', 'vc', 'models'];
 
 /** What the views ask of the application (index.ts's commands). */
 export interface IViewActions {
@@ -34,7 +35,9 @@ export function serverInfo(): Promise<IApiInfo | null> {
 
 /** `job/42` -> ['job', '42']; null for anything else (the deep link's value is user input). */
 export function parseRoute(value: string | null): [ViewName, string] | null {
-  const match = /^(jobs|job|form|datasets|vc)(?:\/([A-Za-z0-9._-]{1,64}))?$/.exec(value ?? '');
+  const match = /^(jobs|job|form|datasets|vc|models)(?:\/([A-Za-z0-9._-]{1,64}))?$/.exec(
+    value ?? ''
+  );
   if (!match) {
     return null;
   }
