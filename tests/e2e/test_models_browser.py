@@ -5,17 +5,12 @@ aliased and deployed with ``yt deploy``; the view opens from the launcher and by
 (``?yt=models/vision``), lists the model, shows its versions, compares their metrics (the
 compare route), draws the lineage graph (dataset, code, job -> version), shows the endpoint
 ready, and its "try it" form sends a V2 request through the platform's endpoint route and
-shows the answer, and a refused request's sentence. Screenshot: docs/img/lab-models.png.
-
-The browser loads this checkout's build of the labextension (``use_this_build``): where the
-environment's installed ``yitong-lab`` is another checkout's, the server of the test's person
-gets this one first on its ``LabApp.extra_labextensions_path`` (a config file in its home)."""
+shows the answer, and a refused request's sentence. Screenshot: docs/img/lab-models.png."""
 
 from __future__ import annotations
 
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +20,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 MLSERVER_PY = ROOT / ".venv-mlserver" / "bin" / "python"
-BUILT = ROOT / "extensions" / "yitong_lab" / "labextension"
 DOCS_IMG = ROOT / "docs" / "img"
 VIEWPORT = (1400, 1000)
 USER = "carol"  # the person in the browser
@@ -60,24 +54,6 @@ ROWS = [[0.5, 1.0, 2.0, -1.0], [-2.0, -1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
 def view(page, name: str, arg: str = ""):
     """The main-area tab of a view (views.ts: .yt-view[data-view][data-arg])."""
     return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
-
-
-def use_this_build(stack, user: str) -> None:
-    """Before `user`'s server starts: this checkout's labextension ahead of the installed one,
-    when that is another checkout's build (a link in a folder named by a config file in the
-    server's home, which is `<data_dir>/home/<user>`)."""
-    installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "yitong-lab"
-    if not (BUILT / "package.json").exists() or installed.resolve() == BUILT.resolve():
-        return
-    home = stack.data_dir / "home" / user
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    folder = home / ".yitong-test-labextensions"
-    folder.mkdir(exist_ok=True)
-    if not (folder / "yitong-lab").exists():
-        (folder / "yitong-lab").symlink_to(BUILT)
-    config = home / ".jupyter" / "jupyter_server_config.json"
-    config.parent.mkdir(exist_ok=True)
-    config.write_text(json.dumps({"LabApp": {"extra_labextensions_path": [str(folder)]}}))
 
 
 def iris_csv(folder: Path) -> None:
@@ -132,7 +108,6 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
     # carol, of the same VC, uses the view
     token = alice_token
     api = stack.platform_client(token)
-    use_this_build(stack, USER)
     with stack.hub(admin_token) as hub:
         r = hub.post(f"/users/{USER}/server", json={"vc": "vision", "profile": "cpu-small"})
         assert r.status_code in (201, 202), r.text
