@@ -112,6 +112,12 @@ export function extent(values: number[]): [number, number] {
   return [lo, hi];
 }
 
+/** `[lo, hi]` widened by `fraction` of its span on each side (dots off the frame's edge). */
+export function padded([lo, hi]: [number, number], fraction = 0.05): [number, number] {
+  const pad = (hi - lo) * fraction;
+  return [lo - pad, hi + pad];
+}
+
 /** A linear map from `domain` onto `range`. */
 export function linear(domain: [number, number], range: [number, number]): (v: number) => number {
   const [d0, d1] = domain;
@@ -411,7 +417,7 @@ export function curvesChart(
     maxStep = Math.max(maxStep, steps[steps.length - 1]);
     all.push(...tr.intermediate);
   }
-  const ys = extent(all);
+  const ys = padded(extent(all));
   const xs: [number, number] = [0, maxStep];
   const sx = linear(xs, [M.left, size.width - M.right]);
   const sy = linear(ys, [size.height - M.bottom, M.top]);

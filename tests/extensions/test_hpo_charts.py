@@ -25,8 +25,7 @@ def run(expression: str, **values):
     require("the compiled extension", LIB.exists(), "make install")
     consts = "".join(f"const {k} = {json.dumps(v)};\n" for k, v in values.items())
     script = (
-        f"import * as c from {json.dumps(LIB.as_uri())};\n{consts}"
-        f"process.stdout.write(JSON.stringify({expression}));\n"
+        f"import * as c from {json.dumps(LIB.as_uri())};\n{consts}process.stdout.write(JSON.stringify({expression}));\n"
     )
     out = subprocess.run(
         ["node", "--no-warnings", "--experimental-detect-module", "--input-type=module", "-e", script],
@@ -129,6 +128,7 @@ def test_ticks_are_round_and_cover_the_range():
     assert run("c.ticks(0, 1, 5)") == [0, 0.2, 0.4, 0.6, 0.8, 1]
     assert run("c.ticks(-3, 17, 4)") == [0, 5, 10, 15]
     assert run("c.extent([2, 2])") == [1.8, 2.2] and run("c.extent([])") == [0, 1]
+    assert run("c.padded([0, 10])") == [-0.5, 10.5]
 
 
 def test_best_so_far_has_a_dot_per_complete_trial_and_a_step_line():
