@@ -126,14 +126,16 @@ export function linear(domain: [number, number], range: [number, number]): (v: n
   return v => round(r0 + (v - d0) * k);
 }
 
-/** About `count` round tick values covering `[lo, hi]` (steps of 1, 2 or 5 times a power of 10). */
+/** About `count` round tick values inside `[lo, hi]` (steps of 1, 2 or 5 times a power of 10). */
 export function ticks(lo: number, hi: number, count = 5): number[] {
   if (!(hi > lo) || !isFinite(lo) || !isFinite(hi)) {
     return [lo];
   }
   const raw = (hi - lo) / Math.max(1, count);
   const power = Math.pow(10, Math.floor(Math.log10(raw)));
-  const step = [1, 2, 5, 10].map(m => m * power).find(s => s >= raw) ?? raw;
+  const err = raw / power; // in [1, 10): round to the nearest of 1, 2, 5, 10 (geometrically)
+  const step =
+    power * (err >= Math.sqrt(50) ? 10 : err >= Math.sqrt(10) ? 5 : err >= Math.SQRT2 ? 2 : 1);
   const out: number[] = [];
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
     out.push(Number(v.toPrecision(12)));

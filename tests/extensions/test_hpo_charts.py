@@ -127,6 +127,7 @@ def test_numbers_are_short(value, text):
 def test_ticks_are_round_and_cover_the_range():
     assert run("c.ticks(0, 1, 5)") == [0, 0.2, 0.4, 0.6, 0.8, 1]
     assert run("c.ticks(-3, 17, 4)") == [0, 5, 10, 15]
+    assert run("c.ticks(0.0625, 0.8875, 4)") == [0.2, 0.4, 0.6, 0.8]
     assert run("c.extent([2, 2])") == [1.8, 2.2] and run("c.extent([])") == [0, 1]
     assert run("c.padded([0, 10])") == [-0.5, 10.5]
 
