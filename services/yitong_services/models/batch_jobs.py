@@ -37,7 +37,7 @@ from ..jobs.models import Job, Run
 from ..jobs.spec import spec_from_dict
 from ..vcs.quantities import Resources
 from . import batch, mlserver, records
-from .models import BatchJob, Model
+from .models import BatchJob, Model, ModelVersion
 from .schemas import BatchIn
 
 MAX_FILES = 1000
@@ -169,8 +169,6 @@ def _row(session: Session, person: Person, job_id: int) -> tuple[Job, BatchJob]:
 
 
 def _model_ref(session: Session, row: BatchJob) -> tuple[str, str]:
-    from .models import ModelVersion
-
     m = session.get(Model, row.model_id)
     v = session.get(ModelVersion, row.version_id)
     assert m is not None and v is not None  # cascades delete the row with them
