@@ -17,10 +17,11 @@ from ..core import audit
 from ..core.auth import person_for
 from ..core.authz import Identity, Person
 from ..core.context import Context
+from ..core.db import Database
 from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..core.limits import MAX_ID
-from ..core.paging import Paging, json_response, paged_response
+from ..core.paging import Page, Paging, bytes_response, encoded, page_content, wants_envelope
 from ..jobs import records, states
 from ..jobs.events import stream
 from ..jobs.listing import page_of_jobs, watchable
@@ -119,9 +120,19 @@ async def list_jobs(
 ) -> Response:
     """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
     # what decides the answer: who may see which VCs (admin flag, groups) and the query
-    key = ("jobs", person.admin, frozenset(person.groups), vc, state, user, page)
-    items, total = await ctx.db.reads.read(key, page_of_jobs, ctx.db, person, page, vc, state, user)
-    return paged_response(request, items, total, page)
+    as_envelope = wants_envelope(request)
+    key = ("jobs", person.admin, frozenset(person.groups), vc, state, user, page, as_envelope)
+    body, etag, headers = await ctx.db.reads.read(key, _page_answer, ctx.db, person, page, vc, state, user, as_envelope)
+    return bytes_response(request, body, etag, headers)
+
+
+def _page_answer(
+    db: Database, person: Person, page: Page, vc: str | None, state: str | None, user: str | None, as_envelope: bool
+) -> tuple[bytes, str, dict[str, str]]:
+    """The page's bytes, their ETag and headers (kept by the read cache: encoded once, not per request)."""
+    items, total = page_of_jobs(db, person, page, vc, state, user)
+    content, headers = page_content(items, total, page, as_envelope)
+    return (*encoded(content), headers)
 
 
 @router.get("/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
@@ -158,18 +169,18 @@ async def _detail_with_ranks(ctx: Context, mgr: JobManager, person: Person, job_
     return out
 
 
-def _detail_answer(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> dict:
-    """The whole detail as the route answers it (ranks read in this worker thread)."""
+def _detail_answer(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> tuple[bytes, str]:
+    """The whole detail as the route answers it, encoded, with its ETag (ranks read in this worker thread)."""
     out = _detail(ctx, mgr, person, job_id)
     out["ranks"] = anyio.from_thread.run(mgr.backend.ranks, out["backend_ref"]) if out["backend_ref"] else []
-    return JobDetail.model_validate(out).model_dump(mode="json")
+    return encoded(JobDetail.model_validate(out).model_dump(mode="json"))
 
 
 @router.get("/{job_id}", response_model=JobDetail)
 async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs, request: Request) -> Response:
     """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
     key = ("job", person.admin, frozenset(person.groups), job_id)
-    return json_response(request, await ctx.db.reads.read(key, _detail_answer, ctx, mgr, person, job_id))
+    return bytes_response(request, *await ctx.db.reads.read(key, _detail_answer, ctx, mgr, person, job_id))
 
 
 def _check_cancel(ctx: Context, caller: Identity, person: Person, request: Request, job_id: int) -> None:
