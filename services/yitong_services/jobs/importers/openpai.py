@@ -176,7 +176,9 @@ def import_openpai(
     _completion_notes(doc, order, texts, notes)
     lines = job_lines(str(doc.get("name", "")), order)
     for r in order:
-        lines += [f'if [ "$YITONG_NODE_RANK" -ge {r.first_rank} ] && [ "$YITONG_NODE_RANK" -lt {r.first_rank + r.instances} ]; then']
+        lines += [
+            f'if [ "$YITONG_NODE_RANK" -ge {r.first_rank} ] && [ "$YITONG_NODE_RANK" -lt {r.first_rank + r.instances} ]; then'
+        ]
         lines += task_lines(r)
         lines += [_params(doc, _role_script(texts[r.name], hooks[r.name]), f"taskRoles.{r.name}"), "fi"]
     lines.append('echo "node $YITONG_NODE_RANK has no OpenPAI task role" >&2; exit 2')
@@ -198,7 +200,9 @@ def import_openpai(
     if int(res.get("gpu") or 0) > 0:
         if ROCM_RE.search(image) and gpu_type == "nvidia.com/gpu":
             gpu_type = "amd.com/gpu"
-            notes.append(f"resourcePerInstance.gpu: {image} is a ROCm image, so its GPUs are amd.com/gpu, not nvidia.com/gpu")
+            notes.append(
+                f"resourcePerInstance.gpu: {image} is a ROCm image, so its GPUs are amd.com/gpu, not nvidia.com/gpu"
+            )
         spec["accelerator"] = {"type": gpu_type, "count": int(res["gpu"])}
     notes += [
         f"defaults.{d}: no counterpart, ignored"

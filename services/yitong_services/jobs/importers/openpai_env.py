@@ -22,8 +22,6 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from ..launch import RDZV_PORT
-
 #: a job may reserve at most this many ports per task
 MAX_PORTS = 100
 
@@ -49,12 +47,13 @@ def roles_in_order(roles: dict[str, dict[str, Any]]) -> list[Role]:
     return out
 
 
-def port_numbers(ports: dict[str, Any]) -> dict[str, list[int]]:
-    """``{portType: [port, ...]}`` from ``resourcePerInstance.ports``, numbered from the rendezvous port."""
-    out, nxt = {}, RDZV_PORT
+def port_numbers(ports: dict[str, Any]) -> dict[str, list[str]]:
+    """``{portType: [port, ...]}`` from ``resourcePerInstance.ports``: shell arithmetic from the
+    rendezvous port on (``$YITONG_MASTER_PORT`` first), so every backend's port is the one used."""
+    out, nxt = {}, 0
     for kind, count in ports.items():
         n = int(count)
-        out[kind] = list(range(nxt, nxt + n))
+        out[kind] = [f"$((YITONG_MASTER_PORT + {i}))" for i in range(nxt, nxt + n)]
         nxt += n
     return out
 
@@ -82,8 +81,9 @@ def job_lines(job_name: str, roles: list[Role]) -> list[str]:
             host = f'"${{__pai_hosts[{rank}]:-${{__pai_hosts[0]}}}}"'
             lines.append(f"export PAI_HOST_IP_{r.name}_{i}={host}")
             for kind, numbers in port_numbers(dict(res.get("ports") or {})).items():
-                lines.append(f"export PAI_PORT_LIST_{r.name}_{i}_{kind}={','.join(map(str, numbers))}")
-                lines.append(f"export PAI_{r.name}_{i}_{kind}_PORT={numbers[0]}")
+                lines.append(f'export PAI_PORT_LIST_{r.name}_{i}_{kind}="{",".join(numbers)}"')
+                if numbers:
+                    lines.append(f"export PAI_{r.name}_{i}_{kind}_PORT={numbers[0]}")
     return lines
 
 

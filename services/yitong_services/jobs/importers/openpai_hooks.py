@@ -47,7 +47,9 @@ def _callbacks(callbacks: Any, where: str, hooks: Hooks, notes: list[str]) -> No
     for i, cb in enumerate(callbacks):
         event = cb.get("event") if isinstance(cb, dict) else None
         if event not in EVENTS:
-            notes.append(f"{where}.callbacks[{i}]: event {event!r} has no counterpart (taskStarts, taskSucceeds); not run")
+            notes.append(
+                f"{where}.callbacks[{i}]: event {event!r} has no counterpart (taskStarts, taskSucceeds); not run"
+            )
             continue
         getattr(hooks, EVENTS[event]).extend(_commands(cb.get("commands"), f"{where}.callbacks[{i}].commands"))
 
@@ -59,7 +61,9 @@ def role_hooks(doc: dict[str, Any], roles: dict[str, dict[str, Any]], notes: lis
     for name, role in roles.items():  # OpenPAI order: prerequisites, then the plugins, then preCommands
         for ref in role.get("prerequisites") or []:
             if ref not in prereqs or prereqs[ref][1].get("type") == "dockerimage":
-                raise ImportRefused(f"taskRoles.{name}.prerequisites: {ref!r} is not a data, script or output prerequisite")
+                raise ImportRefused(
+                    f"taskRoles.{name}.prerequisites: {ref!r} is not a data, script or output prerequisite"
+                )
             i, pre = prereqs[ref]
             used.add(ref)
             if pre.get("callbacks") is not None:
