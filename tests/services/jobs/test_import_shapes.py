@@ -184,3 +184,29 @@ def test_share_that_import_and_run():
         k[1] += outcome[0] != "refused"
         k[2] += outcome[0] == "runs"
     assert kinds == {"openpai": [12, 12, 10], "pytorchjob": [8, 6, 5]}
+
+
+def test_yt_dry_run_shows_the_converted_spec_and_notes(proc, tmp_path):
+    """``yt job submit --from openpai FILE --dry-run`` against the service as a real process."""
+    yt = Path(sys.executable).parent / "yt"
+    env = {**os.environ, "YT_API_URL": proc.base.rstrip("/"), "YT_TOKEN": proc.hub.tokens["alice"]}
+    argv = [str(yt), "job", "submit", "--from", "openpai", str(SHAPES / "openpai-deployment.yaml"), "--vc", "vision"]
+    r = subprocess.run([*argv, "--dry-run"], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert r.stdout.startswith("name: deployment-job\nvc: vision\n"), r.stdout
+    assert "export PAI_CURRENT_TASK_ROLE_NAME=train" in r.stdout
+    assert r.stdout.endswith(
+        "holds: 1 cpu, 512 MiB memory\nnothing was submitted (--dry-run)\n"
+        "note: deployments.unused: not chosen by defaults.deployment, not run (as in OpenPAI)\n"
+        "note: name: 'deployment_job' became 'deployment-job' (Yitong names are DNS labels)\n"
+    ), r.stdout
+    assert proc.call("alice", "GET", "jobs").json() == []
+    refused = subprocess.run(
+        [*argv[:3], "--from", "pytorchjob", str(SHAPES / "pytorchjob-args-only.yaml"), "--vc", "vision", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "no command, only args (--backend gloo)" in refused.stderr
