@@ -20,6 +20,7 @@ from . import oauth
 from .builders import kube_security
 from .passwords import password_file
 from .scopes import server_scopes
+from .z2jh import hub_overrides
 
 SERVICE_NAME = "yitong"
 BACKENDS = ("local", "kubernetes", "slurm")
@@ -188,6 +189,8 @@ def hub_config(
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
         # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
         cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
+        # z2jh profile entries: the override keys the platform does not reserve (volumes, hooks, ...)
+        cfg["YitongSpawner"]["kubespawner_overrides"] = hub_overrides(settings.get("profiles"))
     elif backend == "slurm":
         cfg["YitongSlurmSpawner"] = {"batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")}
         slurm = backends.get("slurm") or {}

@@ -156,8 +156,10 @@ def expand_profiles(value: Any) -> tuple[dict[str, Any], dict[str, list[str]], d
     groups: dict[str, list[str]] = {}
     offered: dict[str, list[str]] = {}
     for where, key, entry in items:
-        if not (isinstance(entry, dict) and (key is None or is_z2jh(entry))):
-            profiles[key] = entry
+        if key is None and not isinstance(entry, dict):
+            raise ValueError(f"{where}: each entry is a map (display_name, kubespawner_override, ...)")
+        if key is not None and not is_z2jh(entry):
+            profiles[key] = entry  # a Yitong profile, validated as such
             continue
         if key is not None and not entry.get("slug"):
             entry = {**entry, "slug": key}
