@@ -148,3 +148,12 @@ async def test_spawn_options_and_quota_checks(service_factory):
         assert (r.status_code, r.json()["detail"]) == (409, "VC vision: 1 of 1 nvidia.com/gpu in use")
         r = await svc.allocate("alice", "default", "gpu", "alice/second")
         assert r.status_code == 422, r.text
+
+
+def test_the_docs_example_is_accepted_as_it_says():
+    text = (Path(__file__).parents[3] / "docs" / "vcs.md").read_text()
+    block = text.split("## Profiles written the z2jh way", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    settings = Settings.model_validate(yaml.safe_load(block))
+    assert settings.vcs["vision"].profiles == ["gpu", "images-pytorch", "images-custom"]
+    assert settings.vcs["default"].profiles == ["datascience-environment"]
+    assert settings.profiles["gpu"].accelerator.type == "nvidia.com/gpu"
