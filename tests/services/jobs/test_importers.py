@@ -1,5 +1,6 @@
 """OpenPAI v2 and Kubeflow PyTorchJob importers against realistic fixtures (tests/services/jobs/fixtures)."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -268,3 +269,44 @@ def test_openpai_malformed_yaml(text, message):
 def test_unknown_format():
     with pytest.raises(ImportRefused, match="unknown import format 'slurm': use openpai or pytorchjob"):
         import_file("slurm", "a: 1")
+
+
+@pytest.mark.parametrize(
+    "kind,text,message",
+    [
+        (
+            "openpai",
+            OPENPAI_MIN.replace("{cmd}", "echo").replace("cpu: 1,", "cpu: '1; rm -rf /',"),
+            "resourcePerInstance.cpu: '1; rm -rf /' is not a number of at least 0",
+        ),
+        (
+            "openpai",
+            OPENPAI_MIN.replace("{cmd}", "echo").replace(
+                "    commands:", "    completion: {minSucceededInstances: x}\n    commands:"
+            ),
+            "taskRoles.main.completion: minFailedInstances and minSucceededInstances are numbers",
+        ),
+        (
+            "pytorchjob",
+            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: a, namespace: v}\nspec:\n"
+            "  pytorchReplicaSpecs:\n    Worker:\n      replicas: two\n      template: {spec: {containers: "
+            "[{name: pytorch, image: i, command: [python, t.py]}]}}\n",
+            "pytorchjob: a field has a value of the wrong type or shape",
+        ),
+    ],
+)
+def test_wrong_types_are_refused_with_a_sentence(kind, text, message):
+    with pytest.raises(ImportRefused, match=re.escape(message)):
+        import_file(kind, text.replace("{{", "{").replace("}}", "}") if kind == "openpai" else text)
+
+
+def test_many_instances_stay_a_small_command():
+    text = OPENPAI_MIN.replace("{cmd}", "'echo $PAI_HOST_IP_main_999 $PAI_TASK_INDEX'").replace(
+        "    dockerImage: img", "    instances: 1000\n    dockerImage: img"
+    )
+    spec, _ = import_file("openpai", text.replace("{{", "{").replace("}}", "}"))
+    assert spec.nodes == 1000 and len(spec.command) < 3000
+    hosts = ",".join(f"h{i}" for i in range(1000))
+    env = {"YITONG_NODE_RANK": "7", "YITONG_HOSTS": hosts, "YITONG_MASTER_PORT": "29500", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", spec.command], env=env, capture_output=True, text=True, timeout=20)
+    assert out.stdout.split() == ["h999", "7"], out.stderr

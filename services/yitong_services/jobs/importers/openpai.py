@@ -114,6 +114,19 @@ def _check_roles(roles: dict[str, dict[str, Any]], notes: list[str]) -> str:
     res = first.get("resourcePerInstance")
     if not isinstance(res, dict):
         raise ImportRefused(f"taskRoles.{head}.resourcePerInstance: required (cpu, memoryMB, gpu)")
+    for key, kind in (("cpu", (int, float)), ("memoryMB", int), ("gpu", int)):
+        if key in res and (isinstance(res[key], bool) or not isinstance(res[key], kind) or res[key] < 0):
+            raise ImportRefused(
+                f"taskRoles.{head}.resourcePerInstance.{key}: {res[key]!r} is not a number of at least 0"
+            )
+    for name, role in roles.items():
+        completion = role.get("completion") or {}
+        if not isinstance(completion, dict) or not all(
+            isinstance(completion.get(k), (int, type(None))) for k in ("minFailedInstances", "minSucceededInstances")
+        ):
+            raise ImportRefused(
+                f"taskRoles.{name}.completion: minFailedInstances and minSucceededInstances are numbers"
+            )
     ports = res.get("ports") or {}
     if not isinstance(ports, dict) or not all(IDENT_RE.match(str(k)) for k in ports):
         raise ImportRefused(f"taskRoles.{head}.resourcePerInstance.ports: a map of port names to counts")

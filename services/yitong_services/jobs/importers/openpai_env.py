@@ -70,20 +70,20 @@ def job_lines(job_name: str, roles: list[Role]) -> list[str]:
     for r in roles:
         res = r.resources
         mem = int(res.get("memoryMB", 2048))
+        cpu = f"{float(res.get('cpu', 1)):g}"
         lines += [
             f"export PAI_TASK_ROLE_TASK_COUNT_{r.name}={r.instances}",
-            f"export PAI_RESOURCE_{r.name}={int(res.get('gpu') or 0)},{res.get('cpu', 1)},{mem},{r.shm_mb}",
+            f"export PAI_RESOURCE_{r.name}={int(res.get('gpu') or 0)},{cpu},{mem},{r.shm_mb}",
             f"export PAI_MIN_FAILED_TASK_COUNT_{r.name}={_count(r.completion.get('minFailedInstances'), 1)}",
             f"export PAI_MIN_SUCCEEDED_TASK_COUNT_{r.name}={_count(r.completion.get('minSucceededInstances'), -1)}",
         ]
-        for i in range(r.instances):
-            rank = r.first_rank + i
-            host = f'"${{__pai_hosts[{rank}]:-${{__pai_hosts[0]}}}}"'
-            lines.append(f"export PAI_HOST_IP_{r.name}_{i}={host}")
-            for kind, numbers in port_numbers(dict(res.get("ports") or {})).items():
-                lines.append(f'export PAI_PORT_LIST_{r.name}_{i}_{kind}="{",".join(numbers)}"')
-                if numbers:
-                    lines.append(f"export PAI_{r.name}_{i}_{kind}_PORT={numbers[0]}")
+        # one loop per role, so the text stays small however many instances there are
+        body = [f'export "PAI_HOST_IP_{r.name}_$__i=${{__pai_hosts[$((__i + {r.first_rank}))]:-${{__pai_hosts[0]}}}}"']
+        for kind, numbers in port_numbers(dict(res.get("ports") or {})).items():
+            body.append(f'export "PAI_PORT_LIST_{r.name}_${{__i}}_{kind}={",".join(numbers)}"')
+            if numbers:
+                body.append(f'export "PAI_{r.name}_${{__i}}_{kind}_PORT={numbers[0]}"')
+        lines += [f"for ((__i = 0; __i < {r.instances}; __i++)); do", *body, "done"]
     return lines
 
 
