@@ -19,8 +19,8 @@ import yaml
 from . import oauth
 from .builders import kube_security
 from .passwords import password_file
+from .profile_list import hub_overrides
 from .scopes import server_scopes
-from .z2jh import hub_overrides
 
 SERVICE_NAME = "yitong"
 BACKENDS = ("local", "kubernetes", "slurm")

@@ -1,7 +1,7 @@
 """User options are hostile input: parse the form, then validate against what the platform offers.
 
 Pure functions over plain values. `user_options` is `{"vc": str, "profile": str, "custom": str}`, all
-optional (`custom`: the value of a z2jh profile's unlisted choice, checked by `z2jh.check_custom`);
+optional (`custom`: the value of a z2jh profile's unlisted choice, checked by `profile_list.check_custom`);
 the same rules apply whether it came from the picker form, `/hub/spawn?profile=vc/name`, the REST
 API's JSON body or a saved value naming a VC or profile that no longer exists.
 """

@@ -18,7 +18,7 @@ from jupyterhub.utils import maybe_future
 from traitlets import Any as AnyTrait
 from traitlets import default, observe
 
-from . import builders, z2jh
+from . import builders, profile_list
 from .backends import make_child, resolve_backend
 from .errors import spawn_error
 from .form import picker_model, render_picker
@@ -108,7 +108,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 namespace_prefix=self.kube_namespace_prefix,
                 placement=placement,
             )
-            extra = z2jh.kube_extra(self.kubespawner_overrides.get(profile["name"]), self.custom_value)
+            extra = profile_list.kube_extra(self.kubespawner_overrides.get(profile["name"]), self.custom_value)
             return builders.layered(extra, own)
         if self.backend == "slurm":
             out = builders.slurm_overrides(
@@ -165,7 +165,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             vc, profile = validate_options(options, spawn_options)
             try:
                 entry = self.kubespawner_overrides.get(profile["name"])
-                self.custom_value = z2jh.check_custom(entry, (options or {}).get("custom"))
+                self.custom_value = profile_list.check_custom(entry, (options or {}).get("custom"))
             except ValueError as e:
                 raise OptionsError(str(e)) from None
             if options is not asked:  # an empty API body: show what was chosen

@@ -111,7 +111,7 @@ class YitongSpawnerTraits(LoggingConfigurable):
         help="""KubeSpawner traits per profile name from z2jh-style profile entries in the settings'
         `profiles` (`kubespawner_override` minus what the platform reserves: volumes, lifecycle
         hooks, environment, tolerations, ...), and each profile's unlisted choice. Set by
-        `hubconfig` from the settings file (`yitong_spawner.z2jh.hub_overrides`); the platform's own
+        `hubconfig` from the settings file (`yitong_spawner.profile_list.hub_overrides`); the platform's own
         traits (namespace, resources, placement, labels, `YITONG_*` variables) are applied over them.
         Example: `{"learning-data-science": {"override": {"lifecycle_hooks": {...}}, "unlisted": None}}`.""",
     ).tag(config=True)

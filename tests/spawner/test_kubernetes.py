@@ -252,7 +252,7 @@ async def test_an_old_kubespawner_profile_list_never_overrides_the_choice(kube_a
 
 
 def z2jh_config(port: int = 8888) -> Config:
-    from yitong_spawner.z2jh import hub_overrides
+    from yitong_spawner.profile_list import hub_overrides
 
     c = kube_config(port)
     c.YitongSpawner.kubespawner_overrides = hub_overrides(

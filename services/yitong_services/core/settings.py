@@ -17,9 +17,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
+from ..vcs.profile_list import expand_profiles
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
-from ..vcs.z2jh import expand_profiles
 from .limits import LimitsSettings
 
 DEFAULT_SETTINGS = "yitong.example.yaml"
@@ -124,7 +124,7 @@ class Settings(Lenient):
     @model_validator(mode="before")
     @classmethod
     def _z2jh_profiles(cls, data: Any) -> Any:
-        """``profiles`` may be a z2jh ``profileList`` (vcs/z2jh.py): expanded into Yitong profiles,
+        """``profiles`` may be a z2jh ``profileList`` (vcs/profile_list.py): expanded into Yitong profiles,
         and a VC naming an entry's slug (or named by the entry's ``vcs``) offers all of them."""
         if not isinstance(data, dict) or "profiles" not in data:
             return data

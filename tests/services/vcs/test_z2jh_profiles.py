@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from yitong_services.core.settings import Settings
-from yitong_services.vcs.z2jh import expand_entry
+from yitong_services.vcs.profile_list import expand_entry
 
 HERE = Path(__file__).parent / "z2jh"
 GI = 2**30

@@ -17,7 +17,7 @@ reserves comes from the merged ``kubespawner_override`` (the entry's, then each 
 | ``node_selector["kubernetes.io/arch"]`` | ``arch`` |
 
 Every other key (volumes, lifecycle hooks, environment, tolerations, ...) is the hub's to apply on
-Kubernetes (``yitong_spawner.z2jh``, the same expansion); an unlisted choice may not change what is
+Kubernetes (``yitong_spawner.profile_list``, the same expansion); an unlisted choice may not change what is
 reserved. An entry may name the VCs that offer it (``vcs: [vision]``, a Yitong addition); a VC's
 ``profiles`` may also name an entry's slug, which offers every profile the entry became.
 """

@@ -1,4 +1,4 @@
-"""The hub's half of z2jh profile lists (yitong_spawner.z2jh): the same names as the platform's
+"""The hub's half of z2jh profile lists (yitong_spawner.profile_list): the same names as the platform's
 expansion, the override keys it keeps, and the person's value for an unlisted choice."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import yaml
 
 from yitong_spawner.builders import layered
 from yitong_spawner.hubconfig import hub_config
-from yitong_spawner.z2jh import check_custom, hub_overrides, kube_extra
+from yitong_spawner.profile_list import check_custom, hub_overrides, kube_extra
 
 DOCS = Path(__file__).parents[1] / "services" / "vcs" / "z2jh" / "profile-list-docs.yaml"
 

@@ -2,9 +2,9 @@
 reserve (volumes, lifecycle hooks, environment, tolerations, ...), per Yitong profile name.
 
 The platform service expands the same settings entries into profiles
-(``yitong_services.vcs.z2jh``, docs/vcs.md) and reserves cpu, memory, devices and the image from
+(``yitong_services.vcs.profile_list``, docs/vcs.md) and reserves cpu, memory, devices and the image from
 them; this module mirrors its naming (``<slug>`` or ``<slug>-<choice>...``, the default choice
-first, ``custom`` for an enabled ``unlisted_choice``; tests/spawner/test_z2jh.py checks both give
+first, ``custom`` for an enabled ``unlisted_choice``; tests/spawner/test_profile_list.py checks both give
 the same names) and keeps the rest of each override for KubeSpawner. Pure: settings in, dicts out.
 
 An unlisted choice's value is typed by the person: it must match the entry's
