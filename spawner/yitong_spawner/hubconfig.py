@@ -192,7 +192,8 @@ def hub_config(
         # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
         cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
         # z2jh profile entries: the override keys the platform does not reserve (volumes, hooks, ...)
-        cfg["YitongSpawner"]["kubespawner_overrides"] = hub_overrides(settings.get("profiles"))
+        if overrides := hub_overrides(settings.get("profiles")):
+            cfg["YitongSpawner"]["kubespawner_overrides"] = overrides
     elif backend == "slurm":
         cfg["YitongSlurmSpawner"] = {"batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")}
         slurm = backends.get("slurm") or {}
