@@ -300,6 +300,14 @@ class JobOut(TypedDict):
     vc: str
 
 
+class JobPreview(TypedDict):
+    "A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued."
+
+    notes: list[str]
+    resources: dict[str, float | int]
+    spec: dict[str, Any]
+
+
 class JobSubmission(TypedDict):
     "The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for"
 
@@ -737,6 +745,7 @@ __all__ = [
     "JobDevices",
     "JobInput",
     "JobOut",
+    "JobPreview",
     "JobSubmission",
     "JobSubmitted",
     "KubePlacement",

@@ -19,6 +19,7 @@ import yaml
 from . import oauth, settings_schema
 from .builders import kube_security
 from .passwords import password_file
+from .profile_list import hub_overrides
 from .scopes import server_scopes
 
 SERVICE_NAME = "yitong"
@@ -190,6 +191,9 @@ def hub_config(
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
         # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
         cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
+        # z2jh profile entries: the override keys the platform does not reserve (volumes, hooks, ...)
+        if overrides := hub_overrides(settings.get("profiles")):
+            cfg["YitongSpawner"]["kubespawner_overrides"] = overrides
     elif backend == "slurm":
         cfg["YitongSlurmSpawner"] = {"batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")}
         slurm = backends.get("slurm") or {}

@@ -624,6 +624,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/jobs/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview
+         * @description A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this.
+         */
+        post: operations["preview_services_yitong_api_v1_jobs_preview_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/jobs/{job_id}": {
         parameters: {
             query?: never;
@@ -1936,6 +1956,31 @@ export interface components {
             user: string;
             /** Vc */
             vc: string;
+        };
+        /**
+         * JobPreview
+         * @description A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued.
+         */
+        JobPreview: {
+            /**
+             * Notes
+             * @description fields with no counterpart, changes made on the way, warnings
+             */
+            notes: string[];
+            /**
+             * Resources
+             * @description what the whole job holds against the VC's quota
+             */
+            resources: {
+                [key: string]: number;
+            };
+            /**
+             * Spec
+             * @description the Yitong job spec (docs/jobs-spec.md) the document became
+             */
+            spec: {
+                [key: string]: unknown;
+            };
         };
         /**
          * Submission
@@ -4523,6 +4568,54 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    preview_services_yitong_api_v1_jobs_preview_post: {
+        parameters: {
+            query?: {
+                /** @description openpai | pytorchjob */
+                from?: string | null;
+                /** @description the VC (overrides the document's) */
+                vc?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/yaml": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPreview"];
                 };
             };
             /** @description Validation Error */

@@ -18,7 +18,13 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from yitong_lab.api_types import JobDetail, JobOut, JobSubmitted, RunOut  # generated from the OpenAPI document
+from yitong_lab.api_types import (  # generated from the OpenAPI document
+    JobDetail,
+    JobOut,
+    JobPreview,
+    JobSubmitted,
+    RunOut,
+)
 from yitong_lab.calls import ClientCalls
 from yitong_lab.errors import YitongError
 
@@ -97,6 +103,21 @@ class JobCalls(ClientCalls):
                 code = capture(directory)
             body, ctype = submission(spec, code)
         return self.create_call("POST", "/jobs", content=body, content_type=ctype, params=params or None)
+
+    def preview_job(
+        self, spec: dict[str, Any] | str | bytes, *, source: str | None = None, vc: str | None = None
+    ) -> JobPreview:
+        """A dry run of :meth:`submit_job`: ``{spec, notes, resources}``, the spec the document
+        becomes (an imported one converted), every note, and what it would hold, after every check
+        a submit makes; nothing is queued (``POST /jobs/preview``)."""
+        params = {k: v for k, v in (("from", source), ("vc", vc)) if v}
+        if source:
+            text = spec if isinstance(spec, (str, bytes)) else json.dumps(spec)
+            body, ctype = (text.encode() if isinstance(text, str) else text), "application/yaml"
+        else:
+            body, ctype = submission(spec, None)
+        # sent like a create (its body may be YAML); the route has no side effect to repeat
+        return self.create_call("POST", "/jobs/preview", content=body, content_type=ctype, params=params or None)
 
     def jobs(
         self,

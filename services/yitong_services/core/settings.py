@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
+from ..vcs.profile_list import expand_profiles
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
 from .limits import LimitsSettings
@@ -119,6 +120,28 @@ class Settings(Lenient):
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)
     data_dir: Path = Path(DEFAULT_DATA_DIR)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _z2jh_profiles(cls, data: Any) -> Any:
+        """``profiles`` may be a z2jh ``profileList`` (vcs/profile_list.py): expanded into Yitong profiles,
+        and a VC naming an entry's slug (or named by the entry's ``vcs``) offers all of them."""
+        if not isinstance(data, dict) or "profiles" not in data:
+            return data
+        profiles, groups, offered = expand_profiles(data["profiles"])
+        vcs = data.get("vcs")
+        if isinstance(vcs, dict):
+            vcs = {k: dict(v) if isinstance(v, dict) else v for k, v in vcs.items()}
+            for name, vc in vcs.items():
+                if not isinstance(vc, dict):
+                    continue
+                named = [n for p in vc.get("profiles") or [] for n in groups.get(p, [p])]
+                named += [n for n in offered.pop(name, []) if n not in named]
+                vc["profiles"] = list(dict.fromkeys(named))
+            data = {**data, "vcs": vcs}
+        if offered:
+            raise ValueError(f"profiles: an entry names VC {sorted(offered)[0]}, which is not in vcs")
+        return {**data, "profiles": profiles}
 
     @model_validator(mode="after")
     def _names(self) -> Settings:

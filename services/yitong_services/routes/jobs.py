@@ -28,8 +28,8 @@ from ..jobs.listing import page_of_jobs, watchable
 from ..jobs.manager import JobManager
 from ..jobs.models import Job, Run
 from ..jobs.queue import positions
-from ..jobs.schemas import JobDetail, JobOut, JobSubmitted, RunMetrics
-from ..jobs.spec import JobSpec, spec_from_dict
+from ..jobs.schemas import JobDetail, JobOut, JobPreview, JobSubmitted, RunMetrics
+from ..jobs.spec import JobSpec, per_job_resources, spec_from_dict
 from .common import Caller, Ctx, Id, Member
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -106,6 +106,31 @@ async def submit(
         return await submit_spec(request, ctx, caller, spec, code, user, notes, claim)
 
     return await once(request, ctx, caller.name, "POST /jobs", create)
+
+
+def _preview(ctx: Context, person: Person, spec: JobSpec, notes: list[str], backend: str) -> dict:
+    with ctx.db.session() as s:
+        records.check(s, person, spec, ctx.inventory, backend)
+    return {"spec": spec.model_dump(mode="json"), "notes": notes, "resources": per_job_resources(spec)}
+
+
+@router.post("/preview", openapi_extra=SUBMIT_BODY, response_model=JobPreview)
+async def preview(
+    request: Request,
+    caller: Caller,
+    ctx: Ctx,
+    source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
+    vc: str | None = Query(None, description="the VC (overrides the document's)"),
+) -> Any:
+    """A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this."""
+    spec, _code, user, notes = records.parse_submission(
+        await request.body(), request.headers.get("content-type", ""), source, vc
+    )
+    if user is not None and not isinstance(user, str):
+        raise Refusal(422, "user: must be a user name (a string); only admins and the platform may name one")
+    person = await person_for(ctx, caller, user)
+    mgr: JobManager = request.app.state.jobs
+    return await run_in_threadpool(_preview, ctx, person, spec, notes, mgr.backend.name)
 
 
 @router.get("", response_model=list[JobOut])

@@ -64,6 +64,7 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("DELETE", "api/v1/allocations/{allocation_id}"): (None, row(204, 404, 204)),
     ("GET", "api/v1/usage"): (None, ADMIN_ONLY),
     ("POST", "api/v1/jobs"): (py_job("new", "vision", "print(1)"), row(201, 404, 201)),
+    ("POST", "api/v1/jobs/preview"): (py_job("new", "vision", "print(1)"), row(200, 404, 200)),
     ("GET", "api/v1/jobs"): (None, ALL),
     ("GET", "api/v1/jobs/{job_id}"): (None, MEMBER_SEES),
     ("GET", "api/v1/jobs/events"): (None, ALL),
