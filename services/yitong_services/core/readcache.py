@@ -2,10 +2,12 @@
 
 Panels, ``yt job ls`` loops and scripts poll ``GET /jobs`` and ``GET /jobs/{id}``; between two
 writes they all get the same answer. :class:`Writes` counts the transactions this process has
-committed (an engine ``commit`` marks the pooled connection, the pool's ``checkin`` after the
-commit bumps the count), so a cached answer is served only while no write has been committed
-since it was read, and never for longer than ``ttl`` seconds (bounding what a write by another
-process, or state held outside the database, can leave stale). Concurrent misses of one key
+committed that wrote something (a statement other than a read marks the pooled connection; its
+``commit`` bumps the count, and so does the pool's ``checkin`` after the commit), so a cached
+answer is served only while no write has been committed since it was read, and never for longer
+than ``ttl`` seconds (bounding what a write by another process, a write through a raw DB-API
+cursor, or state held outside the database, can leave stale). Transactions that only read, like
+the admission pass over a queue that cannot move, invalidate nothing. Concurrent misses of one key
 share one computation (one thread-pool hop, one database read for a hundred pollers).
 
 Read-your-writes holds within the process: a route's write transaction is committed and its
@@ -24,7 +26,9 @@ from typing import Any
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import Engine, event
 
-MARK = "yitong_committed"
+MARK = "yitong_wrote"
+#: statements that change nothing; anything else (DML, DDL) marks its transaction as a write
+READS = ("SELECT", "BEGIN", "PRAGMA", "SAVEPOINT", "RELEASE", "ROLLBACK", "SHOW", "SET", "EXPLAIN", "WITH RECURSIVE")
 
 
 class Writes:
@@ -33,16 +37,25 @@ class Writes:
     def __init__(self, engine: Engine) -> None:
         self._lock = threading.Lock()
         self.value = 0
+        event.listen(engine, "before_cursor_execute", self._statement)
         event.listen(engine, "commit", self._committing)
+        event.listen(engine, "rollback", self._rolled_back)
         event.listen(engine.pool, "checkin", self._checkin)
 
     def bump(self) -> None:
         with self._lock:
             self.value += 1
 
+    def _statement(self, conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if not statement.lstrip()[:14].upper().startswith(READS):
+            conn.info[MARK] = True
+
     def _committing(self, conn: Any) -> None:
-        conn.info[MARK] = True
-        self.bump()  # readers that start now may still see the old rows: the checkin bumps again
+        if conn.info.get(MARK):
+            self.bump()  # readers that start now may still see the old rows: the checkin bumps again
+
+    def _rolled_back(self, conn: Any) -> None:
+        conn.info.pop(MARK, None)
 
     def _checkin(self, _dbapi_conn: Any, record: Any) -> None:
         if record is not None and record.info.pop(MARK, False):

@@ -1,5 +1,5 @@
 """The hot-read cache (core/readcache.py) over a real SQLite database: a kept answer is served
-until this process commits a write, a read that raced a write is not kept, concurrent misses
+until this process commits a write (a transaction that only read, or rolled back, changes nothing), a read that raced a write is not kept, concurrent misses
 share one read, a read-only transaction invalidates nothing, and refusals are not kept."""
 
 from __future__ import annotations
@@ -36,7 +36,13 @@ async def test_kept_until_a_write_commits(db):
     assert len(calls) == 1
     with db.session() as s:  # a read-only transaction changes nothing
         s.execute(text("SELECT 1")).all()
+    with db.writing() as s:  # nor does a committed write transaction that only read (an idle admission pass)
+        s.execute(text("SELECT v FROM t")).all()
     assert await db.reads.read("sum", total, db, calls) == 1 and len(calls) == 1
+    with db.writing() as s:  # a write rolled back changes nothing either
+        s.execute(text("INSERT INTO t VALUES (5)"))
+        s.rollback()
+    assert await db.reads.read("sum", total, db, calls) == 1
     with db.writing() as s:
         s.execute(text("INSERT INTO t VALUES (2)"))
     assert await db.reads.read("sum", total, db, calls) == 3
