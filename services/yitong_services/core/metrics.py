@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastapi import FastAPI
@@ -80,7 +80,9 @@ class StoreCollector(Collector):
 class Metrics:
     """One registry per app (tests run several apps in one process)."""
 
-    def __init__(self, db: Database, inventory: Resources, api_prefix: str = "") -> None:
+    def __init__(
+        self, db: Database, inventory: Resources, api_prefix: str = "", extra: Iterable[Collector] = ()
+    ) -> None:
         self.api_prefix = api_prefix
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -91,6 +93,8 @@ class Metrics:
         )
         self.registry.register(StateCollector(db, inventory))
         self.registry.register(StoreCollector(db))
+        for collector in extra:  # the packages' own (alerts/metrics.py: nodes, jobs, accelerators)
+            self.registry.register(collector)
 
     def install(self, app: FastAPI) -> None:
         # a plain ASGI middleware, not ``@app.middleware("http")``: that one relays each chunk

@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from . import (
+    alerts,
     allocations,
     audit,
     datasets,
@@ -46,4 +47,5 @@ ROUTERS: list[APIRouter] = [
     models.router,
     endpoints.router,
     audit.router,
+    alerts.router,
 ]
