@@ -1,0 +1,116 @@
+"""End to end with the real processes: a threshold rule crosses, Prometheus fires, Alertmanager
+emails the VC's address through a real SMTP server (aiosmtpd, in-process) and posts to the
+platform's webhook; the history shows firing, then resolved once the allocations are released.
+Silences go through Alertmanager's API. Needs the Debian packages prometheus,
+prometheus-alertmanager and prometheus-node-exporter (.ci/services.sh installs them)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from helpers import require
+
+from tests.services.alerts.live import live_stack, missing
+from tests.services.conftest import Service, build_app
+
+
+@pytest.fixture
+async def live(hub, db_url, tmp_path):
+    require("Prometheus, Alertmanager and the node exporter", not missing(), f"missing: {missing()}")
+    async with live_stack(lambda d, **kw: build_app(db_url, d, hub, **kw), tmp_path / "data") as (app, sink):
+        svc = Service(app, hub)
+        try:
+            yield svc, sink
+        finally:
+            await svc.client.aclose()
+
+
+async def _history(svc, status: str, timeout: float = 60) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = await svc.call("admin", "GET", f"alerts/history?status={status}")
+        assert r.status_code == 200, r.text
+        if r.json()["items"]:
+            return r.json()["items"]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {status} alert in the history")
+
+
+async def test_quota_alert_emails_and_resolves(live):
+    svc, sink = live
+    status = (await svc.call("admin", "GET", "alerts/status")).json()
+    assert {status[k]["state"] for k in ("prometheus", "alertmanager", "node_exporter")} == {"running"}, status
+    assert status["email"] is True and status["message"] is None
+
+    r = await svc.call("admin", "POST", "alerts/routes", json={"vc": "vision", "emails": ["ops@example.com"]})
+    assert r.status_code == 201, r.text
+    rule = {"name": "vision-gpus", "kind": "quota_exhausted", "vc": "vision", "threshold": 100, "severity": "critical"}
+    r = await svc.call("admin", "POST", "alerts/rules", json=rule)
+    assert r.status_code == 201, r.text
+    assert r.json()["promql"] == '100 * yitong_vc_used{vc="vision"} / (yitong_vc_quota{vc="vision"} > 0) >= 100'
+
+    # vision's quota holds 2 GPUs, one per person: two GPU servers exhaust it
+    held = []
+    for user in ("alice", "erin"):
+        a = await svc.allocate(user, "vision", "gpu-1", f"{user}/gpu")
+        assert a.status_code == 201, a.text
+        held.append(a.json()["id"])
+
+    fired = await sink.wait_for("[FIRING:1] vision-gpus")
+    assert fired["To"] == "ops@example.com"
+    assert fired["From"] == "yitong@example.com"
+    body = fired.get_body(("html", "plain")).get_content()
+    assert "nvidia.com/gpu" in body and "vision" in body
+    (event,) = await _history(svc, "firing")
+    assert event["alertname"] == "vision-gpus" and event["vc"] == "vision" and event["severity"] == "critical"
+    assert event["labels"]["resource"] == "nvidia.com/gpu" and event["ends_at"] is None
+
+    # another VC's alerts do not reach vision's address; nothing else was sent
+    assert all("vision-gpus" in s for s in sink.subjects()), sink.subjects()
+
+    for allocation in held:
+        assert (await svc.call("service", "DELETE", f"allocations/{allocation}")).status_code == 204
+    await sink.wait_for("[RESOLVED] vision-gpus")
+    (resolved,) = await _history(svc, "resolved")
+    assert resolved["alertname"] == "vision-gpus" and resolved["ends_at"] is not None
+    history = (await svc.call("admin", "GET", "alerts/history?vc=vision")).json()
+    assert [e["status"] for e in history["items"]] == ["resolved", "firing"]  # newest first
+
+
+async def test_silence_and_reload(live):
+    svc, sink = live
+    alerts = svc.app.state.alerts
+    r = await svc.call(
+        "admin", "POST", "alerts/silences", json={"matchers": {"vc": "nlp"}, "seconds": 600, "comment": "upgrade"}
+    )
+    assert r.status_code == 201, r.text
+    silence = r.json()
+    assert silence["matchers"] == {"vc": "nlp"} and silence["created_by"] == "admin"
+    assert silence["state"] == "active"
+    listed = (await svc.call("admin", "GET", "alerts/silences")).json()
+    assert [s["id"] for s in listed] == [silence["id"]]
+    assert (await svc.call("admin", "DELETE", f"alerts/silences/{silence['id']}")).status_code == 204
+    listed = (await svc.call("admin", "GET", "alerts/silences")).json()
+    assert [s["state"] for s in listed] == ["expired"]
+    audit = (await svc.call("admin", "GET", "audit?action=alert_silence.create")).json()
+    assert audit["total"] == 1
+
+    # a new rule reaches Prometheus (reloaded): its rule API lists it
+    r = await svc.call("admin", "POST", "alerts/rules", json={"name": "down", "kind": "service_down"})
+    assert r.status_code == 201, r.text
+    async with httpx.AsyncClient() as client:
+        groups = (await client.get(alerts.urls["prometheus"] + "/api/v1/rules")).json()["data"]["groups"]
+    assert [rule["name"] for g in groups for rule in g["rules"]] == ["down"]
+    # and every target is scraped: the platform's /metrics with its token, the node exporter, both daemons
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient() as client:
+        while True:
+            targets = (await client.get(alerts.urls["prometheus"] + "/api/v1/targets")).json()["data"]
+            health = {t["labels"]["job"]: t["health"] for t in targets["activeTargets"]}
+            if set(health.values()) == {"up"} or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.2)
+    assert health == {"yitong": "up", "node": "up", "prometheus": "up", "alertmanager": "up"}
