@@ -6,6 +6,7 @@ dict literals and check them with ``promtool check rules`` / ``amtool check-conf
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +61,9 @@ def _seconds(value: float) -> str:
 
 
 def _literal(text: str) -> str:
-    """Text shown as is by Prometheus's Go templates (``{{`` would start an action)."""
-    return text.replace("{{", "{{`{{`}}").replace("}}", "{{`}}`}}") if "{{" in text or "}}" in text else text
+    """Text shown as is by Prometheus's Go templates (``{{`` would start an action): an admin's
+    description is text, so that no description can break the rule file."""
+    return re.sub(r"\{\{|\}\}", lambda m: "{{`" + m.group() + "`}}", text)
 
 
 def rule_entry(rule: Rule, scrape_interval: float) -> dict[str, Any]:
@@ -76,7 +78,7 @@ def rule_entry(rule: Rule, scrape_interval: float) -> dict[str, Any]:
         "labels": labels,
         "annotations": {
             "summary": f"{_literal(rule.name)}: {summary}" + (f" in VC {rule.vc}" if rule.vc else ""),
-            "description": _literal(rule.description) or "{{ $labels }} value {{ $value }}",
+            "description": _literal(rule.description) or "value {{ $value }}",
         },
     }
     if rule.for_seconds:
