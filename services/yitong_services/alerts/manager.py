@@ -218,7 +218,7 @@ class AlertsManager:
             return {"installed": installed, "state": state, "url": self.urls[name] or None, "detail": detail}
 
         c = self.cfg
-        out = {
+        out: dict[str, Any] = {
             "prometheus": component("prometheus", c.prometheus_bin),
             "alertmanager": component("alertmanager", c.alertmanager_bin),
             "node_exporter": component("node", c.node_exporter_bin),

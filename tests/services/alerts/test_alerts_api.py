@@ -45,7 +45,9 @@ async def test_rules_routes_and_files(service):
     assert r.status_code == 201, r.text
     assert r.json()["promql"].endswith("> 80")
     assert (await service.call("admin", "POST", "alerts/rules", json=RULE)).status_code == 409
-    r = await service.call("admin", "POST", "alerts/rules", json={"name": "gpus", "kind": "quota_exhausted", "vc": "vision"})
+    r = await service.call(
+        "admin", "POST", "alerts/rules", json={"name": "gpus", "kind": "quota_exhausted", "vc": "vision"}
+    )
     assert r.status_code == 201 and r.json()["threshold"] == 100  # the kind's default
     r = await service.call("admin", "PATCH", "alerts/rules/mem", json={"threshold": 90, "severity": "critical"})
     assert r.status_code == 200 and r.json()["threshold"] == 90 and r.json()["severity"] == "critical"
@@ -153,7 +155,9 @@ async def test_webhook_takes_the_secret_and_keeps_each_event_once(service):
         r = await service.client.post("/services/yitong/api/v1/alerts/webhook", json=payload, headers=hook)
         assert r.status_code == 204, r.text
     resolved = {**payload, "alerts": [_alert("resolved", ends="2026-01-01T10:05:00Z")]}
-    assert (await service.client.post("/services/yitong/api/v1/alerts/webhook", json=resolved, headers=hook)).status_code == 204
+    assert (
+        await service.client.post("/services/yitong/api/v1/alerts/webhook", json=resolved, headers=hook)
+    ).status_code == 204
     r = await service.client.post("/services/yitong/api/v1/alerts/webhook", content=b"{", headers=hook)
     assert r.status_code == 422 and r.json()["detail"].startswith("not an Alertmanager webhook payload")
     items = (await service.call("admin", "GET", "alerts/history")).json()["items"]
@@ -170,8 +174,9 @@ async def test_metrics_publish_what_rules_read(service):
     assert a.status_code == 201, a.text
     text = (await service.call("admin", "GET", "/services/yitong/metrics")).text
     lines = set(text.splitlines())
-    assert 'yitong_node_allocated{node="%s",resource="nvidia.com/gpu"} 1.0' % _node() in lines
-    assert 'yitong_node_allocatable{node="%s",resource="nvidia.com/gpu"} 4.0' % _node() in lines
+    node = _node()
+    assert f'yitong_node_allocated{{node="{node}",resource="nvidia.com/gpu"}} 1.0' in lines
+    assert f'yitong_node_allocatable{{node="{node}",resource="nvidia.com/gpu"}} 4.0' in lines
     assert 'yitong_jobs{state="failed",vc="vision"} 0.0' in lines
     assert 'yitong_vc_queue_length{vc="nlp"} 0.0' in lines
     assert 'yitong_jobs_failed_recent{vc="vision"} 0.0' in lines

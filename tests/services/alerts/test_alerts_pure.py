@@ -103,7 +103,10 @@ def test_rule_entry():
 
 
 def test_alertmanager_config():
-    routes = [Route(2, ("a@example.com", "b@example.com"), vc="vision", severities=("critical",)), Route(1, ("c@x.io",))]
+    routes = [
+        Route(2, ("a@example.com", "b@example.com"), vc="vision", severities=("critical",)),
+        Route(1, ("c@x.io",)),
+    ]
     assert alertmanager_config(
         routes, "http://127.0.0.1:8010/hook", PATHS, SMTP, group_wait=10, group_interval=60, repeat_interval=3600
     ) == {
@@ -149,7 +152,11 @@ def test_alertmanager_config():
 
 def _tool(name: str) -> str:
     path = shutil.which(name)
-    require(name, path is not None, f"install the Debian package {'prometheus-alertmanager' if name == 'amtool' else 'prometheus'}")
+    require(
+        name,
+        path is not None,
+        f"install the Debian package {'prometheus-alertmanager' if name == 'amtool' else 'prometheus'}",
+    )
     assert path
     return path
 
@@ -168,7 +175,7 @@ ALL_KINDS = [
     Rule("failed", "job_failed", 1, "warning", 0, vc="nlp"),
     Rule("quota", "quota_exhausted", 100, "critical", 0),
     Rule("down", "service_down", None, "critical", 60),
-    Rule("custom", "expression", None, "info", 0, expr='sum by (vc) (yitong_vc_queue_length) > 10'),
+    Rule("custom", "expression", None, "info", 0, expr="sum by (vc) (yitong_vc_queue_length) > 10"),
 ]
 
 
@@ -190,7 +197,9 @@ def test_amtool_checks_the_config(tmp_path):
     paths = Paths(rules="", scrape_token="", webhook_secret=str(tmp_path / "ws"))
     (tmp_path / "ws").write_text("secret")
     smtp = SMTP | {"username": "yt", "password": "pw"}
-    config = alertmanager_config(routes, "http://127.0.0.1:1/h", paths, smtp, group_wait=1, group_interval=1, repeat_interval=60)
+    config = alertmanager_config(
+        routes, "http://127.0.0.1:1/h", paths, smtp, group_wait=1, group_interval=1, repeat_interval=60
+    )
     (tmp_path / "am.yml").write_text(yaml.safe_dump(config))
     assert "SUCCESS" in _run(amtool, "check-config", str(tmp_path / "am.yml"))
 
