@@ -188,3 +188,17 @@ def _node() -> str:
     import socket
 
     return socket.gethostname()
+
+
+async def test_the_docs_examples_are_accepted(service):
+    """docs/operations.md's request bodies, verbatim."""
+    import json
+    import re
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
+    blocks = re.findall(r"```json\n(.*?)\n```", text, re.S)
+    assert len(blocks) == 3
+    for block in blocks:
+        body = json.loads(block)
+        r = await service.call("admin", "POST", "alerts/routes" if "emails" in body else "alerts/rules", json=body)
+        assert r.status_code == 201, r.text

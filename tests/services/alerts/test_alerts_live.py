@@ -114,3 +114,35 @@ async def test_silence_and_reload(live):
                 break
             await asyncio.sleep(0.2)
     assert health == {"yitong": "up", "node": "up", "prometheus": "up", "alertmanager": "up"}
+
+
+async def test_yt_alert_commands(live, capsys):
+    """``yt alert ...`` (and so ``%yt alert ...``) over real HTTP, as an admin and as a person."""
+    from starlette.concurrency import run_in_threadpool
+
+    from yitong_lab.cli.grammar import run
+    from yitong_lab.client import Client
+
+    svc, sink = live
+    url = f"http://127.0.0.1:{svc.ctx.settings.service.port}/services/yitong/api/v1"
+
+    def yt(who: str, *argv: str) -> tuple[int, str, str]:
+        with Client(url=url, token=svc.hub.tokens[who]) as client:
+            code = run(list(argv), client=client)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    code, out, _ = await run_in_threadpool(yt, "admin", "alert", "add", "hot", "node_cpu", "95", "--for", "60")
+    assert code == 0 and "rule hot: 100 * (1 - avg by (instance)" in out
+    code, out, _ = await run_in_threadpool(yt, "admin", "alert", "ls")
+    assert out.splitlines()[1].split() == ["hot", "node_cpu", "95", "(cluster)", "warning", "60s"]
+    code, _, err = await run_in_threadpool(yt, "admin", "alert", "add", "gpu", "node_memory", "101")
+    assert code == 1 and err == "yt: the threshold of a node_memory rule is % from 0 to 100\n"
+    code, out, _ = await run_in_threadpool(yt, "admin", "alert", "route", "ops@example.com", "--vc", "nlp")
+    assert code == 0 and out == "route 1: nlp -> ops@example.com\n"
+    code, out, _ = await run_in_threadpool(yt, "admin", "alert", "status")
+    assert code == 0 and "prometheus" in out and "running" in out
+    code, out, _ = await run_in_threadpool(yt, "admin", "alert", "silence", "vc=nlp", "-m", "maintenance")
+    assert code == 0 and out.startswith("silence ")
+    code, _, err = await run_in_threadpool(yt, "alice", "alert", "ls")
+    assert code == 1 and err.startswith("yt: only admins may")
