@@ -536,16 +536,7 @@ class RuleIn(TypedDict):
     description: NotRequired[str]
     expr: NotRequired[str]
     for_seconds: NotRequired[int]
-    kind: Literal[
-        "node_memory",
-        "node_cpu",
-        "accelerator_utilization",
-        "accelerator_idle",
-        "job_failed",
-        "quota_exhausted",
-        "service_down",
-        "expression",
-    ]
+    kind: str
     name: str
     severity: NotRequired[Literal["info", "warning", "critical"]]
     threshold: NotRequired[float | None]
@@ -633,7 +624,7 @@ class Signature(TypedDict):
 
 
 class SilenceIn(TypedDict):
-    'Silence alerts whose labels equal all of ``matchers`` (e.g. ``{"vc": "vision"}`` or'
+    "Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)"
 
     comment: str
     matchers: dict[str, str]

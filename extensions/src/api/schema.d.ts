@@ -2620,9 +2620,9 @@ export interface components {
             for_seconds: number;
             /**
              * Kind
-             * @enum {string}
+             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, service_down or expression (docs/operations.md)
              */
-            kind: "node_memory" | "node_cpu" | "accelerator_utilization" | "accelerator_idle" | "job_failed" | "quota_exhausted" | "service_down" | "expression";
+            kind: string;
             /** Name */
             name: string;
             /**
@@ -2825,8 +2825,8 @@ export interface components {
         };
         /**
          * SilenceIn
-         * @description Silence alerts whose labels equal all of ``matchers`` (e.g. ``{"vc": "vision"}`` or
-         *     ``{"alertname": "mem-high"}``) for ``seconds``.
+         * @description Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)
+         *     for ``seconds``.
          */
         SilenceIn: {
             /** Comment */

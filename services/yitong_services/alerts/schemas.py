@@ -11,16 +11,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from ..vcs.schemas import Name
 
 Severity = Literal["info", "warning", "critical"]
-RuleKind = Literal[
-    "node_memory",
-    "node_cpu",
-    "accelerator_utilization",
-    "accelerator_idle",
-    "job_failed",
-    "quota_exhausted",
-    "service_down",
-    "expression",
-]
 EMAIL_RE = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})*$")
 LABEL_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 
@@ -49,7 +39,11 @@ class RuleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Name
-    kind: RuleKind
+    kind: str = Field(
+        max_length=32,
+        description="node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed,"
+        " quota_exhausted, service_down or expression (docs/operations.md)",
+    )
     threshold: float | None = Field(None, description="percent for utilisation and quota kinds, jobs for job_failed")
     vc: Name | None = Field(None, description="the VC the rule watches; null: cluster-wide")
     expr: str = Field("", max_length=2000, description="expression rules only: a PromQL condition")
@@ -102,8 +96,8 @@ class RouteOut(BaseModel):
 
 
 class SilenceIn(BaseModel):
-    """Silence alerts whose labels equal all of ``matchers`` (e.g. ``{"vc": "vision"}`` or
-    ``{"alertname": "mem-high"}``) for ``seconds``."""
+    """Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)
+    for ``seconds``."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -19,7 +19,7 @@ RULE = {"name": "mem", "kind": "node_memory", "threshold": 80, "severity": "warn
     [
         ({**RULE, "threshold": 150}, 422, "the threshold of a node_memory rule is % from 0 to 100"),
         ({**RULE, "vc": "vision"}, 422, "a node_memory rule is cluster-wide: leave vc out"),
-        ({**RULE, "kind": "disk"}, 422, "kind: Input should be"),
+        ({**RULE, "kind": "disk"}, 422, "unknown rule kind 'disk': one of node_memory, node_cpu,"),
         ({**RULE, "severity": "page"}, 422, "severity: Input should be 'info', 'warning' or 'critical'"),
         ({**RULE, "for_seconds": -1}, 422, "for_seconds: Input should be greater than or equal to 0"),
         ({**RULE, "name": "Bad Name"}, 422, "name: 'Bad Name' is not a valid name"),
