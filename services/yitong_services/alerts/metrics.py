@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 
 from ..core.db import Database
 from ..jobs.models import Job
-from ..jobs.states import ACTIVE, FAILED, QUEUED, STATES
+from ..jobs.states import ACTIVE, FAILED, QUEUED
 from ..vcs.models import VC, Allocation
 from ..vcs.quantities import Resources
 from .nvml import NVML
@@ -55,9 +55,8 @@ class OperationsCollector(Collector):
             for resources in s.scalars(select(Allocation.resources)):
                 for resource, amount in (resources or {}).items():
                     held[resource] = held.get(resource, 0) + amount
-            counts = {(vc, state): 0 for vc in vcs for state in STATES}
-            for vc, state, n in s.execute(select(Job.vc, Job.state, func.count(Job.id)).group_by(Job.vc, Job.state)):
-                counts[(vc, state)] = n
+            by_state = select(Job.vc, Job.state, func.count(Job.id)).group_by(Job.vc, Job.state)
+            counts = {(vc, state): n for vc, state, n in s.execute(by_state.order_by(Job.vc, Job.state))}
             recent = dict(
                 s.execute(
                     select(Job.vc, func.count(Job.id))
@@ -74,7 +73,7 @@ class OperationsCollector(Collector):
             allocatable.add_metric([node, resource], amount)
         for resource, amount in held.items():
             allocated.add_metric([node, resource], amount)
-        for (vc, state), n in sorted(counts.items()):
+        for (vc, state), n in counts.items():  # the states a VC's jobs are in (absent: none)
             jobs.add_metric([vc, state], n)
         for vc in vcs:
             queue.add_metric([vc], counts.get((vc, QUEUED), 0))

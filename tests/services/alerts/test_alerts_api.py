@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from jobs_helpers import py_job, wait_state
 
 from yitong_services.alerts.manager import INSTALL
 
@@ -177,9 +178,23 @@ async def test_metrics_publish_what_rules_read(service):
     node = _node()
     assert f'yitong_node_allocated{{node="{node}",resource="nvidia.com/gpu"}} 1.0' in lines
     assert f'yitong_node_allocatable{{node="{node}",resource="nvidia.com/gpu"}} 4.0' in lines
-    assert 'yitong_jobs{state="failed",vc="vision"} 0.0' in lines
+    assert {
+        'yitong_vc_quota{resource="nvidia.com/gpu",vc="vision"} 2.0',
+        'yitong_vc_used{resource="nvidia.com/gpu",vc="vision"} 1.0',
+        'yitong_vc_used{resource="memory",vc="vision"} 2.147483648e+09',
+        'yitong_vc_used{resource="cpu",vc="nlp"} 0.0',
+        'yitong_allocations{kind="server",vc="vision"} 1.0',
+        'yitong_allocations{kind="job",vc="nlp"} 0.0',
+    } <= lines
+    assert not any(line.startswith("yitong_jobs{") for line in lines)  # no job yet: no state to count
     assert 'yitong_vc_queue_length{vc="nlp"} 0.0' in lines
     assert 'yitong_jobs_failed_recent{vc="vision"} 0.0' in lines
+    job = await service.call("alice", "POST", "jobs", json=py_job("boom", "vision", "raise SystemExit(3)"))
+    assert job.status_code == 201, job.text
+    assert (await wait_state(service, "alice", job.json()["id"]))["state"] == "failed"
+    lines = set((await service.call("admin", "GET", "/services/yitong/metrics")).text.splitlines())
+    assert 'yitong_jobs{state="failed",vc="vision"} 1.0' in lines
+    assert 'yitong_jobs_failed_recent{vc="vision"} 1.0' in lines
     assert 'yitong_accelerator_metrics_available{source="nvml"} 0.0' in lines  # no GPU on this machine
     assert not any(line.startswith("yitong_accelerator_utilization_percent{") for line in lines)
 
