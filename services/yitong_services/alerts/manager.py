@@ -182,6 +182,9 @@ class AlertsManager:
             for name in ("node", "alertmanager", "prometheus"):
                 if name in self.children:
                     await processes.start(self.children[name])
+            async with self._lock:  # a rule or route changed while they started
+                await to_thread.run_sync(self.write)
+                await self.reload()
 
         self._task = asyncio.create_task(run_all())
 

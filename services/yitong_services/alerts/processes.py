@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,25 @@ class Child:
         return self.proc is not None and self.proc.returncode is None and self.state == "running"
 
 
+def port_taken(url: str) -> bool:
+    """Whether something already listens at ``http://ip:port`` (then a readiness check would be
+    answered by it, not by our child)."""
+    host, _, port = url.removeprefix("http://").rpartition(":")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the Go servers do: TIME_WAIT is free
+        try:
+            s.bind((host.strip("[]"), int(port)))
+        except OSError:
+            return True
+    return False
+
+
 async def start(child: Child, ready_within: float = 30.0) -> None:
     """Start ``child`` and wait until it answers its readiness path (or exits, or time runs out)."""
+    if port_taken(child.url):
+        child.state, child.detail = "exited", f"not started: {child.url} is in use by another process"
+        log.warning("%s: %s", child.name, child.detail)
+        return
     child.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     out = child.log_path.open("ab")
     try:

@@ -104,6 +104,30 @@ async def test_not_installed_says_what_to_install(service_factory):
         assert (await svc.call("admin", "POST", "alerts/rules", json=RULE)).status_code == 201
 
 
+async def test_a_port_in_use_is_reported_not_taken_over(service_factory):
+    """Another Prometheus (anything) on the configured port: ours is not started, and the status
+    says why, instead of the other process answering our readiness checks and reloads."""
+    import shutil
+    import socket
+
+    from helpers import free_port, require
+
+    require("Prometheus", shutil.which("prometheus") is not None, "install the Debian package prometheus")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        settings = {"run": True, "prometheus_port": port, "alertmanager_port": free_port(), "node_exporter_port": 0}
+        async with service_factory(alerts=settings) as svc:
+            await svc.app.state.alerts.wait_started()
+            status = (await svc.call("admin", "GET", "alerts/status")).json()
+            assert status["prometheus"]["state"] == "exited"
+            assert (
+                status["prometheus"]["detail"] == f"not started: http://127.0.0.1:{port} is in use by another process"
+            )
+            assert status["alertmanager"]["state"] == "running"
+
+
 async def test_status_when_not_started(service):
     status = (await service.call("admin", "GET", "alerts/status")).json()
     assert status["email"] is False
