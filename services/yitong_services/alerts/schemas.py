@@ -27,9 +27,18 @@ def _label(value: str) -> str:
     return value
 
 
+def _utf8(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the text holds characters that are not Unicode text (lone surrogates)") from None
+    return value
+
+
 Email = Annotated[str, AfterValidator(_email)]
 LabelName = Annotated[str, AfterValidator(_label)]
-Text = Annotated[str, Field(max_length=1000)]
+Text = Annotated[str, Field(max_length=1000), AfterValidator(_utf8)]
+Expr = Annotated[str, Field(max_length=2000), AfterValidator(_utf8)]
 
 
 class RuleIn(BaseModel):
@@ -46,7 +55,7 @@ class RuleIn(BaseModel):
     )
     threshold: float | None = Field(None, description="percent for utilisation and quota kinds, jobs for job_failed")
     vc: Name | None = Field(None, description="the VC the rule watches; null: cluster-wide")
-    expr: str = Field("", max_length=2000, description="expression rules only: a PromQL condition")
+    expr: Expr = Field("", description="expression rules only: a PromQL condition")
     severity: Severity = "warning"
     for_seconds: int = Field(0, ge=0, le=86400, description="seconds the condition holds before the alert fires")
     description: Text = ""
@@ -56,7 +65,7 @@ class RulePatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     threshold: float | None = None
-    expr: str | None = Field(None, max_length=2000)
+    expr: Expr | None = None
     severity: Severity | None = None
     for_seconds: int | None = Field(None, ge=0, le=86400)
     description: Text | None = None
@@ -101,9 +110,11 @@ class SilenceIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    matchers: dict[LabelName, Annotated[str, Field(min_length=1, max_length=255)]] = Field(min_length=1, max_length=8)
+    matchers: dict[LabelName, Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_utf8)]] = Field(
+        min_length=1, max_length=8
+    )
     seconds: int = Field(3600, ge=60, le=30 * 86400)
-    comment: Annotated[str, Field(min_length=1, max_length=500)]
+    comment: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_utf8)]
 
 
 class SilenceOut(BaseModel):
