@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from ..core.db import Database
 from ..jobs.models import Job
 from ..jobs.states import ACTIVE, FAILED, QUEUED
-from ..vcs.models import VC, Allocation
+from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
 from .nvml import NVML
 
@@ -44,14 +44,13 @@ class OperationsCollector(Collector):
             "yitong_node_allocated", "What allocations hold on a node, per resource", labels=["node", "resource"]
         )
         jobs = GaugeMetricFamily("yitong_jobs", "Jobs by VC and state", labels=["vc", "state"])
-        queue = GaugeMetricFamily("yitong_vc_queue_length", "Jobs queued in a VC", labels=["vc"])
+        queue = GaugeMetricFamily("yitong_vc_queue_length", "Jobs queued in a VC (VCs with jobs)", labels=["vc"])
         failed = GaugeMetricFamily(
             "yitong_jobs_failed_recent", "Jobs of a VC that failed within alerts.failed_job_window", labels=["vc"]
         )
         held: dict[str, float] = {r: 0 for r in self.inventory}
         since = datetime.now(UTC) - timedelta(seconds=self.failed_window)
         with self.db.session() as s:
-            vcs = list(s.scalars(select(VC.name).order_by(VC.name)))
             for resources in s.scalars(select(Allocation.resources)):
                 for resource, amount in (resources or {}).items():
                     held[resource] = held.get(resource, 0) + amount
@@ -75,7 +74,7 @@ class OperationsCollector(Collector):
             allocated.add_metric([node, resource], amount)
         for (vc, state), n in counts.items():  # the states a VC's jobs are in (absent: none)
             jobs.add_metric([vc, state], n)
-        for vc in vcs:
+        for vc in sorted({vc for vc, _ in counts}):  # the VCs that have jobs (none: no series)
             queue.add_metric([vc], counts.get((vc, QUEUED), 0))
             failed.add_metric([vc], recent.get(vc, 0))
         yield from (allocatable, allocated, jobs, queue, failed)
