@@ -146,3 +146,29 @@ async def test_yt_alert_commands(live, capsys):
     assert code == 0 and out.startswith("silence ")
     code, _, err = await run_in_threadpool(yt, "alice", "alert", "ls")
     assert code == 1 and err.startswith("yt: only admins may")
+
+
+async def test_the_docs_yt_lines(live, capsys):
+    """docs/operations.md's `yt alert` lines, verbatim (comments dropped), exit 0 each."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from starlette.concurrency import run_in_threadpool
+
+    from yitong_lab.cli.grammar import run
+    from yitong_lab.client import Client
+
+    svc, _ = live
+    text = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
+    block = re.search(r"### From a terminal or a notebook.*?```\n(.*?)```", text, re.S).group(1)
+    lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
+    assert len(lines) == 7 and all(argv[:2] == ["yt", "alert"] for argv in lines)
+    url = f"http://127.0.0.1:{svc.ctx.settings.service.port}/services/yitong/api/v1"
+
+    def yt(argv: list[str]) -> int:
+        with Client(url=url, token=svc.hub.tokens["admin"]) as client:
+            return run(argv, client=client)
+
+    for argv in lines:
+        assert await run_in_threadpool(yt, argv[1:]) == 0, (argv, capsys.readouterr())
