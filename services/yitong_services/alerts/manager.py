@@ -59,6 +59,8 @@ class AlertsManager:
         self.children: dict[str, Child] = {}
         self._secret = ""
         self._task: asyncio.Task | None = None
+        self._watchers: list[asyncio.Task] = []
+        self._stopping = asyncio.Event()
         self._lock = asyncio.Lock()
 
     # -- files -------------------------------------------------------------------------------
@@ -185,6 +187,8 @@ class AlertsManager:
             async with self._lock:  # a rule or route changed while they started
                 await to_thread.run_sync(self.write)
                 await self.reload()
+            for child in self.children.values():  # restarted when they exit, until the service stops
+                self._watchers.append(asyncio.create_task(processes.supervise(child, self._stopping)))
 
         self._task = asyncio.create_task(run_all())
 
@@ -193,6 +197,11 @@ class AlertsManager:
             await asyncio.shield(self._task)
 
     async def stop(self) -> None:
+        self._stopping.set()
+        for watcher in self._watchers:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -99,3 +99,26 @@ async def stop(child: Child, grace: float = 10.0) -> None:
         proc.kill()
         await proc.wait()
     child.state = "stopped"
+
+
+async def supervise(child: Child, stopping: asyncio.Event, first_delay: float = 1.0, max_delay: float = 60.0) -> None:
+    """Restart ``child`` whenever it exits until ``stopping`` is set, waiting 1, 2, 4, ... s (at most
+    ``max_delay``) between tries while it keeps failing."""
+    delay = first_delay
+    while not stopping.is_set():
+        proc = child.proc
+        if proc is None:
+            return
+        await proc.wait()
+        if stopping.is_set():
+            return
+        child.state = "exited"
+        child.detail = f"exited with status {proc.returncode}; restarting in {delay:g} s (log: {child.log_path})"
+        log.warning("%s %s", child.name, child.detail)
+        try:
+            await asyncio.wait_for(stopping.wait(), delay)
+            return
+        except TimeoutError:
+            pass
+        await start(child)
+        delay = first_delay if child.state == "running" else min(2 * delay, max_delay)

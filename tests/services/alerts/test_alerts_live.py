@@ -172,3 +172,36 @@ async def test_the_docs_yt_lines(live, capsys):
 
     for argv in lines:
         assert await run_in_threadpool(yt, argv[1:]) == 0, (argv, capsys.readouterr())
+
+
+async def test_a_hung_service_alerts_and_a_dead_one_restarts(live):
+    """``service_down``: the node exporter stopped (SIGSTOP: its scrapes time out) fires, and
+    resolves once it runs again; killed, the platform starts it again."""
+    import os
+    import signal
+
+    svc, sink = live
+    alerts = svc.app.state.alerts
+    r = await svc.call("admin", "POST", "alerts/routes", json={"emails": ["oncall@example.com"]})
+    assert r.status_code == 201, r.text
+    r = await svc.call("admin", "POST", "alerts/rules", json={"name": "down", "kind": "service_down"})
+    assert r.status_code == 201, r.text
+    node = alerts.children["node"]
+    os.kill(node.proc.pid, signal.SIGSTOP)
+    try:
+        fired = await sink.wait_for("[FIRING:1] down")
+    finally:
+        os.kill(node.proc.pid, signal.SIGCONT)
+    assert fired["To"] == "oncall@example.com" and "node" in str(fired["Subject"])
+    await sink.wait_for("[RESOLVED] down")
+    (event,) = (await svc.call("admin", "GET", "alerts/history?alertname=down&status=resolved")).json()["items"]
+    assert event["labels"]["job"] == "node" and event["vc"] is None
+
+    before = node.proc.pid
+    node.proc.kill()
+    deadline = time.monotonic() + 30
+    while not (node.proc.pid != before and node.running) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert node.running and node.proc.pid != before
+    status = (await svc.call("admin", "GET", "alerts/status")).json()
+    assert status["node_exporter"]["state"] == "running"
