@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from . import oauth
+from . import oauth, settings_schema
 from .builders import kube_security
 from .passwords import password_file
 from .scopes import server_scopes
@@ -35,6 +35,8 @@ def load_settings(path: str | os.PathLike) -> dict[str, Any]:
     backend = data.get("backend", "local")
     if backend not in BACKENDS:
         raise ValueError(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if wrong := settings_schema.problems(data):
+        raise ValueError(f"{path}: {'; '.join(wrong)}")
     try:  # logins: a relative client_secret_file is beside the settings file
         data["auth"] = oauth.resolve(oauth.validate(data.get("auth"), data), Path(path).parent)
     except oauth.AuthSettingsError as e:

@@ -565,7 +565,7 @@ export interface paths {
         };
         /**
          * List Experiments
-         * @description Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial.
+         * @description Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304.
          */
         get: operations["list_experiments_services_yitong_api_v1_experiments_get"];
         put?: never;
@@ -609,7 +609,7 @@ export interface paths {
         };
         /**
          * Get Experiment
-         * @description One experiment with its trials (number, job id, state, params, intermediate values, final value), counts per state, the best trial and the best-so-far curve.
+         * @description One experiment with its trials (number, job id, state, reason, params, intermediate values and their count ``steps``, final value, created, finished), counts per state, the best trial and the best-so-far curve. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304 (the Experiments view polls so).
          */
         get: operations["get_experiment_services_yitong_api_v1_experiments__experiment_id__get"];
         put?: never;
@@ -669,7 +669,7 @@ export interface paths {
         };
         /**
          * Importance
-         * @description Parameter importance over the complete trials (Optuna's fANOVA evaluator); empty below two complete trials.
+         * @description Parameter importance over the complete trials (Optuna's fANOVA evaluator, computed again only when the complete trials change); empty below two complete trials. Answers carry an ``ETag``.
          */
         get: operations["importance_services_yitong_api_v1_experiments__experiment_id__importance_get"];
         put?: never;
@@ -4684,9 +4684,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */
@@ -4809,7 +4807,10 @@ export interface operations {
     };
     get_experiment_services_yitong_api_v1_experiments__experiment_id__get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description most points of each trial's intermediate curve; a longer curve is thinned evenly (first and last kept) and its kept step numbers are in ``intermediate_steps`` */
+                points?: number;
+            };
             header?: never;
             path: {
                 /** @description an id: 1 to 2**63-1 */
@@ -4825,9 +4826,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */
@@ -4962,9 +4961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */

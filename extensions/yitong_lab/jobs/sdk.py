@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from yitong_lab.api_types import JobDetail, JobOut, JobSubmitted, RunOut  # generated from the OpenAPI document
+from yitong_lab.calls import ClientCalls
 from yitong_lab.errors import YitongError
 
 #: the states a job no longer leaves by itself (``retry`` may queue it again)
@@ -66,30 +67,10 @@ def _q(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class JobCalls:
+class JobCalls(ClientCalls):
     """Job and run calls; needs ``request``, ``create_call``, ``http``, ``check`` and ``url`` of the client.
     Creates (submit, clone, rerun) carry an ``Idempotency-Key`` and are retried with it after a
     dropped connection, so a retried submit makes one job."""
-
-    if TYPE_CHECKING:  # what the client (yitong_lab.client.Client) provides
-        url: str
-        timeout: float
-
-        def http(self) -> Any: ...
-        def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
-        def create_call(
-            self,
-            method: str,
-            path: str,
-            *,
-            json: Any = None,
-            content: bytes | None = None,
-            content_type: str | None = None,
-            params: dict | None = None,
-            key: str | None = None,
-        ) -> Any: ...
-        @staticmethod
-        def check(response: Any) -> Any: ...
 
     def submit_job(
         self,

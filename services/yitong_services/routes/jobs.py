@@ -7,6 +7,7 @@ import hashlib
 import hmac
 from typing import Annotated, Any
 
+import anyio.from_thread
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
@@ -107,7 +108,7 @@ async def submit(
 
 
 @router.get("", response_model=list[JobOut])
-def list_jobs(
+async def list_jobs(
     person: Member,
     ctx: Ctx,
     request: Request,
@@ -117,7 +118,9 @@ def list_jobs(
     user: str | None = Query(None, max_length=255),
 ) -> Response:
     """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
-    items, total = page_of_jobs(ctx.db, person, page, vc, state, user)
+    # what decides the answer: who may see which VCs (admin flag, groups) and the query
+    key = ("jobs", person.admin, frozenset(person.groups), vc, state, user, page)
+    items, total = await ctx.db.reads.read(key, page_of_jobs, ctx.db, person, page, vc, state, user)
     return paged_response(request, items, total, page)
 
 
@@ -155,11 +158,18 @@ async def _detail_with_ranks(ctx: Context, mgr: JobManager, person: Person, job_
     return out
 
 
+def _detail_answer(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> dict:
+    """The whole detail as the route answers it (ranks read in this worker thread)."""
+    out = _detail(ctx, mgr, person, job_id)
+    out["ranks"] = anyio.from_thread.run(mgr.backend.ranks, out["backend_ref"]) if out["backend_ref"] else []
+    return JobDetail.model_validate(out).model_dump(mode="json")
+
+
 @router.get("/{job_id}", response_model=JobDetail)
 async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs, request: Request) -> Response:
     """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
-    detail = JobDetail.model_validate(await _detail_with_ranks(ctx, mgr, person, job_id))
-    return json_response(request, detail.model_dump(mode="json"))
+    key = ("job", person.admin, frozenset(person.groups), job_id)
+    return json_response(request, await ctx.db.reads.read(key, _detail_answer, ctx, mgr, person, job_id))
 
 
 def _check_cancel(ctx: Context, caller: Identity, person: Person, request: Request, job_id: int) -> None:
