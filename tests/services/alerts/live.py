@@ -30,6 +30,19 @@ class Sink:
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
         self.arrived: list[float] = []
+        self.logins: list[tuple[str, str]] = []  # (mechanism, login) of accepted SMTP AUTH
+
+    def authenticator(self, credentials: tuple[str, str]) -> Any:
+        """aiosmtpd's ``authenticator=``: accepts exactly ``credentials``."""
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        def check(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+            ok = isinstance(data, LoginPassword) and (data.login.decode(), data.password.decode()) == credentials
+            if ok:
+                self.logins.append((mechanism, data.login.decode()))
+            return AuthResult(success=ok)
+
+        return check
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
@@ -65,20 +78,32 @@ def alerts_settings(smtp_port: int, interval: float = 1.0) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def live_stack(build_app: Any, data_dir: Path, interval: float = 1.0, **overrides: Any) -> AsyncIterator[Any]:
+async def live_stack(
+    build_app: Any, data_dir: Path, interval: float = 1.0, smtp_login: tuple[str, str] | None = None, **overrides: Any
+) -> AsyncIterator[Any]:
     """``(app, sink)``: ``build_app(data_dir, **settings)`` is served on a free port, its alerting
-    processes started and ready."""
+    processes started and ready. ``smtp_login``: the SMTP server requires AUTH with it (over plain
+    SMTP on loopback, which Alertmanager allows), and the settings carry it."""
     import uvicorn
     from aiosmtpd.controller import Controller
 
     sink = Sink()
     smtp_port = free_port()
-    controller = Controller(sink, hostname="127.0.0.1", port=smtp_port)
+    auth: dict[str, Any] = {}
+    alerts = alerts_settings(smtp_port, interval) | overrides.pop("alerts", {})
+    if smtp_login:
+        # PLAIN only: aiosmtpd's LOGIN prompt ("User Name") is not the "Username:" Alertmanager expects
+        auth = {
+            "authenticator": sink.authenticator(smtp_login),
+            "auth_required": True,
+            "auth_require_tls": False,
+            "auth_exclude_mechanism": ["LOGIN"],
+        }
+        alerts["smtp"] |= {"username": smtp_login[0], "password": smtp_login[1]}
+    controller = Controller(sink, hostname="127.0.0.1", port=smtp_port, **auth)
     controller.start()
     port = free_port()
-    app = build_app(
-        data_dir, service={"port": port}, alerts=alerts_settings(smtp_port, interval) | overrides.pop("alerts", {})
-    )
+    app = build_app(data_dir, service={"port": port}, alerts=alerts)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     task = asyncio.create_task(server.serve())
     try:

@@ -205,3 +205,22 @@ async def test_a_hung_service_alerts_and_a_dead_one_restarts(live):
     assert node.running and node.proc.pid != before
     status = (await svc.call("admin", "GET", "alerts/status")).json()
     assert status["node_exporter"]["state"] == "running"
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # loopback, on purpose
+async def test_smtp_auth(hub, db_url, tmp_path):
+    """``alerts.smtp.username``/``password``: Alertmanager logs in to an SMTP server that requires it."""
+    require("Prometheus, Alertmanager and the node exporter", not missing(), f"missing: {missing()}")
+    build = lambda d, **kw: build_app(db_url, d, hub, **kw)  # noqa: E731
+    async with live_stack(build, tmp_path / "data", smtp_login=("yitong", "s3cret pass")) as (app, sink):
+        svc = Service(app, hub)
+        try:
+            assert (
+                await svc.call("admin", "POST", "alerts/routes", json={"emails": ["a@example.com"]})
+            ).status_code == 201
+            rule = {"name": "always", "kind": "expression", "expr": "vector(1) > 0"}
+            assert (await svc.call("admin", "POST", "alerts/rules", json=rule)).status_code == 201
+            await sink.wait_for("[FIRING:1] always")
+            assert sink.logins and sink.logins[0][1] == "yitong"
+        finally:
+            await svc.client.aclose()
