@@ -14,6 +14,15 @@ class Accelerator(TypedDict):
     type: str
 
 
+class AlertsStatus(TypedDict):
+    accelerators: bool
+    alertmanager: Component
+    email: bool
+    message: str | None
+    node_exporter: Component
+    prometheus: Component
+
+
 class AllocationIn(TypedDict):
     kind: NotRequired[Literal["server", "job"]]
     profile: str
@@ -136,6 +145,13 @@ class Committed(TypedDict):
     unchanged: NotRequired[bool]
 
 
+class Component(TypedDict):
+    detail: str
+    installed: bool
+    state: str
+    url: str | None
+
+
 class DatasetIn(TypedDict):
     description: NotRequired[str]
     name: str
@@ -195,6 +211,19 @@ class Error(TypedDict):
     detail: str
 
 
+class EventOut(TypedDict):
+    alertname: str
+    annotations: dict[str, Any]
+    ends_at: str | None
+    id: int
+    labels: dict[str, Any]
+    received: str
+    severity: str
+    starts_at: str
+    status: str
+    vc: str | None
+
+
 class FileEntry(TypedDict):
     "One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth"
 
@@ -217,6 +246,13 @@ class HTTPValidationError(TypedDict):
 
 class Hashes(TypedDict):
     hashes: list[str]
+
+
+class History(TypedDict):
+    items: list[EventOut]
+    limit: int
+    offset: int
+    total: int
 
 
 class Input(TypedDict):
@@ -528,6 +564,58 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
+class RouteIn(TypedDict):
+    "Email addresses for a VC's alerts (``vc`` null: every alert), optionally only some severities."
+
+    emails: list[str]
+    severities: NotRequired[list[Literal["info", "warning", "critical"]]]
+    vc: NotRequired[str | None]
+
+
+class RouteOut(TypedDict):
+    created: str
+    emails: list[str]
+    id: int
+    severities: list[str]
+    vc: str | None
+
+
+class RuleIn(TypedDict):
+    "A threshold rule: ``kind`` and ``threshold`` (the kind's default when left out), limited to a VC"
+
+    description: NotRequired[str]
+    expr: NotRequired[str]
+    for_seconds: NotRequired[int]
+    kind: str
+    name: str
+    severity: NotRequired[Literal["info", "warning", "critical"]]
+    threshold: NotRequired[float | None]
+    vc: NotRequired[str | None]
+
+
+class RuleOut(TypedDict):
+    created: str
+    description: str
+    expr: str
+    for_seconds: int
+    id: int
+    kind: str
+    name: str
+    promql: str
+    severity: str
+    threshold: float | None
+    updated: str
+    vc: str | None
+
+
+class RulePatch(TypedDict):
+    description: NotRequired[str | None]
+    expr: NotRequired[str | None]
+    for_seconds: NotRequired[int | None]
+    severity: NotRequired[Literal["info", "warning", "critical"] | None]
+    threshold: NotRequired[float | None]
+
+
 class RunMetrics(TypedDict):
     "The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's."
 
@@ -583,6 +671,24 @@ class SSHKeyOut(TypedDict):
 class Signature(TypedDict):
     inputs: NotRequired[list[TensorSpec]]
     outputs: NotRequired[list[TensorSpec]]
+
+
+class SilenceIn(TypedDict):
+    "Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)"
+
+    comment: str
+    matchers: dict[str, str]
+    seconds: NotRequired[int]
+
+
+class SilenceOut(TypedDict):
+    comment: str
+    created_by: str
+    ends_at: str
+    id: str
+    matchers: dict[str, str]
+    starts_at: str
+    state: str
 
 
 class SizedPath(TypedDict):
@@ -713,6 +819,7 @@ Framework = Literal["pytorch", "tensorflow", "mpi", "mindspore", "plain"]
 
 __all__ = [
     "Accelerator",
+    "AlertsStatus",
     "AllocationIn",
     "AllocationOut",
     "Artifact",
@@ -727,6 +834,7 @@ __all__ = [
     "Code",
     "CommitIn",
     "Committed",
+    "Component",
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
@@ -735,11 +843,13 @@ __all__ = [
     "EndpointOut",
     "Environment",
     "Error",
+    "EventOut",
     "FileEntry",
     "Framework",
     "GCResult",
     "HTTPValidationError",
     "Hashes",
+    "History",
     "Input",
     "JobDetail",
     "JobDevices",
@@ -767,12 +877,19 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "RouteIn",
+    "RouteOut",
+    "RuleIn",
+    "RuleOut",
+    "RulePatch",
     "RunMetrics",
     "RunOut",
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",
     "Signature",
+    "SilenceIn",
+    "SilenceOut",
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",

@@ -4,6 +4,209 @@
  */
 
 export interface paths {
+    "/services/yitong/api/v1/alerts/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History
+         * @description Admin: alerts as they fired and resolved (Alertmanager's notifications), newest first.
+         */
+        get: operations["history_services_yitong_api_v1_alerts_history_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Routes
+         * @description Admin: who gets email for which VC's alerts.
+         */
+        get: operations["list_routes_services_yitong_api_v1_alerts_routes_get"];
+        put?: never;
+        /**
+         * Create Route
+         * @description Admin: email these addresses about a VC's alerts (``vc`` null: every alert).
+         */
+        post: operations["create_route_services_yitong_api_v1_alerts_routes_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/routes/{route_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete Route
+         * @description Admin: stop a route's emails.
+         */
+        delete: operations["delete_route_services_yitong_api_v1_alerts_routes__route_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Rules
+         * @description Admin: every alert rule with the PromQL Prometheus evaluates.
+         */
+        get: operations["list_rules_services_yitong_api_v1_alerts_rules_get"];
+        put?: never;
+        /**
+         * Create Rule
+         * @description Admin: add a rule (422 naming what is wrong with its kind, threshold or expression; 404 for an
+         *     unknown VC; 409 if the name exists); the rule file is rewritten and Prometheus reloaded.
+         */
+        post: operations["create_rule_services_yitong_api_v1_alerts_rules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/rules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Rule
+         * @description Admin: one rule.
+         */
+        get: operations["get_rule_services_yitong_api_v1_alerts_rules__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Rule
+         * @description Admin: delete a rule (its alerts resolve).
+         */
+        delete: operations["delete_rule_services_yitong_api_v1_alerts_rules__name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Rule
+         * @description Admin: change a rule's threshold, expression, severity, duration or description.
+         */
+        patch: operations["patch_rule_services_yitong_api_v1_alerts_rules__name__patch"];
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/silences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Silences
+         * @description Admin: Alertmanager's silences (409 with what to install or start when it is not running).
+         */
+        get: operations["list_silences_services_yitong_api_v1_alerts_silences_get"];
+        put?: never;
+        /**
+         * Create Silence
+         * @description Admin: silence the alerts whose labels equal ``matchers`` for ``seconds``.
+         */
+        post: operations["create_silence_services_yitong_api_v1_alerts_silences_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/silences/{silence_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Expire Silence
+         * @description Admin: end a silence now.
+         */
+        delete: operations["expire_silence_services_yitong_api_v1_alerts_silences__silence_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status
+         * @description Admin: whether Prometheus, Alertmanager and the node exporter are installed and running,
+         *     whether email and accelerator figures are on, and what to install or set when not.
+         */
+        get: operations["status_services_yitong_api_v1_alerts_status_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Webhook
+         * @description Alertmanager only (``Authorization: Bearer <data_dir>/alerts/webhook-secret``): firing and
+         *     resolved alerts into the history (a webhook payload, version 4).
+         */
+        post: operations["webhook_services_yitong_api_v1_alerts_webhook_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/allocations": {
         parameters: {
             query?: never;
@@ -1324,6 +1527,27 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** AlertsStatus */
+        AlertsStatus: {
+            /**
+             * Accelerators
+             * @description accelerator figures are read through NVML
+             */
+            accelerators: boolean;
+            alertmanager: components["schemas"]["Component"];
+            /**
+             * Email
+             * @description an SMTP host is set (alerts.smtp.host)
+             */
+            email: boolean;
+            /**
+             * Message
+             * @description what to install or set, when something is missing
+             */
+            message: string | null;
+            node_exporter: components["schemas"]["Component"];
+            prometheus: components["schemas"]["Component"];
+        };
         /** AllocationIn */
         AllocationIn: {
             /**
@@ -1617,6 +1841,20 @@ export interface components {
              */
             unchanged: boolean;
         };
+        /** Component */
+        Component: {
+            /** Detail */
+            detail: string;
+            /** Installed */
+            installed: boolean;
+            /**
+             * State
+             * @description missing | stopped | starting | running | exited | off
+             */
+            state: string;
+            /** Url */
+            url: string | null;
+        };
         /** DatasetIn */
         DatasetIn: {
             /**
@@ -1738,6 +1976,39 @@ export interface components {
             /** @description what was refused and why, in a sentence */
             detail: string;
         };
+        /** EventOut */
+        EventOut: {
+            /** Alertname */
+            alertname: string;
+            /** Annotations */
+            annotations: {
+                [key: string]: unknown;
+            };
+            /** Ends At */
+            ends_at: string | null;
+            /** Id */
+            id: number;
+            /** Labels */
+            labels: {
+                [key: string]: unknown;
+            };
+            /**
+             * Received
+             * Format: date-time
+             */
+            received: string;
+            /** Severity */
+            severity: string;
+            /**
+             * Starts At
+             * Format: date-time
+             */
+            starts_at: string;
+            /** Status */
+            status: string;
+            /** Vc */
+            vc: string | null;
+        };
         /**
          * FileEntry
          * @description One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth
@@ -1784,6 +2055,17 @@ export interface components {
         Hashes: {
             /** Hashes */
             hashes: string[];
+        };
+        /** History */
+        History: {
+            /** Items */
+            items: components["schemas"]["EventOut"][];
+            /** Limit */
+            limit: number;
+            /** Offset */
+            offset: number;
+            /** Total */
+            total: number;
         };
         /** Input */
         Input: {
@@ -2519,6 +2801,130 @@ export interface components {
             memory?: number | null;
         };
         /**
+         * RouteIn
+         * @description Email addresses for a VC's alerts (``vc`` null: every alert), optionally only some severities.
+         */
+        RouteIn: {
+            /** Emails */
+            emails: string[];
+            /** Severities */
+            severities?: ("info" | "warning" | "critical")[];
+            /** Vc */
+            vc?: string | null;
+        };
+        /** RouteOut */
+        RouteOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Emails */
+            emails: string[];
+            /** Id */
+            id: number;
+            /** Severities */
+            severities: string[];
+            /** Vc */
+            vc: string | null;
+        };
+        /**
+         * RuleIn
+         * @description A threshold rule: ``kind`` and ``threshold`` (the kind's default when left out), limited to a VC
+         *     or cluster-wide, firing after ``for_seconds`` of the condition holding.
+         */
+        RuleIn: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /**
+             * Expr
+             * @description expression rules only: a PromQL condition
+             * @default
+             */
+            expr: string;
+            /**
+             * For Seconds
+             * @description seconds the condition holds before the alert fires
+             * @default 0
+             */
+            for_seconds: number;
+            /**
+             * Kind
+             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, service_down or expression (docs/operations.md)
+             */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Severity
+             * @default warning
+             * @enum {string}
+             */
+            severity: "info" | "warning" | "critical";
+            /**
+             * Threshold
+             * @description percent for utilisation and quota kinds, jobs for job_failed
+             */
+            threshold?: number | null;
+            /**
+             * Vc
+             * @description the VC the rule watches; null: cluster-wide
+             */
+            vc?: string | null;
+        };
+        /** RuleOut */
+        RuleOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Description */
+            description: string;
+            /** Expr */
+            expr: string;
+            /** For Seconds */
+            for_seconds: number;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Promql
+             * @description what Prometheus evaluates
+             */
+            promql: string;
+            /** Severity */
+            severity: string;
+            /** Threshold */
+            threshold: number | null;
+            /**
+             * Updated
+             * Format: date-time
+             */
+            updated: string;
+            /** Vc */
+            vc: string | null;
+        };
+        /** RulePatch */
+        RulePatch: {
+            /** Description */
+            description?: string | null;
+            /** Expr */
+            expr?: string | null;
+            /** For Seconds */
+            for_seconds?: number | null;
+            /** Severity */
+            severity?: ("info" | "warning" | "critical") | null;
+            /** Threshold */
+            threshold?: number | null;
+        };
+        /**
          * RunMetrics
          * @description The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's.
          */
@@ -2649,6 +3055,43 @@ export interface components {
             inputs?: components["schemas"]["TensorSpec"][];
             /** Outputs */
             outputs?: components["schemas"]["TensorSpec"][];
+        };
+        /**
+         * SilenceIn
+         * @description Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)
+         *     for ``seconds``.
+         */
+        SilenceIn: {
+            /** Comment */
+            comment: string;
+            /** Matchers */
+            matchers: {
+                [key: string]: string;
+            };
+            /**
+             * Seconds
+             * @default 3600
+             */
+            seconds: number;
+        };
+        /** SilenceOut */
+        SilenceOut: {
+            /** Comment */
+            comment: string;
+            /** Created By */
+            created_by: string;
+            /** Ends At */
+            ends_at: string;
+            /** Id */
+            id: string;
+            /** Matchers */
+            matchers: {
+                [key: string]: string;
+            };
+            /** Starts At */
+            starts_at: string;
+            /** State */
+            state: string;
         };
         /** SizedPath */
         SizedPath: {
@@ -2918,6 +3361,530 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    history_services_yitong_api_v1_alerts_history_get: {
+        parameters: {
+            query?: {
+                vc?: string | null;
+                status?: ("firing" | "resolved") | null;
+                alertname?: string | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["History"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_routes_services_yitong_api_v1_alerts_routes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_route_services_yitong_api_v1_alerts_routes_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_route_services_yitong_api_v1_alerts_routes__route_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                route_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_rules_services_yitong_api_v1_alerts_rules_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_rule_services_yitong_api_v1_alerts_rules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_rule_services_yitong_api_v1_alerts_rules__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_rule_services_yitong_api_v1_alerts_rules__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_rule_services_yitong_api_v1_alerts_rules__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RulePatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_silences_services_yitong_api_v1_alerts_silences_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_silence_services_yitong_api_v1_alerts_silences_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SilenceIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    expire_silence_services_yitong_api_v1_alerts_silences__silence_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a silence's id (a UUID) */
+                silence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    status_services_yitong_api_v1_alerts_status_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertsStatus"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_services_yitong_api_v1_alerts_webhook_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                authorization?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     list_allocations_services_yitong_api_v1_allocations_get: {
         parameters: {
             query?: {

@@ -3,6 +3,7 @@
 from fastapi import APIRouter
 
 from . import (
+    alerts,
     allocations,
     audit,
     batch,
@@ -48,4 +49,5 @@ ROUTERS: list[APIRouter] = [
     endpoints.router,
     batch.router,
     audit.router,
+    alerts.router,
 ]

@@ -1,0 +1,194 @@
+"""Operations: alerts and the metrics exporter, on the whole embedded platform (hub, proxy, platform
+service) started as `make run` does, with the real Prometheus, Alertmanager and node exporter it
+starts itself and an in-process SMTP server (aiosmtpd) as the mail sink.
+
+    .venv/bin/python bench/ops.py [--quick] [--interval 5] [--repeat 5] [--vcs 200] [--scrapes 200]
+
+Cases (each prints one line starting with its letter and ending with `ratio R`, R = the reference
+figure over ours, above 1: we are ahead):
+
+  (b) an alert fires (its email is in the sink) within two evaluation intervals of its threshold
+      being crossed: VC quota exhausted by two allocations; scrape and evaluation interval E,
+      Alertmanager's group_wait 0. Reference: the target, 2 x E; ours: the slowest of --repeat runs.
+  (c) the exporter's scrape <= 50 ms: GET <prefix>metrics on the service's port, as Prometheus scrapes
+      it (an admin's token, --vcs VCs with an allocation each) against the node exporter's /metrics on the same machine, --scrapes times each,
+      alternating. Reference: the node exporter's median; ours: our median (p99 printed too).
+
+Case (a) (the dashboard's API with 500 nodes and 5,000 jobs) belongs to the admin console's work.
+``--quick``: E = 2 s, 3 runs of (b), 20 VCs and 50 scrapes for (c): about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import free_port  # noqa: E402
+from stack import Stack  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from tests.services.alerts.live import Sink  # noqa: E402
+
+
+def settings(interval: float, smtp_port: int) -> dict:
+    return {
+        "backend": "local",
+        "hub": {"admin_users": ["admin"]},
+        # the allocations stand for servers that never start: no reconciler dropping them
+        "service": {"reconcile_interval": 0},
+        "profiles": {"cpu": {"display_name": "CPU", "cpu": 1, "memory": "64Mi"}},
+        "vcs": {"bench": {"quota": {"cpu": 2, "memory": "1Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
+        "groups": {"bench": ["admin"]},
+        "alerts": {
+            "run": True,
+            "prometheus_port": free_port(),
+            "alertmanager_port": free_port(),
+            "node_exporter_port": free_port(),
+            "scrape_interval": interval,
+            "evaluation_interval": interval,
+            "group_wait": 0,
+            "group_interval": 1,
+            "smtp": {"host": "127.0.0.1", "port": smtp_port, "sender": "yitong@example.com"},
+        },
+    }
+
+
+def wait_running(api: httpx.Client, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = api.get("alerts/status").json()
+        states = {status[k]["state"] for k in ("prometheus", "alertmanager", "node_exporter")}
+        if states == {"running"}:
+            return status
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the alerting processes did not start: {status}")
+        time.sleep(0.2)
+
+
+def wait_mail(sink: Sink, text: str, after: int, timeout: float = 120) -> float:
+    """The monotonic time the first message after index ``after`` with ``text`` arrived."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for i in range(after, len(sink.messages)):
+            if text in str(sink.messages[i]["Subject"]):
+                return sink.arrived[i]
+        time.sleep(0.01)
+    raise TimeoutError(f"no {text!r} email; subjects: {sink.subjects()}")
+
+
+def case_b(api: httpx.Client, sink: Sink, interval: float, repeat: int) -> None:
+    api.post("alerts/routes", json={"vc": "bench", "emails": ["ops@example.com"]}).raise_for_status()
+    rule = {"name": "bench-quota", "kind": "quota_exhausted", "vc": "bench", "threshold": 100, "severity": "critical"}
+    api.post("alerts/rules", json=rule).raise_for_status()
+    time.sleep(2 * interval)  # Prometheus has reloaded and scraped the quiet state
+    times = []
+    for i in range(repeat):
+        held = []
+        seen = len(sink.messages)
+        crossed = time.monotonic()
+        for n in range(2):
+            body = {"user": "admin", "vc": "bench", "profile": "cpu", "kind": "server", "ref": f"admin/b{i}-{n}"}
+            r = api.post("allocations", json=body)
+            r.raise_for_status()
+            held.append(r.json()["id"])
+        crossed = time.monotonic()  # the second allocation exhausts the quota
+        times.append(wait_mail(sink, "[FIRING:1] bench-quota", seen) - crossed)
+        seen = len(sink.messages)
+        for a in held:
+            api.delete(f"allocations/{a}").raise_for_status()
+        wait_mail(sink, "[RESOLVED] bench-quota", seen)
+        time.sleep(interval)
+    worst, target = max(times), 2 * interval
+    print(
+        f"(b) alert email after the threshold crossed, E = {interval:g} s: median {statistics.median(times):.2f} s,"
+        f" worst {worst:.2f} s of {repeat} (target <= {target:g} s) ratio {target / worst:.2f}",
+        flush=True,
+    )
+
+
+def case_c(stack: Stack, api: httpx.Client, token: str, node_url: str, vcs: int, scrapes: int) -> None:
+    for i in range(vcs):
+        name = f"v{i:04d}"
+        r = api.post(
+            "vcs", json={"name": name, "quota": {"cpu": 1, "memory": "1Gi"}, "groups": ["bench"], "profiles": ["cpu"]}
+        )
+        r.raise_for_status()
+        body = {"user": "admin", "vc": name, "profile": "cpu", "kind": "server", "ref": f"admin/c{i}"}
+        api.post("allocations", json=body).raise_for_status()
+    # as Prometheus scrapes it: the service's own port, not through the proxy
+    ours_url = f"http://127.0.0.1:{stack.service_port}/services/yitong/metrics"
+    ours, theirs = [], []
+    with httpx.Client(timeout=30) as c:
+        headers = {"Authorization": f"Bearer {token}"}
+        c.get(ours_url, headers=headers).raise_for_status()
+        c.get(node_url + "/metrics").raise_for_status()
+        size = 0
+        for _ in range(scrapes):
+            t = time.perf_counter()
+            r = c.get(ours_url, headers=headers)
+            ours.append(time.perf_counter() - t)
+            size = len(r.content)
+            t = time.perf_counter()
+            c.get(node_url + "/metrics")
+            theirs.append(time.perf_counter() - t)
+    ours.sort()
+    theirs.sort()
+    p99 = ours[min(len(ours) - 1, int(0.99 * len(ours)))]
+    mine, peer = statistics.median(ours), statistics.median(theirs)
+    print(
+        f"(c) /metrics scrape with {vcs} VCs ({size // 1024} KiB): median {mine * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+        f" (target <= 50 ms); node exporter median {peer * 1000:.1f} ms ratio {peer / mine:.2f}",
+        flush=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="E = 2 s, 3 runs, 20 VCs, 50 scrapes")
+    p.add_argument("--interval", type=float, default=5.0, help="scrape and evaluation interval E, seconds")
+    p.add_argument("--repeat", type=int, default=5, help="runs of (b)")
+    p.add_argument("--vcs", type=int, default=200, help="VCs (one allocation each) for (c)")
+    p.add_argument("--scrapes", type=int, default=200, help="scrapes of each exporter for (c)")
+    p.add_argument("--skip", default="", help="cases to skip, e.g. b")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.interval, args.repeat, args.vcs, args.scrapes = 2.0, 3, 20, 50
+    from aiosmtpd.controller import Controller
+
+    sink = Sink()
+    smtp_port = free_port()
+    controller = Controller(sink, hostname="127.0.0.1", port=smtp_port)
+    controller.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "yitong").mkdir()
+            stack = Stack(Path(tmp) / "yitong", settings(args.interval, smtp_port), {"admin": secrets.token_hex(8)})
+            stack.start()
+            try:
+                token = stack.token("admin")
+                with stack.platform_client(token) as api:
+                    status = wait_running(api)
+                    if "b" not in args.skip:
+                        case_b(api, sink, args.interval, args.repeat)
+                    if "c" not in args.skip:
+                        case_c(stack, api, token, status["node_exporter"]["url"], args.vcs, args.scrapes)
+            except Exception:
+                print(f"the platform's log (last lines):\n{stack.tail(80)}", file=sys.stderr)
+                raise
+            finally:
+                stack.stop()
+    finally:
+        controller.stop()
+
+
+if __name__ == "__main__":
+    main()
