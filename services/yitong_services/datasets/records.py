@@ -92,12 +92,34 @@ def referrers(session: Session, version_ids: list[int]) -> list[tuple[int, str]]
     return [(r.version_id, f"{r.kind} {r.ref}") for r in rows]
 
 
+def holders(session: Session, table: str, ids: list[int]) -> list[str]:
+    """Tables of other packages whose rows hold one of ``ids`` of ``table`` by a foreign key
+    without ``ON DELETE CASCADE`` (a model's registry rows hold its backing dataset and versions),
+    as ``"models (1)"``: what would stop the delete. Found from the tables' own foreign keys, so a
+    package that adds one needs no change here."""
+    if not ids:
+        return []
+    out = []
+    for other in Dataset.metadata.sorted_tables:
+        for fk in other.foreign_keys:
+            if fk.column.table.name == table and fk.column.name == "id" and not fk.ondelete:
+                count = session.scalar(select(func.count()).select_from(other).where(fk.parent.in_(ids))) or 0
+                if count:
+                    out.append(f"{other.name} ({count})")
+    return out
+
+
 def refuse_if_referenced(session: Session, d: Dataset, versions: list[DatasetVersion]) -> None:
     numbers = {v.id: v.number for v in versions}
     used = referrers(session, list(numbers))
     if used:
         said = "; ".join(f"version {numbers[vid]} is used by {who}" for vid, who in used)
         raise Refusal(409, f"dataset {full_name(d)}: {said}")
+    held = holders(session, DatasetVersion.__tablename__, list(numbers))
+    if held:
+        raise Refusal(
+            409, f"dataset {full_name(d)}: its versions are held by {', '.join(held)}; delete what holds them first"
+        )
 
 
 def delete_version(session: Session, d: Dataset, v: DatasetVersion) -> None:
@@ -110,6 +132,9 @@ def delete_version(session: Session, d: Dataset, v: DatasetVersion) -> None:
 def delete_dataset(session: Session, d: Dataset) -> None:
     versions = list(session.scalars(select(DatasetVersion).where(DatasetVersion.dataset_id == d.id)))
     refuse_if_referenced(session, d, versions)
+    held = holders(session, Dataset.__tablename__, [d.id])
+    if held:
+        raise Refusal(409, f"dataset {full_name(d)} is held by {', '.join(held)}; delete what holds it first")
     for tag in session.scalars(select(DatasetTag).where(DatasetTag.dataset_id == d.id)):
         session.delete(tag)
     session.flush()

@@ -158,3 +158,8 @@ async def test_refusals(svc):
         assert r.status_code == 422, body
     r = await svc.call("alice", "GET", "models/vision/iris/versions/latest")
     assert r.status_code == 404 and r.json()["detail"] == "model vision/iris has no versions yet"
+    # the model's backing dataset is not deleted from under it, even before its first version
+    # (found by schemathesis' stateful phase: a 500 from the foreign key)
+    r = await svc.call("alice", "DELETE", "datasets/vision/model-iris")
+    assert r.status_code == 409 and "held by models (1)" in r.json()["detail"], r.text
+    assert (await svc.call("alice", "GET", "models/vision/iris")).status_code == 200
