@@ -14,7 +14,9 @@ from urllib.parse import unquote
 import pytest
 from stack import ROOT
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+# the first run in a checkout installs code-server inside the fixture (a few minutes; CI installs
+# it before the tests, .ci/run)
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(1800)]
 
 DOCS_IMG = ROOT / "docs" / "img"
 VIEWPORT = (1280, 800)
