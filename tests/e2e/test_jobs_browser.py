@@ -234,8 +234,10 @@ def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
     )
     try:
         lab = log_in(stack, page)
-        name = server.post("/terminals").json()["name"]
-        page.goto(f"{lab}/terminals/{name}")
+        page.goto(lab)
+        page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
+        page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create), its Terminal card
+        page.locator(".jp-LauncherCard", has_text="Terminal").last.click()
         terminal = page.locator(".jp-Terminal")
         expect(terminal).to_be_visible(timeout=120_000)
         page.wait_for_timeout(1000)  # the shell's prompt
@@ -248,6 +250,7 @@ def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
             if r.status_code == 200 and "vcs" in (text := r.json()["content"]):
                 break
             time.sleep(0.5)
+        assert "name:" in text, f"yt whoami wrote {text!r}"
         fields = {k.rstrip(":"): v for k, v in (line.split(None, 1) for line in text.splitlines() if line.strip())}
         assert fields["name"] == USER and fields["admin"] == "no", text
         assert "vision" in fields["vcs"], text

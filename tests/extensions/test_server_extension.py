@@ -125,3 +125,17 @@ async def test_conditional_get_goes_through(jp_fetch, monkeypatch):
         assert seen == [None, '"v1"']
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("terminado", "environ", "expected"),
+    [
+        ({}, {"SHELL": "/bin/zsh"}, {"shell_command": ["/bin/zsh"]}),  # the person's shell, no -l
+        ({"shell_command": ["fish", "-l"]}, {"SHELL": "/bin/zsh"}, {"shell_command": ["fish", "-l"]}),  # configured
+        ({"term_settings": 1}, {"SHELL": "/bin/bash"}, {"term_settings": 1, "shell_command": ["/bin/bash"]}),
+    ],
+)
+def test_terminals_keep_the_servers_environment(terminado, environ, expected):
+    from yitong_lab.server.extension import terminal_settings
+
+    assert terminal_settings(terminado, environ) == expected

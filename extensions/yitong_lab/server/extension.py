@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from typing import Any
+
 from jupyter_server.utils import url_path_join
 
 from yitong_lab.proxies.tensorboard import JobBoards
 from yitong_lab.server.handlers import default_handlers
 from yitong_lab.server.uploads import upload_handlers
+
+
+def terminal_settings(terminado: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+    """Terminals run the person's shell as a plain interactive shell, not a login shell: a login
+    shell reads /etc/profile, which resets PATH and loses this server's environment (the
+    platform's Python and ``yt`` first on PATH, YITONG_API_URL's companions), as the notebook's
+    kernels and VS Code's terminal keep it. A ``shell_command`` someone configured wins (pure)."""
+    if terminado.get("shell_command"):
+        return terminado
+    shell = environ.get("SHELL") or shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+    return {**terminado, "shell_command": [shell]}
+
+
+def _link_jupyter_server_extension(serverapp) -> None:
+    # at link time: jupyter_server_terminals reads the setting when it loads, before this extension
+    serverapp.terminado_settings = terminal_settings(dict(serverapp.terminado_settings), dict(os.environ))
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
