@@ -23,6 +23,7 @@ ALLOWED = {
         "ssh",
         "hpo",
         "models",
+        "ops",
     },  # app/context/settings/metrics compose the packages
     "vcs": {"core", "vcs"},
     "datasets": {"core", "vcs", "datasets"},
@@ -30,7 +31,8 @@ ALLOWED = {
     "ssh": {"core", "vcs", "datasets", "jobs", "ssh"},
     "hpo": {"core", "vcs", "datasets", "jobs", "hpo"},
     "models": {"core", "vcs", "datasets", "jobs", "models"},
-    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "routes"},
+    "ops": {"core", "vcs", "datasets", "jobs", "ops"},
+    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "ops", "routes"},
 }
 
 

@@ -96,7 +96,7 @@ def hub_config(
             "authenticator_class": "yitong",
             "spawner_class": "yitong",
             "template_paths": [str(HERE / "hub_templates")],
-            "template_vars": {"yitong_admin_url": f"{prefix}admin"},
+            "template_vars": {"yitong_admin_url": f"{prefix}console"},
             "load_groups": groups,
             "services": [
                 {

@@ -23,7 +23,9 @@ from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
 from ..routes import ROUTERS
+from ..ops.monitor import Monitor
 from ..routes.admin_page import router as admin_router
+from ..routes.console import router as console_router
 from ..routes.common import Caller, require_admin
 from ..ssh.gateway import Gateway
 from ..vcs.inventory import inventory as backend_inventory
@@ -99,6 +101,14 @@ def create_app(
 
     gateway = Gateway(ctx, jobs.backend)
     feed = JobFeed(db)
+    monitor = Monitor(
+        db,
+        settings.ops,
+        settings.backend,
+        ctx.inventory,
+        probes=service_probes(hub.api_url, os.environ.get("YITONG_HUB_URL")) if hub.token else {},
+        checks=service_checks(settings, jobs, gateway),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -115,9 +125,11 @@ def create_app(
             await hpo.start()
         if settings.ssh.port and hub.token:
             await gateway.start()
+        await monitor.start()
         try:
             yield
         finally:
+            await monitor.stop()
             await hpo.stop()
             await gateway.stop()
             await feed.close()
@@ -143,6 +155,7 @@ def create_app(
     app.state.ssh = gateway
     app.state.job_feed = feed
     app.state.hpo = hpo
+    app.state.monitor = monitor
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")
@@ -153,6 +166,7 @@ def create_app(
         app.include_router(router, prefix=f"{prefix}api/v1")
     app.include_router(oauth_router, prefix=prefix.rstrip("/"))
     app.include_router(admin_router, prefix=prefix.rstrip("/"))
+    app.include_router(console_router, prefix=prefix.rstrip("/"))
 
     @app.get(f"{prefix}metrics", include_in_schema=False)
     def prometheus(caller: Caller) -> Response:
@@ -163,6 +177,54 @@ def create_app(
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def service_probes(hub_api_url: str, public_url: str | None) -> dict[str, str]:
+    """The platform's services this node watches over HTTP: the hub's API, and the proxy (the
+    hub's API through it) where the hub told the service its public URL."""
+    probes = {"hub": hub_api_url.rstrip("/") + "/"}
+    if public_url:
+        probes["proxy"] = public_url.rstrip("/") + "/hub/api/"
+    return probes
+
+
+def service_checks(settings: Settings, jobs: JobManager, gateway: Gateway) -> dict:
+    """In-process services, each ``() -> (ok, detail)``: the job manager's loop, the SSH gateway."""
+
+    def job_manager() -> tuple[bool, str]:
+        if not jobs.running:
+            return False, "the job manager's loop is not running"
+        return True, ""
+
+    def ssh_gateway() -> tuple[bool, str]:
+        up = gateway.server is not None
+        return up, "" if up else f"nothing listens on port {settings.ssh.port}"
+
+    checks = {}
+    if settings.jobs.enabled:
+        checks["job manager"] = job_manager
+    if settings.ssh.port:
+        checks["ssh gateway"] = ssh_gateway
+    return checks
+
+
+def log_to_file(settings: Settings) -> None:
+    """The service's log also goes to ``<data_dir>/logs/yitong-service.log``, rotated at
+    ``ops.log_max_bytes`` keeping ``ops.log_backups`` files (the console's cluster logs)."""
+    from logging.handlers import RotatingFileHandler
+
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    handler = RotatingFileHandler(
+        logs / "yitong-service.log", maxBytes=settings.ops.log_max_bytes, backupCount=settings.ops.log_backups
+    )
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.getLogger().addHandler(handler)
+    for name in ("uvicorn", "uvicorn.error"):
+        logging.getLogger(name).addHandler(handler)
+
+
+LOG_FORMAT = "[%(levelname)s %(asctime)s %(name)s] %(message)s"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -192,11 +254,12 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="[%(levelname)s %(asctime)s %(name)s] %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     try:
         settings = load_settings(args.settings, args.data_dir)
     except SettingsError as e:
         sys.exit(f"yitong-service: {e}")
+    log_to_file(settings)
     service_url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
     port = args.port or service_url.port or settings.service.port
     ip = args.ip or service_url.hostname or settings.service.ip

@@ -14,6 +14,7 @@ from . import (
     me,
     models,
     objects,
+    ops,
     profiles,
     runs,
     spawn_options,
@@ -46,4 +47,5 @@ ROUTERS: list[APIRouter] = [
     models.router,
     endpoints.router,
     audit.router,
+    ops.router,
 ]

@@ -1,0 +1,111 @@
+"""Settings and REST models of the operations package (``ops`` in the settings file)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.limits import MAX_ITEMS, MAX_SHORT
+from ..vcs.schemas import Resources
+
+Short = Annotated[str, Field(max_length=MAX_SHORT)]
+
+
+class OpsSettings(BaseModel):
+    """``ops``: the dashboard's health probes and sampling, and the log files' retention."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probes: dict[Short, Short] = Field(
+        default_factory=dict,
+        description="extra services of this node to watch, name -> URL answering 2xx/3xx when healthy"
+        " (e.g. {node-exporter: 'http://127.0.0.1:9100/metrics'}); the hub, the proxy, the job manager"
+        " and the SSH gateway are always watched",
+    )
+    probe_interval: float = Field(10.0, gt=0, le=3600, description="seconds between health probes and usage samples")
+    probe_timeout: float = Field(2.0, gt=0, le=60, description="seconds a probe may take before it counts as down")
+    node_stale: float = Field(
+        120.0, gt=0, description="seconds after its last report that a reported node shows red as silent"
+    )
+    max_nodes: int = Field(5000, ge=1, le=100_000, description="reported nodes kept (the oldest report is dropped)")
+    history: int = Field(360, ge=1, le=10_000, description="usage samples kept for the 'over time' charts")
+    log_max_bytes: int = Field(
+        10 * 2**20, ge=2**16, description="size at which a log file of the platform rotates (<data_dir>/logs)"
+    )
+    log_backups: int = Field(5, ge=0, le=100, description="rotated files kept per log (retention: max_bytes x (1 + backups))")
+    log_scan_bytes: int = Field(
+        16 * 2**20, ge=2**16, description="most bytes one log search reads, newest first (bounded reads)"
+    )
+
+
+class ServiceHealth(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Short
+    ok: bool
+    detail: Annotated[str, Field(max_length=1024)] = ""
+
+
+class NodeReport(BaseModel):
+    """What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+    source: Annotated[str, Field(max_length=32)] = "agent"
+    allocatable: Resources = Field(default_factory=dict)
+    allocated: Resources = Field(default_factory=dict)
+    used: Resources = Field(default_factory=dict)
+    services: list[ServiceHealth] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class NodeOut(BaseModel):
+    name: str
+    source: str
+    age: float | None
+    allocatable: dict[str, float | int]
+    allocated: dict[str, float | int]
+    used: dict[str, float | int | None]
+    heat: float
+    shown: dict[str, dict[str, str]]
+    services: list[ServiceHealth]
+    anomalies: list[str]
+
+
+class VCLoad(BaseModel):
+    name: str
+    quota: dict[str, float | int]
+    used: dict[str, float | int]
+    queued: int
+    shown: dict[str, str]
+
+
+class Dashboard(BaseModel):
+    """``GET /dashboard``: the whole cluster at a glance (docs/operations.md)."""
+
+    generated: str
+    backend: str
+    nodes: list[NodeOut]
+    totals: dict[str, dict[str, float | int]]
+    anomalies: int
+    vcs: list[VCLoad]
+    jobs: dict[str, int]
+    queued: int
+    history: list[dict]
+
+
+class LogLine(BaseModel):
+    source: str
+    at: str | None
+    level: str
+    text: str
+
+
+class LogPage(BaseModel):
+    """``GET /logs``: matching lines, newest first; ``truncated`` when the scan stopped at its bound."""
+
+    sources: dict[str, list[str]]
+    lines: list[LogLine]
+    scanned_bytes: int
+    truncated: bool

@@ -1,0 +1,109 @@
+"""Operations (admins): the cluster dashboard, node reports, cluster and node logs."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Annotated
+
+from anyio import to_thread
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import select
+
+from ..core.errors import Refusal
+from ..ops import dashboard as board
+from ..ops import logs as logfiles
+from ..ops.monitor import Monitor, jobs_by_state, queued_by_vc
+from ..ops.schemas import Dashboard, LogPage, NodeReport
+from ..vcs import quota
+from ..vcs.models import Allocation
+from ..vcs.views import usage
+from .common import Caller, Ctx, require_admin
+
+router = APIRouter(tags=["operations"])
+
+
+def _dashboard(ctx, monitor: Monitor) -> dict:  # type: ignore[no-untyped-def]
+    with ctx.db.session() as s:
+        summary = usage(s, ctx.settings.backend, ctx.inventory)
+        allocated = quota.total(s.scalars(select(Allocation.resources)))
+    return board.build(
+        backend=ctx.settings.backend,
+        nodes=[monitor.local_node(allocated), *monitor.registry.snapshot()],
+        vcs=summary["vcs"],
+        queued=queued_by_vc(ctx.db),
+        jobs=jobs_by_state(ctx.db),
+        history=list(monitor.history),
+        now=time.time(),
+        stale=ctx.settings.ops.node_stale,
+    )
+
+
+@router.get("/dashboard", response_model=Dashboard)
+async def dashboard(caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Admin: nodes (allocatable, allocated, used, services' health, anomalies; worst first), a
+    heat value per node, VC usage and queues (now and over time), jobs by state."""
+    require_admin(caller, "read the cluster dashboard")
+    return await to_thread.run_sync(_dashboard, ctx, request.app.state.monitor)
+
+
+@router.post("/nodes/report", status_code=204)
+def report_node(body: NodeReport, caller: Caller, request: Request) -> None:
+    """Admin or the platform's token: a node's agent reports its capacity, reservations, use and
+    services (kept in memory, the latest report per node)."""
+    require_admin(caller, "report nodes")
+    request.app.state.monitor.registry.report(body.model_dump())
+
+
+def _when(value: str | None, name: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "")).replace(tzinfo=None)
+    except ValueError:
+        raise Refusal(422, f"{name}: {value!r} is not a time like 2026-11-25T21:00") from None
+
+
+@router.get("/logs", response_model=LogPage)
+def search_logs(
+    caller: Caller,
+    ctx: Ctx,
+    source: Annotated[list[str] | None, Query(max_length=64)] = None,
+    level: Annotated[str, Query(pattern="^(debug|info|warning|error|critical)$")] = "info",
+    since: Annotated[str | None, Query(max_length=40)] = None,
+    until: Annotated[str | None, Query(max_length=40)] = None,
+    q: Annotated[str, Query(max_length=200)] = "",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict:
+    """Admin: cluster and node log lines, newest first, filtered by source, level, time (UTC) and
+    text; each search reads at most ``ops.log_scan_bytes`` from the files' ends."""
+    require_admin(caller, "read the platform's logs")
+    logs_dir = ctx.settings.data_dir / "logs"
+    known = logfiles.sources(logs_dir)
+    names = source or [*known["cluster"], *known["node"]]
+    for name in names:
+        if len(name) > 300:
+            raise Refusal(422, "a log source name is at most 300 characters")
+        try:
+            logfiles.files_of(logs_dir, name)
+        except ValueError as e:
+            raise Refusal(422, str(e)) from None
+    found, scanned, truncated = logfiles.search(
+        logs_dir,
+        names,
+        level=level,
+        since=_when(since, "since"),
+        until=_when(until, "until"),
+        text=q,
+        limit=limit,
+        scan_bytes=ctx.settings.ops.log_scan_bytes,
+    )
+    return {
+        "sources": known,
+        "lines": [
+            {"source": e.source, "at": e.at.isoformat() if e.at else None, "level": e.level, "text": e.text}
+            for e in found
+        ],
+        "scanned_bytes": scanned,
+        "truncated": truncated,
+    }
