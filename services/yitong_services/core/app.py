@@ -22,11 +22,11 @@ from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
-from ..routes import ROUTERS
 from ..ops.monitor import Monitor
+from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
-from ..routes.console import router as console_router
 from ..routes.common import Caller, require_admin
+from ..routes.console import router as console_router
 from ..ssh.gateway import Gateway
 from ..vcs.inventory import inventory as backend_inventory
 from ..vcs.seed import seed

@@ -112,7 +112,9 @@ def build(
                 "quota": v["quota"],
                 "used": v["used"],
                 "queued": int(queued.get(v["name"], 0)),
-                "shown": {r: f"{human_amount(r, v['used'].get(r, 0))} of {human_amount(r, q)}" for r, q in v["quota"].items()},
+                "shown": {
+                    r: f"{human_amount(r, v['used'].get(r, 0))} of {human_amount(r, q)}" for r, q in v["quota"].items()
+                },
             }
             for v in vcs
         ],

@@ -50,9 +50,7 @@ def parse_header(line: str) -> tuple[str, datetime] | None:
 def sources(logs_dir: Path) -> dict[str, list[str]]:
     """``{"cluster": ["hub", "yitong-service"], "node": ["host1/agent"]}`` from the files present."""
     cluster = sorted({p.name.split(".log")[0] for p in logs_dir.glob("*.log*") if _is_log(p)})
-    node = sorted(
-        {f"{p.parent.name}/{p.name.split('.log')[0]}" for p in logs_dir.glob("nodes/*/*.log*") if _is_log(p)}
-    )
+    node = sorted({f"{p.parent.name}/{p.name.split('.log')[0]}" for p in logs_dir.glob("nodes/*/*.log*") if _is_log(p)})
     return {"cluster": cluster, "node": node}
 
 
@@ -78,7 +76,7 @@ def files_of(logs_dir: Path, source: str) -> list[Path]:
 def lines_backwards(path: Path, budget: list[int]) -> Iterator[str]:
     """The lines of ``path`` last first, reading blocks from the end while ``budget[0]`` lasts."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed in finally, the generator may stop early
+        f = open(path, "rb")
     except OSError:
         return
     try:

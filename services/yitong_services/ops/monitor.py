@@ -82,7 +82,7 @@ class Monitor:
         while True:
             try:
                 await self.tick()
-            except Exception:  # noqa: BLE001 - a failed tick is logged; the next one tries again
+            except Exception:
                 log.exception("operations monitor: tick failed")
             await asyncio.sleep(self.ops.probe_interval)
 
@@ -133,6 +133,5 @@ class Monitor:
             "allocatable": dict(self.inventory) if local else {},
             "allocated": dict(allocated) if local else {},
             "used": dict(self.used) if local else {},
-            "services": list(self.services)
-            or [{"name": "monitor", "ok": False, "detail": "no probe has run yet"}],
+            "services": list(self.services) or [{"name": "monitor", "ok": False, "detail": "no probe has run yet"}],
         }

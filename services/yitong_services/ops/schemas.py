@@ -33,7 +33,9 @@ class OpsSettings(BaseModel):
     log_max_bytes: int = Field(
         10 * 2**20, ge=2**16, description="size at which a log file of the platform rotates (<data_dir>/logs)"
     )
-    log_backups: int = Field(5, ge=0, le=100, description="rotated files kept per log (retention: max_bytes x (1 + backups))")
+    log_backups: int = Field(
+        5, ge=0, le=100, description="rotated files kept per log (retention: max_bytes x (1 + backups))"
+    )
     log_scan_bytes: int = Field(
         16 * 2**20, ge=2**16, description="most bytes one log search reads, newest first (bounded reads)"
     )

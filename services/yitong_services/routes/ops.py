@@ -6,7 +6,6 @@ import time
 from datetime import datetime
 from typing import Annotated
 
-from anyio import to_thread
 from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
 
@@ -40,11 +39,11 @@ def _dashboard(ctx, monitor: Monitor) -> dict:  # type: ignore[no-untyped-def]
 
 
 @router.get("/dashboard", response_model=Dashboard)
-async def dashboard(caller: Caller, ctx: Ctx, request: Request) -> dict:
+def dashboard(caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Admin: nodes (allocatable, allocated, used, services' health, anomalies; worst first), a
     heat value per node, VC usage and queues (now and over time), jobs by state."""
     require_admin(caller, "read the cluster dashboard")
-    return await to_thread.run_sync(_dashboard, ctx, request.app.state.monitor)
+    return _dashboard(ctx, request.app.state.monitor)
 
 
 @router.post("/nodes/report", status_code=204)

@@ -6,7 +6,14 @@ import re
 import pytest
 
 PREFIX = "/services/yitong/"
-PAGES = ["console", "console/people", "console/dashboard", "console/logs", "console/vcs/vision", "console/profiles/gpu-1"]
+PAGES = [
+    "console",
+    "console/people",
+    "console/dashboard",
+    "console/logs",
+    "console/vcs/vision",
+    "console/profiles/gpu-1",
+]
 EVIL = '<script>alert("x")</script>'
 
 

@@ -44,7 +44,10 @@ def test_heat(allocatable, used, expected):
     [
         ({}, []),
         ({"reported": NOW - 500}, ["no report for 500 s"]),
-        ({"services": [{"name": "node-exporter", "ok": False, "detail": "ConnectError"}]}, ["node-exporter is down: ConnectError"]),
+        (
+            {"services": [{"name": "node-exporter", "ok": False, "detail": "ConnectError"}]},
+            ["node-exporter is down: ConnectError"],
+        ),
         ({"allocated": {"nvidia.com/gpu": 3}}, ["3 of 2 nvidia.com/gpu allocated"]),
         ({"allocated": {"cpu": 30}}, []),  # cpu and memory may be over-committed
     ],
@@ -84,7 +87,7 @@ def test_build_orders_worst_first_and_formats_amounts():
 
 
 class Quiet(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"ok")
@@ -101,10 +104,18 @@ async def test_route_nodes_reports_and_a_stopped_service_in_red(service_factory)
     async with service_factory(ops={"probes": probes, "probe_interval": 0.2}) as svc:
         monitor = svc.app.state.monitor
         await monitor.tick()
-        r = await svc.call("admin", "POST", "nodes/report", json={
-            "name": "gpu-07", "allocatable": {"cpu": 64, "memory": "256Gi", "nvidia.com/gpu": 8},
-            "allocated": {"nvidia.com/gpu": 8}, "used": {"cpu": 12, "memory": "100Gi"},
-            "services": [{"name": "slurmd", "ok": True}]})
+        r = await svc.call(
+            "admin",
+            "POST",
+            "nodes/report",
+            json={
+                "name": "gpu-07",
+                "allocatable": {"cpu": 64, "memory": "256Gi", "nvidia.com/gpu": 8},
+                "allocated": {"nvidia.com/gpu": 8},
+                "used": {"cpu": 12, "memory": "100Gi"},
+                "services": [{"name": "slurmd", "ok": True}],
+            },
+        )
         assert r.status_code == 204, r.text
         assert (await svc.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
         d = (await svc.call("admin", "GET", "dashboard")).json()

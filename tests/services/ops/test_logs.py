@@ -67,8 +67,12 @@ def test_search_levels_time_text_and_tracebacks(logs_dir):
     ]
     assert found[1].text.endswith('Traceback (most recent call last):\n  File "x.py", line 1')
     assert not truncated and scanned > 0
-    found, _, _ = logs.search(logs_dir, every, since=datetime(2026, 11, 25, 10, 6), until=datetime(2026, 11, 25, 10, 11))
-    assert [e.text.split("] ")[1] for e in found] == ["Uncaught exception\nTraceback (most recent call last):\n  File \"x.py\", line 1"]
+    found, _, _ = logs.search(
+        logs_dir, every, since=datetime(2026, 11, 25, 10, 6), until=datetime(2026, 11, 25, 10, 11)
+    )
+    assert [e.text.split("] ")[1] for e in found] == [
+        'Uncaught exception\nTraceback (most recent call last):\n  File "x.py", line 1'
+    ]
     found, _, _ = logs.search(logs_dir, ["hub"], text="YESTERDAY")  # rotated files are read too
     assert [e.at for e in found] == [datetime(2026, 11, 24, 23, 0)]
     found, _, _ = logs.search(logs_dir, every, limit=2)
