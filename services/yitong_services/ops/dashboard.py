@@ -9,6 +9,7 @@ measured, its *anomalies* the sentences the page shows in red.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +58,11 @@ def node_view(node: Mapping[str, Any], now: float, stale: float) -> dict[str, An
     }
 
 
+@lru_cache(maxsize=4096)
+def _human(resource: str, amount: float | int) -> str:
+    return human_amount(resource, amount)
+
+
 def shown(node: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """Per resource, the amounts as people read them (``vcs.quantities``, the one formatter):
     ``{"memory": {"allocatable": "16Gi", "allocated": "4Gi", "used": "-"}}``; ``-`` is unmeasured."""
@@ -69,7 +75,7 @@ def shown(node: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         values = {}
         for part in parts:
             amount = (node.get(part) or {}).get(r)
-            values[part] = "-" if amount is None else human_amount(r, amount)
+            values[part] = "-" if amount is None else _human(r, amount)
         out[r] = values
     return out
 

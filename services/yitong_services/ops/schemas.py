@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ..core.limits import MAX_ITEMS, MAX_SHORT
+from ..vcs.quantities import check_resource_name, parse_amount
 from ..vcs.schemas import Resources
 
 Short = Annotated[str, Field(max_length=MAX_SHORT)]
+
+
+def _usage(values: object) -> dict[str, float | int]:
+    """Like ``Resources``, but devices in use may be fractional (NVML's utilisation: 2.4 busy GPUs)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"expected a map of resource -> amount, got {values!r}")
+    out: dict[str, float | int] = {}
+    for name, amount in values.items():
+        check_resource_name(name)
+        if name in ("cpu", "memory") or not isinstance(amount, (int, float)) or isinstance(amount, bool):
+            out[name] = parse_amount(name, amount)
+        elif amount < 0 or amount != amount:
+            raise ValueError(f"{name}: {amount!r} is not an amount")
+        else:
+            out[name] = float(amount)
+    return out
+
+
+Usage = Annotated[dict[str, float | int], BeforeValidator(_usage)]
 
 
 class OpsSettings(BaseModel):
@@ -58,7 +78,7 @@ class NodeReport(BaseModel):
     source: Annotated[str, Field(max_length=32)] = "agent"
     allocatable: Resources = Field(default_factory=dict)
     allocated: Resources = Field(default_factory=dict)
-    used: Resources = Field(default_factory=dict)
+    used: Usage = Field(default_factory=dict)
     services: list[ServiceHealth] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
