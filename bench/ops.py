@@ -78,8 +78,10 @@ def node_report(i: int) -> dict:
         "name": f"node-{i:03d}",
         "source": "slurm",
         "allocatable": {"cpu": 64, "memory": "512Gi"} | ({"nvidia.com/gpu": gpus} if gpus else {}),
-        "allocated": {"cpu": (i * 7) % 64, "memory": f"{(i * 13) % 512}Gi"} | ({"nvidia.com/gpu": i % 9} if gpus else {}),
-        "used": {"cpu": (i * 5) % 64, "memory": f"{(i * 11) % 512}Gi"} | ({"nvidia.com/gpu": (i % 9) * 0.8} if gpus else {}),
+        "allocated": {"cpu": (i * 7) % 64, "memory": f"{(i * 13) % 512}Gi"}
+        | ({"nvidia.com/gpu": i % 9} if gpus else {}),
+        "used": {"cpu": (i * 5) % 64, "memory": f"{(i * 11) % 512}Gi"}
+        | ({"nvidia.com/gpu": (i % 9) * 0.8} if gpus else {}),
         "services": [
             {"name": "slurmd", "ok": i % 97 != 0, "detail": "" if i % 97 else "not responding"},
             {"name": "node-exporter", "ok": True},

@@ -9,8 +9,8 @@ measured, its *anomalies* the sentences the page shows in red.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from ..vcs.quantities import human_amount

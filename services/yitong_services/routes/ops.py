@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import func, select
 
 from ..core.errors import Refusal
+from ..jobs.models import Job
 from ..ops import dashboard as board
 from ..ops import logs as logfiles
-from ..jobs.models import Job
 from ..ops.monitor import Monitor
 from ..ops.schemas import Dashboard, LogPage, NodeReport
 from ..vcs import quota
