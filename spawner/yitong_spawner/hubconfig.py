@@ -97,6 +97,7 @@ def hub_config(
             "spawner_class": "yitong",
             "template_paths": [str(HERE / "hub_templates")],
             "template_vars": {"yitong_admin_url": f"{prefix}console"},
+            "logging_config": hub_logging(settings, data_dir),
             "load_groups": groups,
             "services": [
                 {
@@ -194,6 +195,31 @@ def hub_config(
         if slurm.get("partition"):
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
     return cfg
+
+
+HUB_LOG_FORMAT = "[%(levelname)1.1s %(asctime)s.%(msecs).03d %(name)s %(module)s:%(lineno)d] %(message)s"
+
+
+def hub_logging(settings: dict[str, Any], data_dir: str) -> dict[str, Any]:
+    """``JupyterHub.logging_config``: the hub's log also goes to ``<data_dir>/logs/hub.log`` (the
+    admin console's cluster logs), rotated at ``ops.log_max_bytes`` keeping ``ops.log_backups``
+    files like the service's own; the console handler stays."""
+    ops = settings.get("ops") or {}
+    return {
+        "handlers": {
+            "yitong_file": {
+                "class": "logging.handlers.RotatingFileHandler",
+                "filename": os.path.join(data_dir, "logs", "hub.log"),
+                "maxBytes": int(ops.get("log_max_bytes", 10 * 2**20)),
+                "backupCount": int(ops.get("log_backups", 5)),
+                "encoding": "utf8",
+                "formatter": "yitong_file",
+                "level": "INFO",
+            }
+        },
+        "formatters": {"yitong_file": {"format": HUB_LOG_FORMAT, "datefmt": "%Y-%m-%d %H:%M:%S"}},
+        "loggers": {"JupyterHub": {"handlers": ["console", "yitong_file"]}},
+    }
 
 
 def _count(value: Any, key: str) -> int:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..vcs.quantities import format_amount, human_amount
+from ..vcs.quantities import approx_amount, format_amount, human_amount
 
 PAGES = (("console", "VCs and profiles"), ("people", "People"), ("dashboard", "Dashboard"), ("logs", "Logs"))
 
@@ -74,7 +74,7 @@ def amounts_text(resources: Mapping[str, float | int], names: Iterable[str]) -> 
 
 def described(resources: Mapping[str, float | int]) -> list[str]:
     """``["4 cpu", "16Gi memory"]``: one entry per resource, for tables."""
-    return [f"{human_amount(r, a)} {r}" for r, a in resources.items()]
+    return [f"{approx_amount(r, a)} {r}" for r, a in resources.items()]
 
 
 def vc_rows(vcs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -85,8 +85,8 @@ def vc_rows(vcs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             {
                 "name": r,
                 "quota": human_amount(r, q),
-                "used": human_amount(r, vc["used"].get(r, 0)),
-                "free": human_amount(r, vc["free"].get(r, 0)),
+                "used": approx_amount(r, vc["used"].get(r, 0)),
+                "free": approx_amount(r, vc["free"].get(r, 0)),
                 "full": vc["free"].get(r, 0) <= 0,
             }
             for r, q in vc["quota"].items()

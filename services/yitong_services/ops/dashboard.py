@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from ..vcs.quantities import human_amount
+from ..vcs.quantities import approx_amount, human_amount
 
 
 def heat(allocatable: Mapping[str, float], used: Mapping[str, float | None]) -> float:
@@ -60,12 +60,13 @@ def node_view(node: Mapping[str, Any], now: float, stale: float) -> dict[str, An
 
 @lru_cache(maxsize=4096)
 def _human(resource: str, amount: float | int) -> str:
-    return human_amount(resource, amount)
+    return approx_amount(resource, amount)
 
 
 def shown(node: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     """Per resource, the amounts as people read them (``vcs.quantities``, the one formatter):
-    ``{"memory": {"allocatable": "16Gi", "allocated": "4Gi", "used": "-"}}``; ``-`` is unmeasured."""
+    ``{"memory": {"allocatable": "16Gi", "allocated": "4Gi", "used": "-"}}``; ``-`` is unmeasured
+    (nothing allocated is 0)."""
     parts = ("allocatable", "allocated", "used")
     names = {r for part in parts for r in (node.get(part) or {})}
     out = {}
@@ -74,7 +75,7 @@ def shown(node: Mapping[str, Any]) -> dict[str, dict[str, str]]:
             continue
         values = {}
         for part in parts:
-            amount = (node.get(part) or {}).get(r)
+            amount = (node.get(part) or {}).get(r, None if part == "used" else 0)
             values[part] = "-" if amount is None else _human(r, amount)
         out[r] = values
     return out
@@ -118,9 +119,7 @@ def build(
                 "quota": v["quota"],
                 "used": v["used"],
                 "queued": int(queued.get(v["name"], 0)),
-                "shown": {
-                    r: f"{human_amount(r, v['used'].get(r, 0))} of {human_amount(r, q)}" for r, q in v["quota"].items()
-                },
+                "shown": {r: f"{_human(r, v['used'].get(r, 0))} of {_human(r, q)}" for r, q in v["quota"].items()},
             }
             for v in vcs
         ],

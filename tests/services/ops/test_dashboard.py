@@ -125,7 +125,8 @@ async def test_route_nodes_reports_and_a_stopped_service_in_red(service_factory)
         assert local["allocated"]["nvidia.com/gpu"] == 1 and local["allocatable"]["nvidia.com/gpu"] == 4
         gpu07 = next(n for n in d["nodes"] if n["name"] == "gpu-07")
         assert gpu07["shown"]["nvidia.com/gpu"] == {"allocatable": "8", "allocated": "8", "used": "-"}
-        assert gpu07["shown"]["memory"]["allocatable"] == "256Gi" and gpu07["heat"] == 0.391
+        assert gpu07["shown"]["memory"] == {"allocatable": "256Gi", "allocated": "0", "used": "100Gi"}
+        assert gpu07["heat"] == 0.391
         assert d["anomalies"] == 0 and d["vcs"][0]["shown"]
         server.shutdown()
         server.server_close()
@@ -143,3 +144,20 @@ async def test_report_is_bounded_and_validated(service):
     assert r.status_code == 422 and "lots" in r.text
     assert (await service.call("service", "POST", "nodes/report", json={"name": "n1"})).status_code == 204
     await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize(
+    "resource,amount,expected",
+    [
+        ("memory", 25276510208, "23.5Gi"),
+        ("memory", 2**34, "16Gi"),
+        ("memory", 1536, "1.5Ki"),
+        ("memory", 0, "0"),
+        ("cpu", 1.25, "1.25"),
+        ("nvidia.com/gpu", 3, "3"),
+    ],
+)
+def test_measured_amounts_read_like_quantities(resource, amount, expected):
+    from yitong_services.vcs.quantities import approx_amount
+
+    assert approx_amount(resource, amount) == expected
