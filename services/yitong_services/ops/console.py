@@ -203,3 +203,30 @@ def people(
     for e in experiments:
         person(e["user"])["experiments"].append({k: e[k] for k in ("id", "name", "vc", "state")})
     return [out[n] for n in sorted(out)]
+
+
+def duration(seconds: int) -> str:
+    """``90 -> "1 min 30 s"``, ``3600 -> "1 h"``, ``0 -> "never"``."""
+    if not seconds:
+        return "never"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size} {unit}")
+            seconds %= size
+    return " ".join(parts)
+
+
+def culling_policy(culling: Mapping[str, Any]) -> list[str]:
+    """The idle-reclaim policy in sentences (the dashboard's), from the ``culling`` settings."""
+    timeout, vcs = culling.get("timeout") or 0, culling.get("vcs") or {}
+    if not timeout and not any(vcs.values()):
+        return ["Idle servers are not stopped (set culling.timeout in the settings file)."]
+    out = []
+    if timeout:
+        out.append(f"Servers idle for {duration(timeout)} are stopped.")
+    out += [f"VC {vc}: its members' servers idle for {duration(t)} are stopped." for vc, t in sorted(vcs.items()) if t]
+    if culling.get("max_age"):
+        out.append(f"Any server older than {duration(culling['max_age'])} is stopped.")
+    out.append("A person in several policies meets the shortest.")
+    return out

@@ -61,6 +61,22 @@ class OpsSettings(BaseModel):
     )
 
 
+class CullingSettings(BaseModel):
+    """``culling``: idle servers stopped by ``jupyterhub-idle-culler`` hub services (the hub's
+    config builds them, ``yitong_spawner.hubconfig.idle_cullers``); the console shows the policy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout: int = Field(0, ge=0, description="seconds idle before a server is stopped (0: no culling)")
+    every: int | None = Field(
+        None, ge=0, description="seconds between passes (default: a tenth of the shortest timeout, at least 30)"
+    )
+    max_age: int = Field(0, ge=0, description="seconds after which any server is stopped, idle or not (0: never)")
+    vcs: dict[Short, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, description="per-VC timeouts, e.g. {vision: 1800}: for the members of the VC's groups"
+    )
+
+
 class ServiceHealth(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -210,7 +210,8 @@ async def console_dashboard(request: Request) -> Response:
     who = await _admin(request)
     if isinstance(who, Response):
         return who
-    return _page(*who, "console/dashboard.html", "dashboard", "Cluster dashboard")
+    policy = console.culling_policy(who[0].settings.culling.model_dump())
+    return _page(*who, "console/dashboard.html", "dashboard", "Cluster dashboard", culling=policy)
 
 
 @router.get("/console/logs", response_class=HTMLResponse)

@@ -92,3 +92,64 @@ async def test_people_lists_servers_jobs_with_their_vc(service):
     row = re.search(r'<tr data-person="alice">(.*?)</tr>', r.text, re.S)
     assert row and "gpu: allocated, not running · VC vision · gpu-1" in row.group(1)
     assert 'data-person="bob"' in r.text  # everyone the hub knows, with nothing too
+
+
+@pytest.mark.parametrize(
+    "culling,expected",
+    [
+        ({}, ["Idle servers are not stopped (set culling.timeout in the settings file)."]),
+        (
+            {"timeout": 3600, "vcs": {"vision": 600}, "max_age": 90000},
+            [
+                "Servers idle for 1 h are stopped.",
+                "VC vision: its members' servers idle for 10 min are stopped.",
+                "Any server older than 1 d 1 h is stopped.",
+                "A person in several policies meets the shortest.",
+            ],
+        ),
+    ],
+)
+def test_culling_policy(culling, expected):
+    from yitong_services.ops.console import culling_policy
+
+    assert culling_policy(culling) == expected
+
+
+def test_people_builder():
+    from yitong_services.ops.console import people
+
+    users = [{"name": "alice", "servers": {"": {"ready": True, "last_activity": "t"}}}, {"name": "bob", "admin": True}]
+    allocations = [
+        {
+            "ref": "alice/",
+            "kind": "server",
+            "user": "alice",
+            "vc": "vision",
+            "profile": "gpu-1",
+            "resources": {"nvidia.com/gpu": 1},
+        },
+        {"ref": "7", "kind": "job", "user": "alice", "vc": "vision", "profile": "job", "resources": {"cpu": 1.0}},
+    ]
+    jobs = [{"id": 7, "name": "train", "vc": "vision", "user": "carol", "state": "running"}]
+    rows = people(users, allocations, jobs, [])
+    assert [r["name"] for r in rows] == ["alice", "bob", "carol"]
+    assert rows[0]["servers"] == [
+        {
+            "name": "(default)",
+            "state": "ready",
+            "vc": "vision",
+            "profile": "gpu-1",
+            "resources": ["1 nvidia.com/gpu"],
+            "last_activity": "t",
+        }
+    ]
+    assert rows[1]["admin"] and rows[2]["jobs"] == [{"id": 7, "name": "train", "vc": "vision", "state": "running"}]
+
+
+def test_hub_page_vars_keep_names_inside_the_script():
+    from yitong_services.ops.console import hub_page_vars
+
+    out = hub_page_vars("/", '</script><script>alert(1)</script>"')
+    assert "<" not in out["user"]["json_escaped_name"] and '\\"' in out["user"]["json_escaped_name"]
+    assert out["static_url"]("css/style.min.css") == "/hub/static/css/style.min.css"
+    assert hub_page_vars("/jh/", "a")["base_url"] == "/jh/hub/"
