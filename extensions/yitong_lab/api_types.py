@@ -100,6 +100,20 @@ class Committed(TypedDict):
     unchanged: NotRequired[bool]
 
 
+class Dashboard(TypedDict):
+    "``GET /dashboard``: the whole cluster at a glance (docs/operations.md)."
+
+    anomalies: int
+    backend: str
+    generated: str
+    history: list[dict[str, Any]]
+    jobs: dict[str, int]
+    nodes: list[NodeOut]
+    queued: int
+    totals: dict[str, dict[str, float | int]]
+    vcs: list[VCLoad]
+
+
 class DatasetIn(TypedDict):
     description: NotRequired[str]
     name: str
@@ -330,6 +344,22 @@ class LocalPlacement(TypedDict):
     visible_env: list[str]
 
 
+class LogLine(TypedDict):
+    at: str | None
+    level: str
+    source: str
+    text: str
+
+
+class LogPage(TypedDict):
+    "``GET /logs``: matching lines, newest first; ``truncated`` when the scan stopped at its bound."
+
+    lines: list[LogLine]
+    scanned_bytes: int
+    sources: dict[str, list[str]]
+    truncated: bool
+
+
 class Manifest(TypedDict):
     files: list[FileEntry]
 
@@ -416,6 +446,30 @@ class ModelVersionOut(TypedDict):
     number: int
     signature: dict[str, Any]
     tags: dict[str, Any]
+
+
+class NodeOut(TypedDict):
+    age: float | None
+    allocatable: dict[str, float | int]
+    allocated: dict[str, float | int]
+    anomalies: list[str]
+    heat: float
+    name: str
+    services: list[ServiceHealth]
+    shown: dict[str, dict[str, str]]
+    source: str
+    used: dict[str, float | int | None]
+
+
+class NodeReport(TypedDict):
+    "What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services."
+
+    allocatable: NotRequired[dict[str, float | str]]
+    allocated: NotRequired[dict[str, float | str]]
+    name: str
+    services: NotRequired[list[ServiceHealth]]
+    source: NotRequired[str]
+    used: NotRequired[dict[str, float | int]]
 
 
 class Placement(TypedDict):
@@ -530,6 +584,12 @@ class SSHKeyOut(TypedDict):
     id: int
 
 
+class ServiceHealth(TypedDict):
+    detail: NotRequired[str]
+    name: str
+    ok: bool
+
+
 class Signature(TypedDict):
     inputs: NotRequired[list[TensorSpec]]
     outputs: NotRequired[list[TensorSpec]]
@@ -596,6 +656,14 @@ class VCIn(TypedDict):
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | str]]
     user_caps: NotRequired[dict[str, float | str]]
+
+
+class VCLoad(TypedDict):
+    name: str
+    queued: int
+    quota: dict[str, float | int]
+    shown: dict[str, str]
+    used: dict[str, float | int]
 
 
 class VCOption(TypedDict):
@@ -674,6 +742,7 @@ __all__ = [
     "Code",
     "CommitIn",
     "Committed",
+    "Dashboard",
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
@@ -697,6 +766,8 @@ __all__ = [
     "KubePlacement",
     "Lineage",
     "LocalPlacement",
+    "LogLine",
+    "LogPage",
     "Manifest",
     "Materialized",
     "Me",
@@ -708,6 +779,8 @@ __all__ = [
     "ModelPatch",
     "ModelVersionIn",
     "ModelVersionOut",
+    "NodeOut",
+    "NodeReport",
     "Placement",
     "ProfileIn",
     "ProfileOption",
@@ -718,6 +791,7 @@ __all__ = [
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",
+    "ServiceHealth",
     "Signature",
     "SizedPath",
     "SlurmPlacement",
@@ -729,6 +803,7 @@ __all__ = [
     "UploadState",
     "Usage",
     "VCIn",
+    "VCLoad",
     "VCOption",
     "VCOut",
     "VCPatch",

@@ -4,7 +4,8 @@ Files live under ``<data_dir>/logs``: ``<name>.log`` (and its rotations ``<name>
 are cluster logs (``hub``, ``yitong-service``, ...); ``nodes/<node>/<name>.log`` are node logs.
 A search reads files backwards in blocks and stops after ``budget`` bytes, so no file is ever
 read whole into memory. Lines start like the hub's and the service's log lines,
-``[I 2026-11-25 21:00:00.123 JupyterHub app:3000] text`` or ``[INFO 2026-11-25 21:00:00,123 name] text``;
+``[I 2026-11-25 21:00:00.123 JupyterHub app:3000] text`` or ``[INFO 2026-11-25 21:00:00,123 name] text``,
+or are logfmt with ``ts=`` and ``level=`` (Prometheus, Alertmanager, the node exporter);
 other lines (tracebacks) belong to the entry above them.
 """
 
@@ -20,6 +21,8 @@ from pathlib import Path
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 _LETTER = {"D": "debug", "I": "info", "W": "warning", "E": "error", "C": "critical"}
 _HEADER = re.compile(r"^\[(?P<level>[A-Z]+) (?P<at>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)")
+# logfmt, as Prometheus, Alertmanager and the node exporter write: ts=... (or time=...) ... level=...
+_LOGFMT = re.compile(r"^(?:ts|time)=\"?(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\S*\s.*?\blevel=\"?(?P<level>[A-Za-z]+)")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 BLOCK = 64 * 1024
 MAX_ENTRY = 8192  # characters of one entry (a long traceback is cut)
@@ -35,7 +38,7 @@ class Entry:
 
 def parse_header(line: str) -> tuple[str, datetime] | None:
     """``("info", datetime(...))`` for a line that starts an entry, else None."""
-    m = _HEADER.match(line)
+    m = _HEADER.match(line) or _LOGFMT.match(line)
     if not m:
         return None
     raw = m.group("level")

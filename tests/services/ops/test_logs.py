@@ -39,6 +39,11 @@ def logs_dir(tmp_path):
         ("[WARNING 2026-11-25 10:00:00,001 y] x", ("warning", datetime(2026, 11, 25, 10, 0, 0))),
         ("[C 2026-11-25 10:00:00.001 z] x", ("critical", datetime(2026, 11, 25, 10, 0, 0))),
         ("  File 'x.py'", None),
+        (
+            'ts=2026-11-25T10:00:00.123Z caller=main.go:1 level=warn msg="x"',
+            ("warning", datetime(2026, 11, 25, 10, 0, 0)),
+        ),
+        ("time=2026-11-25T10:00:00.123Z level=ERROR source=a.go msg=x", ("error", datetime(2026, 11, 25, 10, 0, 0))),
         ("[Q 2026-11-25 10:00:00 z] unknown level", None),
     ],
 )
