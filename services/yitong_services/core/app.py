@@ -231,7 +231,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="yitong-service",
         description="Yitong's platform service",
-        epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)",
+        epilog="subcommands: yitong-service slurm-accounts [--apply], yitong-service node-report (see --help there)",
     )
     p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
     p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
@@ -247,6 +247,10 @@ def main(argv: list[str] | None = None) -> None:
         from ..jobs.slurm_accounts import main as slurm_accounts
 
         sys.exit(slurm_accounts(argv[1:]))
+    if argv[:1] == ["node-report"]:  # subcommand: a node's agent for the cluster dashboard
+        from ..ops.agent import main as node_report
+
+        sys.exit(node_report(argv[1:]))
     if argv[:1] == ["verify"]:  # subcommand: rehash the dataset store and the materialise cache
         from ..datasets.cli import main as verify_store
 

@@ -161,3 +161,42 @@ def test_measured_amounts_read_like_quantities(resource, amount, expected):
     from yitong_services.vcs.quantities import approx_amount
 
     assert approx_amount(resource, amount) == expected
+
+
+async def test_node_agent_reports_through_the_route(service):
+    """``yitong-service node-report`` against the route, served by uvicorn on loopback."""
+    import subprocess
+    import sys
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(service.app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.05)
+    try:
+        api = f"http://127.0.0.1:{port}/services/yitong/api/v1"
+        argv = [sys.executable, "-m", "yitong_services.core.app", "node-report", "--api", api, "--name", "slurm-n1"]
+        argv += [
+            "--source",
+            "slurm",
+            "--device",
+            "nvidia.com/gpu=2",
+            "--probe",
+            f"slurmd=http://127.0.0.1:{free_port()}/",
+        ]
+        env = {**__import__("os").environ, "YT_TOKEN": service.hub.service_token}
+        done = await asyncio.to_thread(subprocess.run, argv, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        bad = await asyncio.to_thread(
+            subprocess.run, argv[:6] + ["--device", "gpu"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert bad.returncode != 0 and "expected NAME=VALUE" in bad.stderr
+    finally:
+        server.should_exit = True
+        await task
+    d = (await service.call("admin", "GET", "dashboard")).json()
+    node = next(n for n in d["nodes"] if n["name"] == "slurm-n1")
+    assert node["source"] == "slurm" and node["allocatable"]["nvidia.com/gpu"] == 2
+    assert node["used"]["memory"] > 0 and node["anomalies"][0].startswith("slurmd is down")
