@@ -28,10 +28,14 @@ def heat(allocatable: Mapping[str, float], used: Mapping[str, float | None]) -> 
 
 def anomalies(node: Mapping[str, Any], now: float, stale: float) -> list[str]:
     """The sentences the dashboard shows in red for one node."""
-    out = []
     reported = node.get("reported")
-    if reported is not None and now - reported > stale:
-        out.append(f"no report for {round(now - reported)} s")
+    late = [f"no report for {round(now - reported)} s"] if reported is not None and now - reported > stale else []
+    return late + _lasting(node)
+
+
+def _lasting(node: Mapping[str, Any]) -> list[str]:
+    """The anomalies that last as long as the report does (not its age)."""
+    out = []
     for svc in node.get("services") or ():
         if not svc["ok"]:
             out.append(f"{svc['name']} is down" + (f": {svc['detail']}" if svc.get("detail") else ""))
@@ -42,20 +46,39 @@ def anomalies(node: Mapping[str, Any], now: float, stale: float) -> list[str]:
     return out
 
 
-def node_view(node: Mapping[str, Any], now: float, stale: float) -> dict[str, Any]:
-    reported = node.get("reported")
+def _static_view(node: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "name": node["name"],
         "source": node.get("source", "agent"),
-        "age": None if reported is None else round(now - reported, 1),
+        "age": None,
         "allocatable": dict(node.get("allocatable") or {}),
         "allocated": dict(node.get("allocated") or {}),
         "used": dict(node.get("used") or {}),
         "heat": heat(node.get("allocatable") or {}, node.get("used") or {}),
         "shown": shown(node),
         "services": list(node.get("services") or ()),
-        "anomalies": anomalies(node, now, stale),
+        "anomalies": _lasting(node),
     }
+
+
+def node_view(
+    node: Mapping[str, Any], now: float, stale: float, cache: dict[Any, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """One node's row. ``cache`` keeps the parts a report fixes (amounts, heat, services) per
+    (node, report time), so an unchanged report is not formatted again on every call."""
+    reported = node.get("reported")
+    key = (node["name"], reported)
+    base = cache.get(key) if cache is not None and reported is not None else None
+    if base is None:
+        base = _static_view(node)
+        if cache is not None and reported is not None:
+            cache[key] = base
+    view = dict(base)
+    if reported is not None:
+        view["age"] = round(now - reported, 1)
+        if now - reported > stale:
+            view["anomalies"] = [f"no report for {round(now - reported)} s", *base["anomalies"]]
+    return view
 
 
 @lru_cache(maxsize=4096)
@@ -102,10 +125,11 @@ def build(
     history: Iterable[Mapping[str, Any]] = (),
     now: float,
     stale: float,
+    cache: dict[Any, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The ``GET /dashboard`` answer: nodes worst first (anomalies, then heat), VCs with their
     queue, jobs by state."""
-    views = [node_view(n, now, stale) for n in nodes]
+    views = [node_view(n, now, stale, cache) for n in nodes]
     views.sort(key=lambda n: (not n["anomalies"], -n["heat"], n["name"]))
     return {
         "generated": datetime.fromtimestamp(now, UTC).isoformat(),

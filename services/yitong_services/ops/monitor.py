@@ -66,6 +66,7 @@ class Monitor:
         self.services: list[dict[str, Any]] = []
         self.used: dict[str, float | int | None] = {}
         self.history: deque[dict[str, Any]] = deque(maxlen=ops.history)
+        self._views: dict[Any, dict[str, Any]] = {}  # the dashboard's rows of unchanged reports
         self.ticks = 0
         self._task: asyncio.Task | None = None
 
@@ -121,6 +122,12 @@ class Monitor:
             "at": round(time.time(), 1),
             "vcs": {v["name"]: {"used": v["used"], "queued": queued.get(v["name"], 0)} for v in vcs},
         }
+
+    def view_cache(self) -> dict[Any, dict[str, Any]]:
+        """The dashboard builder's cache of node rows, emptied when it outgrows the registry."""
+        if len(self._views) > 2 * self.ops.max_nodes:
+            self._views = {}
+        return self._views
 
     def local_node(self, allocated: Resources) -> dict[str, Any]:
         """This machine: on the local backend the node jobs and servers run on (every allocation

@@ -43,6 +43,7 @@ def _dashboard(ctx, monitor: Monitor) -> dict:  # type: ignore[no-untyped-def]
         history=list(monitor.history),
         now=time.time(),
         stale=ctx.settings.ops.node_stale,
+        cache=monitor.view_cache(),
     )
 
 

@@ -200,3 +200,15 @@ async def test_node_agent_reports_through_the_route(service):
     node = next(n for n in d["nodes"] if n["name"] == "slurm-n1")
     assert node["source"] == "slurm" and node["allocatable"]["nvidia.com/gpu"] == 2
     assert node["used"]["memory"] > 0 and node["anomalies"][0].startswith("slurmd is down")
+
+
+def test_unchanged_reports_are_reused_but_age():
+    cache: dict = {}
+    n = node("n1")
+    first = board.node_view(n, NOW, 120, cache)
+    assert first["age"] == 1.0 and first["anomalies"] == [] and len(cache) == 1
+    later = board.node_view(n, NOW + 300, 120, cache)
+    assert later["age"] == 301.0 and later["anomalies"] == ["no report for 301 s"]
+    assert later["shown"] is first["shown"] and first["anomalies"] == []  # the cached row is not changed
+    board.node_view(node("n1", reported=NOW + 299), NOW + 300, 120, cache)
+    assert len(cache) == 2
