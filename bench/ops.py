@@ -20,9 +20,9 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -89,13 +89,20 @@ def node_report(i: int) -> dict:
     }
 
 
-def serve(work: Path, port: int):  # type: ignore[no-untyped-def]
-    import uvicorn
+SERVER = """
+import sys, uvicorn
+from yitong_services.core.app import create_app
+from yitong_services.core.settings import Settings
+settings = Settings.model_validate_json(sys.argv[1])
+app = create_app(settings, hub_api_url="http://127.0.0.1:9/hub/api", hub_api_token=sys.argv[2], reconcile_interval=-1)
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="warning", access_log=False)
+"""
 
-    from yitong_services.core.app import create_app
+
+def settings_for(work: Path):  # type: ignore[no-untyped-def]
     from yitong_services.core.settings import Settings
 
-    settings = Settings.model_validate(
+    return Settings.model_validate(
         {
             "backend": "slurm",
             "backends": {"slurm": {"inventory": {"cpu": 32000, "memory": "256Ti", "nvidia.com/gpu": 3000}}},
@@ -104,13 +111,28 @@ def serve(work: Path, port: int):  # type: ignore[no-untyped-def]
             "data_dir": str(work),
         }
     )
-    app = create_app(settings, hub_api_url="http://127.0.0.1:9/hub/api", hub_api_token=TOKEN, reconcile_interval=-1)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    return app, server, thread
+
+
+def serve(work: Path, port: int, jobs: int):  # type: ignore[no-untyped-def]
+    """Migrate and fill the database here, then serve it from a process of its own (the
+    client's parsing and the server never share an interpreter lock)."""
+    from yitong_services.core.db import Database
+
+    settings = settings_for(work)
+    db = Database(settings.database_url)
+    db.upgrade()
+    fill(db, jobs)
+    db.dispose()
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, settings.model_dump_json(), TOKEN, str(port)])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/services/yitong/api/v1/health", timeout=1).status_code == 200:
+                return settings, proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the platform service did not start")
 
 
 def render_times(url: str, cookie: dict, loads: int) -> list[float] | str:
@@ -140,8 +162,7 @@ def case_a(args: argparse.Namespace) -> None:
     nodes, jobs, requests = (100, 1000, 50) if args.quick else (args.nodes, args.jobs, args.requests)
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        app, server, thread = serve(Path(tmp), port)
-        fill(app.state.yitong.db, jobs)
+        settings, proc = serve(Path(tmp), port, jobs)
         base = f"http://127.0.0.1:{port}/services/yitong/"
         headers = {"Authorization": f"token {TOKEN}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
@@ -161,17 +182,15 @@ def case_a(args: argparse.Namespace) -> None:
         times.sort()
         p50 = statistics.median(times) * 1000
         p99 = times[min(len(times) - 1, int(len(times) * 0.99))] * 1000
-        ctx = app.state.yitong
         from tornado.web import create_signed_value
 
-        cookie = {
-            "name": ctx.cookie_name,
-            "value": create_signed_value(ctx.cookie_secret, ctx.cookie_name, TOKEN).decode(),
-            "url": base,
-        }
-        renders = render_times(f"{base}console/dashboard", cookie, 5)
-        server.should_exit = True
-        thread.join(10)
+        from yitong_services.core.oauth import cookie_secret
+
+        name = "service-yitong-token"  # the cookie of the service's OAuth client
+        value = create_signed_value(cookie_secret(settings.data_dir), name, TOKEN).decode()
+        renders = render_times(f"{base}console/dashboard", {"name": name, "value": value, "url": base}, 5)
+        proc.terminate()
+        proc.wait(10)
     if isinstance(renders, str):
         page = f"page render not measured ({renders})"
     else:
