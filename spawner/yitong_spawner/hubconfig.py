@@ -136,6 +136,8 @@ def hub_config(
                         "read:roles:users",
                         # a job's own short-lived token: minted for its owner, revoked when it ends
                         "tokens",
+                        # the accelerator reclaim stops an idle server that holds an accelerator (settings `reclaim`)
+                        "delete:servers",
                     ],
                     "services": [SERVICE_NAME],
                 },

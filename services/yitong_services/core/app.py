@@ -23,6 +23,7 @@ from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
 from ..ops.monitor import Monitor
+from ..ops.reclaim import Reclaimer
 from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
 from ..routes.common import Caller, require_admin
@@ -109,6 +110,7 @@ def create_app(
         probes=service_probes(hub.api_url, os.environ.get("YITONG_HUB_URL")) if hub.token else {},
         checks=service_checks(settings, jobs, gateway),
     )
+    reclaimer = Reclaimer(ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -126,9 +128,11 @@ def create_app(
         if settings.ssh.port and hub.token:
             await gateway.start()
         await monitor.start()
+        await reclaimer.start()
         try:
             yield
         finally:
+            await reclaimer.stop()
             await monitor.stop()
             await hpo.stop()
             await gateway.stop()
@@ -156,6 +160,7 @@ def create_app(
     app.state.job_feed = feed
     app.state.hpo = hpo
     app.state.monitor = monitor
+    app.state.reclaimer = reclaimer
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")

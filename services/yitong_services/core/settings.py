@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``ops``, ``culling``, ``backends.*.inventory``,
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
 ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from ..ops.schemas import CullingSettings, OpsSettings
+from ..ops.schemas import CullingSettings, OpsSettings, ReclaimSettings
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
 from ..vcs.quantities import parse_amount
@@ -115,6 +115,7 @@ class Settings(Lenient):
     ssh: SSHSettings = Field(default_factory=SSHSettings)
     ops: OpsSettings = Field(default_factory=OpsSettings)
     culling: CullingSettings = Field(default_factory=CullingSettings)
+    reclaim: ReclaimSettings = Field(default_factory=ReclaimSettings)
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     devices: DevicesSection = Field(
         default_factory=default_devices, description="the accelerator table (vcs/devices.py), merged over the defaults"

@@ -230,3 +230,18 @@ def culling_policy(culling: Mapping[str, Any]) -> list[str]:
         out.append(f"Any server older than {duration(culling['max_age'])} is stopped.")
     out.append("A person in several policies meets the shortest.")
     return out
+
+
+def reclaim_policy(reclaim: Mapping[str, Any]) -> str:
+    """The accelerator reclaim's policy in one sentence, from the ``reclaim`` settings."""
+    if not reclaim.get("enabled"):
+        return "Accelerator reclaim is off (reclaim.enabled in the settings file)."
+    measured = (
+        "and its accelerator below {:.0%} busy".format(reclaim["busy_threshold"])
+        if reclaim.get("require_measurement", True)
+        else "(its accelerator's use where measured)"
+    )
+    return (
+        f"A server holding an accelerator, its kernels and terminals idle for {duration(int(reclaim['idle']))} {measured},"
+        f" is warned, then stopped {duration(int(reclaim['grace']))} later; a busy kernel is never touched."
+    )

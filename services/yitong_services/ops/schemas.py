@@ -77,6 +77,27 @@ class CullingSettings(BaseModel):
     )
 
 
+class ReclaimSettings(BaseModel):
+    """``reclaim``: notebook servers holding an accelerator, idle, warned then stopped
+    (docs/operations.md, "Idle reclaim"). Off by default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(False, description="run the accelerator reclaim in this service")
+    idle: float = Field(
+        1800.0, gt=0, description="seconds without kernel, terminal or server activity before a warning"
+    )
+    grace: float = Field(
+        600.0, ge=0, description="seconds from the warning to the stop, unless the server is used meanwhile"
+    )
+    interval: float = Field(60.0, gt=0, le=3600, description="seconds between passes")
+    busy_threshold: float = Field(0.05, ge=0, le=1, description="accelerator utilisation above which it counts as used")
+    require_measurement: bool = Field(
+        True,
+        description="only reclaim where the accelerator's use is measured (NVML); false: idle kernels and terminals suffice",
+    )
+
+
 class ServiceHealth(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -210,8 +210,10 @@ async def console_dashboard(request: Request) -> Response:
     who = await _admin(request)
     if isinstance(who, Response):
         return who
-    policy = console.culling_policy(who[0].settings.culling.model_dump())
-    return _page(*who, "console/dashboard.html", "dashboard", "Cluster dashboard", culling=policy)
+    settings = who[0].settings
+    policy = console.culling_policy(settings.culling.model_dump())
+    reclaim = console.reclaim_policy(settings.reclaim.model_dump())
+    return _page(*who, "console/dashboard.html", "dashboard", "Cluster dashboard", culling=policy, reclaim=reclaim)
 
 
 @router.get("/console/logs", response_class=HTMLResponse)

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import func, select
 
+from ..core.authz import Identity
 from ..core.errors import Refusal
 from ..jobs.models import Job
 from ..ops import dashboard as board
@@ -118,3 +119,22 @@ def search_logs(
         "scanned_bytes": scanned,
         "truncated": truncated,
     }
+
+
+@router.get("/reclaim")
+def reclaim_decisions(caller: Caller, request: Request) -> dict:
+    """The accelerator reclaim's policy and its latest decision per server holding an
+    accelerator (keep, warn, stop, with the reason), and the latest stops; admins see every
+    server, others their own."""
+    reclaimer = request.app.state.reclaimer
+    return {
+        "policy": reclaimer.policy.model_dump(),
+        "servers": [d for d in reclaimer.decisions.values() if _sees(caller, d)],
+        "stopped": [d for d in reclaimer.stopped if _sees(caller, d)],
+    }
+
+
+def _sees(caller: Identity, decision: dict) -> bool:
+    """Admins see every server's decision, a person their own servers'."""
+    owner = decision.get("ref", "").split("/", 1)[0]
+    return caller.privileged or (caller.kind == "user" and owner == caller.name)

@@ -115,6 +115,8 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/dashboard"): (None, ADMIN_ONLY),
     ("POST", "api/v1/nodes/report"): ({"name": "n-{role}", "allocatable": {"cpu": 4}}, row(403, 403, 204)),
     ("GET", "api/v1/logs"): (None, ADMIN_ONLY),
+    # everyone sees the policy and their own servers' decisions (tests/services/ops/test_reclaim.py)
+    ("GET", "api/v1/reclaim"): (None, ALL),
 }
 
 # query strings some calls need: the event stream ends at once instead of after 5 minutes
