@@ -2,7 +2,8 @@
 reached from the hub's own nav bar (HubOAuth round trip), a VC created and edited from its
 form and seen in the REST API and the audit log, a refused form showing the service's
 sentence, hostile names inert, the dashboard turning a node red when its node exporter stops,
-the logs page searching the hub's log, and a non-admin refused. Screenshots go to
+the logs page searching the hub's log, an idle server holding a GPU warned then stopped while a
+busy kernel keeps it, and a non-admin refused. Screenshots go to
 docs/img/ops-*.png for docs/operations.md.
 
 The "node exporter" here is a small HTTP server this test starts and stops (``ops.probes``):
@@ -11,6 +12,7 @@ what the dashboard watches is any URL of the node, and stopping a real exporter 
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import threading
 from pathlib import Path
@@ -52,6 +54,8 @@ def exporter():
 def ops_stack(tmp_path_factory, exporter):
     settings = {k: v for k, v in SETTINGS.items() if k != "ssh"}
     settings["ops"] = {"probes": {"node-exporter": exporter[1]}, "probe_interval": 1}
+    # no NVML here: reclaim on idle kernels alone, in seconds rather than minutes
+    settings["reclaim"] = {"enabled": True, "idle": 3, "grace": 3, "interval": 1, "require_measurement": False}
     s = Stack(tmp_path_factory.mktemp("ops"), settings, PASSWORDS).start()
     yield s
     s.stop()
@@ -174,3 +178,83 @@ def test_not_for_users(ops_stack):
             assert r.status_code == 403, (path, r.status_code)
     r = httpx.get(f"{stack.platform}/dashboard", headers={"Authorization": f"token {stack.token('alice')}"})
     assert r.status_code == 403
+
+
+def execute(ws_url: str, token: str, code: str) -> None:
+    """Send one execute_request on a kernel's websocket (the Jupyter protocol), no reply awaited."""
+    import json
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    async def send():
+        conn = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {token}"}))
+        msg_id = uuid.uuid4().hex
+        header = {
+            "msg_id": msg_id,
+            "username": "alice",
+            "session": uuid.uuid4().hex,
+            "msg_type": "execute_request",
+            "version": "5.3",
+        }
+        content = {"code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False}
+        await conn.write_message(
+            json.dumps({"header": header, "parent_header": {}, "metadata": {}, "content": content, "channel": "shell"})
+        )
+        for _ in range(50):  # until the kernel says it is busy
+            reply = json.loads(await conn.read_message())
+            if reply.get("msg_type") == "status" and reply["content"].get("execution_state") == "busy":
+                break
+        conn.close()
+
+    asyncio.run(send())
+
+
+def test_reclaim_spares_a_busy_kernel_then_stops_the_idle_gpu_server(ops_stack):
+    import time
+
+    stack = ops_stack
+    admin, alice = stack.token("admin"), stack.token("alice")
+    with stack.hub(alice) as hub:
+        r = hub.post("/users/alice/server", json={"vc": "vision", "profile": "gpu-1"})
+        assert r.status_code in (201, 202), r.text
+    server = stack.wait_ready(admin, "alice")
+    base = stack.url + server["url"]
+    headers = {"Authorization": f"token {alice}"}
+    kernel = httpx.post(base + "api/kernels", json={"name": "python3"}, headers=headers, timeout=60).json()
+    ws = base.replace("http://", "ws://") + f"api/kernels/{kernel['id']}/channels"
+    execute(ws, alice, "import time; time.sleep(600)")
+
+    def decision(token):
+        for d in httpx.get(f"{stack.platform}/reclaim", headers={"Authorization": f"token {token}"}).json()["servers"]:
+            if d["ref"] == "alice/":
+                return d
+        return None
+
+    time.sleep(12)  # past idle + grace, several passes: the busy kernel keeps the server
+    assert (decision(admin) or {}).get("reason") == "a kernel is busy", decision(admin)
+    assert decision(alice)["action"] == "keep"  # alice sees her own server's decision
+    assert decision(stack.token("bob")) is None  # and nobody else does
+    with stack.hub(admin) as hub:
+        assert hub.get("/users/alice").json()["servers"][""]["ready"]
+    assert httpx.delete(base + f"api/kernels/{kernel['id']}", headers=headers, timeout=30).status_code == 204
+    warned = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        d = decision(admin)
+        if d and d["action"] == "warn":
+            warned = d
+        with stack.hub(admin) as hub:
+            if "" not in hub.get("/users/alice").json().get("servers", {}):
+                break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"alice's idle GPU server was not stopped: {decision(admin)}")
+    assert warned is not None and "stopped in 3 s unless used" in warned["reason"]
+    stopped = httpx.get(f"{stack.platform}/reclaim", headers={"Authorization": f"token {admin}"}).json()["stopped"]
+    assert stopped[-1]["ref"] == "alice/" and "after a warning" in stopped[-1]["reason"]
+    deadline = time.monotonic() + 30
+    while [a for a in stack.allocations(admin, vc="vision") if a["user"] == "alice"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not [a for a in stack.allocations(admin, vc="vision") if a["user"] == "alice"]  # the GPU is back
