@@ -1098,6 +1098,28 @@ export interface paths {
         patch: operations["patch_profile_services_yitong_api_v1_profiles__name__patch"];
         trace?: never;
     };
+    "/services/yitong/api/v1/reclaim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reclaim Decisions
+         * @description The accelerator reclaim's policy and its latest decision per server holding an
+         *     accelerator (keep, warn, stop, with the reason), and the latest stops; admins see every
+         *     server, others their own.
+         */
+        get: operations["reclaim_decisions_services_yitong_api_v1_reclaim_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -5843,6 +5865,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reclaim_decisions_services_yitong_api_v1_reclaim_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description refused, with a sentence why */
