@@ -71,7 +71,7 @@ def log_in(stack, page, user: str) -> None:
 
 def shot(page, name: str) -> None:
     DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / name), full_page=True)
+    page.screenshot(path=str(DOCS_IMG / name), timeout=90_000)
 
 
 def test_console_creates_and_edits_a_vc(ops_stack, page):
@@ -127,13 +127,19 @@ def test_console_creates_and_edits_a_vc(ops_stack, page):
         assert "robotics" in [v["name"] for v in api.get("/spawn-options").json()["vcs"]]
 
 
+def loaded(page) -> None:
+    """The dashboard drawn (or its error shown, which fails with the sentence)."""
+    page.wait_for_selector("body[data-dashboard]", timeout=60_000)
+    assert page.locator("body").get_attribute("data-dashboard") == "ready", page.locator("#dash-summary").text_content()
+
+
 def test_dashboard_turns_red_when_a_service_stops(ops_stack, exporter, page):
     from playwright.sync_api import expect
 
     stack = ops_stack
     log_in(stack, page, "admin")
     page.goto(f"{stack.url}/services/yitong/console/dashboard")
-    page.wait_for_selector("body[data-dashboard=ready]")
+    loaded(page)
     row = page.locator("#node-table tbody tr").first
     expect(row.locator('[data-service="node-exporter"]')).to_have_class("badge me-1 yt-up")
     expect(row.locator('[data-service="hub"]')).to_have_class("badge me-1 yt-up")
@@ -145,7 +151,7 @@ def test_dashboard_turns_red_when_a_service_stops(ops_stack, exporter, page):
     for _ in range(20):  # the probe runs every second; the page polls every 10 s: reload
         page.wait_for_timeout(1000)
         page.reload()
-        page.wait_for_selector("body[data-dashboard=ready]")
+        loaded(page)
         if "table-danger" in (page.locator("#node-table tbody tr").first.get_attribute("class") or ""):
             break
     row = page.locator("#node-table tbody tr").first
