@@ -93,6 +93,7 @@ labextension:
 
 docs: install
 	$(BIN)/python docs/generate.py
+	$(BIN)/python helm/values_schema.py
 
 clean:
 	rm -rf $(VENV) $(MLSERVER_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

@@ -39,8 +39,9 @@ from stack import Stack  # noqa: E402
 VC_NAME = "load"
 
 
-def settings(users: list[str], service: dict | None = None) -> dict:
+def settings(users: list[str], service: dict | None = None, database: str | None = None) -> dict:
     return {
+        **({"database": {"url": database}} if database else {}),
         "service": service or {},
         "backend": "local",
         "hub": {"admin_users": ["admin"]},
@@ -64,7 +65,18 @@ def tokens_for(stack: Stack, users: list[str]) -> dict[str, str]:
     return out
 
 
-def add_jobs(stack: Stack, owner: str, count: int, queued: int = 100) -> None:
+def wipe(url: str) -> None:
+    """Drop every table of the PostgreSQL database at ``url`` (``--database``: one the bench may empty)."""
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for table in inspect(conn).get_table_names():
+            conn.execute(text(f'DROP TABLE IF EXISTS "{table}" CASCADE'))
+    engine.dispose()
+
+
+def add_jobs(stack: Stack, owner: str, count: int, queued: int = 100, database: str | None = None) -> None:
     """``count`` jobs of ``owner`` in the VC through the domain layer; all but ``queued`` finished."""
     from yitong_services.core.authz import Person
     from yitong_services.core.db import Database
@@ -72,7 +84,7 @@ def add_jobs(stack: Stack, owner: str, count: int, queued: int = 100) -> None:
     from yitong_services.jobs.models import Job
     from yitong_services.jobs.spec import spec_from_dict
 
-    db = Database(f"sqlite:///{stack.data_dir / 'yitong.sqlite'}")
+    db = Database(database or f"sqlite:///{stack.data_dir / 'yitong.sqlite'}")
     person = Person(name=owner, groups=(VC_NAME,))
     inventory = {"cpu": 1e6, "memory": 2**60}
     with db.session() as s, s.begin():
@@ -176,6 +188,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--quick", action="store_true", help="50 clients, 4 s per case, 2,000 jobs")
     p.add_argument("--threads", type=int, help="the service's thread pool (service.threads)")
     p.add_argument("--hub-cache", type=float, help="seconds the service caches the hub's answers")
+    p.add_argument(
+        "--database",
+        help="a PostgreSQL URL (postgresql+psycopg://...) of a database the bench may empty; default: SQLite",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.clients, args.seconds, args.jobs = min(args.clients, 50), 4.0, min(args.jobs, 2000)
@@ -185,13 +201,15 @@ def main(argv: list[str] | None = None) -> dict:
     results = {}
     with tempfile.TemporaryDirectory(prefix="yt-bench-load-") as tmp:
         service = {k: v for k, v in (("threads", args.threads), ("hub_cache_seconds", args.hub_cache)) if v is not None}
-        stack = Stack(Path(tmp), settings(users, service), {"admin": secrets.token_hex(8)})
+        if args.database:
+            wipe(args.database)
+        stack = Stack(Path(tmp), settings(users, service, args.database), {"admin": secrets.token_hex(8)})
         stack.start()
         try:
             tokens = tokens_for(stack, users)
-            add_jobs(stack, users[0], 20, queued=5)
+            add_jobs(stack, users[0], 20, queued=5, database=args.database)
             results["a"] = asyncio.run(case(stack, tokens, f"(a) {args.clients} clients, 20 jobs:", args.seconds))
-            add_jobs(stack, users[0], args.jobs - 20)
+            add_jobs(stack, users[0], args.jobs - 20, database=args.database)
             results["b"] = asyncio.run(
                 case(stack, tokens, f"(b) {args.clients} clients, {args.jobs} jobs:", args.seconds)
             )

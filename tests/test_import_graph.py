@@ -24,6 +24,7 @@ ALLOWED = {
         "hpo",
         "models",
         "ops",
+        "alerts",
     },  # app/context/settings/metrics compose the packages
     "vcs": {"core", "vcs"},
     "datasets": {"core", "vcs", "datasets"},
@@ -32,7 +33,8 @@ ALLOWED = {
     "hpo": {"core", "vcs", "datasets", "jobs", "hpo"},
     "models": {"core", "vcs", "datasets", "jobs", "models"},
     "ops": {"core", "vcs", "datasets", "jobs", "ops"},
-    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "ops", "routes"},
+    "alerts": {"core", "vcs", "datasets", "jobs", "alerts"},
+    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "alerts", "ops", "routes"},
 }
 
 

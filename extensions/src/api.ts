@@ -36,7 +36,7 @@ export class ApiError extends Error {
 /** `method <baseUrl>/<path>` with an optional body (JSON-encoded, or sent as typed when a
  * `contentType` other than JSON is given, e.g. a YAML document) and extra `headers`; resolves to
  * the decoded JSON answer (null for 204) and rejects with an `ApiError` carrying the service's
- * `detail` sentence on failure. */
+ * `detail` sentence (or a V2 server's `error`) on failure. */
 export async function requestJSON<T>(
   method: string,
   path: string,
@@ -58,7 +58,7 @@ export async function requestJSON<T>(
     throw new ApiError(`cannot reach this server: ${String(error)}`, 0, true);
   }
   const text = await response.text();
-  let data: { detail?: unknown; message?: string } | null = null;
+  let data: { detail?: unknown; error?: unknown; message?: string } | null = null;
   try {
     data = text ? JSON.parse(text) : null;
   } catch {
@@ -66,9 +66,11 @@ export async function requestJSON<T>(
   }
   if (!response.ok) {
     const said = typeof data?.detail === 'string';
-    const detail = said ? (data?.detail as string) : data?.message;
+    // the platform's `detail`; an Open Inference Protocol server's `error` (endpoints' v2 routes)
+    const v2 = typeof data?.error === 'string' ? (data.error as string) : undefined;
+    const detail = said ? (data?.detail as string) : (v2 ?? data?.message);
     const status = response.status;
-    const transient = status === 502 || status === 504 || (status === 503 && !said);
+    const transient = status === 502 || status === 504 || (status === 503 && !said && !v2);
     throw new ApiError(detail || `the platform API answered HTTP ${status}`, status, transient);
   }
   return data as T;

@@ -35,3 +35,18 @@ export const datasetsIcon = new LabIcon({
   </g>
 </svg>`
 });
+
+/** Experiments: a search curve over a grid of trials (the launcher card and the Experiments tabs). */
+export const experimentsIcon = new LabIcon({
+  name: 'yitong-lab:experiments',
+  svgstr: `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <g class="jp-icon3" fill="#616161">
+    <path d="M3 3h2v16h16v2H3z"/>
+    <circle cx="8" cy="15" r="1.6"/>
+    <circle cx="12" cy="10" r="1.6"/>
+    <circle cx="15" cy="13" r="1.6"/>
+    <circle cx="19" cy="6" r="1.6"/>
+    <path d="M7 9h3v1.8H7zM13 6h3v1.8h-3z"/>
+  </g>
+</svg>`
+});

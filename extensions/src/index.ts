@@ -1,7 +1,8 @@
 // yitong-lab: the "Yitong" sidebar (a launcher and status summary, panel.ts) and the main-area
 // views (views.ts) with their commands, launcher cards, layout restoration and deep links:
 // `<lab URL>?yt=jobs`, `?yt=job/42`, `?yt=form` (`?yt=form/42` clones job 42), `?yt=datasets`,
-// `?yt=vc/vision` open that tab (docs/jobs.md).
+// `?yt=vc/vision`, `?yt=models` (`?yt=models/<vc>`), `?yt=experiments`, `?yt=experiment/7` open that tab
+// (docs/jobs.md, docs/models.md, docs/hpo.md).
 import {
   ILayoutRestorer,
   IRouter,
@@ -11,10 +12,13 @@ import {
 import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { ILauncher } from '@jupyterlab/launcher';
 
-import { datasetsIcon, jobsIcon, yitongIcon } from './icon';
+import { datasetsIcon, experimentsIcon, jobsIcon, yitongIcon } from './icon';
+import { ModelsView, modelsIcon } from './models';
 import { YitongPanel } from './panel';
 import {
   DatasetsView,
+  ExperimentView,
+  ExperimentsView,
   JobFormView,
   JobView,
   JobsView,
@@ -33,6 +37,9 @@ export const COMMANDS = {
   form: 'yitong:open-job-form',
   datasets: 'yitong:open-datasets',
   vc: 'yitong:open-vc',
+  models: 'yitong:open-models',
+  experiments: 'yitong:open-experiments',
+  experiment: 'yitong:open-experiment',
   route: 'yitong:route'
 };
 
@@ -41,12 +48,16 @@ const ICONS: Record<ViewName, typeof yitongIcon> = {
   job: jobsIcon,
   form: jobsIcon,
   datasets: datasetsIcon,
-  vc: yitongIcon
+  vc: yitongIcon,
+  models: modelsIcon,
+  experiments: experimentsIcon,
+  experiment: experimentsIcon
 };
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'yitong-lab:panel',
-  description: 'Yitong: the sidebar and the Jobs, Job, job form, Datasets and VC tabs.',
+  description:
+    'Yitong: the sidebar and the Jobs, Job, job form, Datasets, VC, Models and Experiments tabs.',
   autoStart: true,
   optional: [ILayoutRestorer, ILauncher, IRouter],
   activate: (
@@ -75,7 +86,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
               ? new JobFormView(arg, actions, close)
               : view === 'datasets'
                 ? new DatasetsView()
-                : new VCView(arg, actions);
+                : view === 'models'
+                  ? new ModelsView(arg)
+                  : view === 'experiments'
+                    ? new ExperimentsView(actions)
+                    : view === 'experiment'
+                      ? new ExperimentView(Number(arg), actions)
+                      : new VCView(arg, actions);
       const widget: MainAreaWidget<YitongView> = new MainAreaWidget({ content });
       widget.id = `yitong-${view}-${arg || 'main'}`.replace(/[^A-Za-z0-9_-]/g, '-');
       widget.title.icon = ICONS[view];
@@ -133,10 +150,33 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
+    app.commands.addCommand(COMMANDS.models, {
+      label: 'Models',
+      caption: 'Models, their versions, lineage and endpoints; try an endpoint',
+      icon: modelsIcon,
+      execute: args => open('models', /^[a-z0-9-]{1,32}$/.test(text(args.vc)) ? text(args.vc) : '')
+    });
+    app.commands.addCommand(COMMANDS.experiments, {
+      label: 'Experiments',
+      caption: 'Hyperparameter searches: trials, live charts, parameter importance',
+      icon: experimentsIcon,
+      execute: () => open('experiments')
+    });
+    app.commands.addCommand(COMMANDS.experiment, {
+      label: args => (args.id ? `Experiment ${args.id}` : 'Open an experiment'),
+      icon: experimentsIcon,
+      execute: args => {
+        if (/^\d+$/.test(text(args.id))) {
+          open('experiment', text(args.id));
+        }
+      }
+    });
+
     const panel = new YitongPanel({
       openJobs: () => open('jobs'),
       openForm: () => open('form'),
       openDatasets: () => open('datasets'),
+      openExperiments: () => open('experiments'),
       openVC: name => open('vc', name)
     });
     app.shell.add(panel, 'left', { rank: 650 });
@@ -153,6 +193,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({ command: COMMANDS.jobs, category: 'Yitong', rank: 1 });
       launcher.add({ command: COMMANDS.datasets, category: 'Yitong', rank: 2 });
+      launcher.add({ command: COMMANDS.models, category: 'Yitong', rank: 3 });
+      launcher.add({ command: COMMANDS.experiments, category: 'Yitong', rank: 4 });
     }
 
     // The page's own deep link, read once the layout is restored: JupyterLab's router may route

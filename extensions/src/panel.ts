@@ -1,8 +1,8 @@
 // The "Yitong" sidebar: a compact launcher and status summary. The user's VCs with usage bars
 // (a click opens the VC's tab), the counts of running and queued jobs, and buttons that open the
-// main-area views (views.ts): Jobs, New job, Datasets.
+// main-area views (views.ts): Jobs, New job, Datasets, Experiments.
 // DOM hooks for browser tests: #yitong-panel, .yt-vc[data-vc=NAME] (vcs.ts), .yt-error,
-// .yt-refresh, .yt-open-jobs, .yt-open-form, .yt-open-datasets, .yt-job-counts
+// .yt-refresh, .yt-open-jobs, .yt-open-form, .yt-open-datasets, .yt-open-experiments, .yt-job-counts
 // (data-running, data-queued).
 import { refreshIcon } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
@@ -19,6 +19,7 @@ export interface IPanelActions {
   openJobs: () => void;
   openForm: () => void;
   openDatasets: () => void;
+  openExperiments: () => void;
   openVC: (name: string) => void;
 }
 
@@ -47,7 +48,8 @@ export class YitongPanel extends Widget {
     launch.append(
       open('yt-open-jobs', 'Jobs', 'Open the jobs list', actions.openJobs),
       open('yt-open-form jp-mod-accept', 'New job', 'Open the job form', actions.openForm),
-      open('yt-open-datasets', 'Datasets', 'Open the datasets', actions.openDatasets)
+      open('yt-open-datasets', 'Datasets', 'Open the datasets', actions.openDatasets),
+      open('yt-open-experiments', 'Experiments', 'Open the experiments', actions.openExperiments)
     );
     this._error.hidden = true;
     this.node.append(

@@ -1,7 +1,9 @@
 // The main-area views (JupyterLab tabs, opened by the commands of index.ts): Jobs (the list),
-// one Job (detail, logs, runs), the job form, Datasets, and one VC (quota, used, free, members,
-// what runs in it). Each is the content of a MainAreaWidget; `view` and `arg` name it for the
-// layout restorer and for the deep link `?yt=<view>[/<arg>]` (docs/jobs.md).
+// one Job (detail, logs, runs), the job form, Datasets, one VC (quota, used, free, members,
+// what runs in it), Experiments (the list) and one Experiment (charts and trials, experiments.ts).
+// Each is the content of a MainAreaWidget; `view` and `arg` name it for the layout restorer and
+// for the deep link `?yt=<view>[/<arg>]` (docs/jobs.md). The Models view (`models[/<vc>]`) is in
+// models.ts.
 // DOM hooks: .yt-view[data-view=V][data-arg=A]; the VC view's .yt-vc-view (.yt-vc-groups,
 // .yt-vc-profiles, .yt-vc-jobs .yt-job), the others' hooks are in their modules.
 import { Message } from '@lumino/messaging';
@@ -9,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 
 import { IApiInfo, REFRESH_MS, fetchInfo, fetchVCs, formatAmount } from './api';
 import { DatasetsSection } from './datasets';
+import { ExperimentDetail, ExperimentsList } from './experiments';
 import { fetchDatasets } from './datasetsApi';
 import { el } from './dom';
 import { JobDetail, stateBadge } from './jobDetail';
@@ -17,8 +20,18 @@ import { JobsList, JOBS_REFRESH_MS } from './jobs';
 import { ACTIVE_STATES, IJob, fetchJob, fetchJobs } from './jobsApi';
 import { vcCard } from './vcs';
 
-export type ViewName = 'jobs' | 'job' | 'form' | 'datasets' | 'vc';
-export const VIEWS: readonly ViewName[] = ['jobs', 'job', 'form', 'datasets', 'vc'];
+export type ViewName =
+  'jobs' | 'job' | 'form' | 'datasets' | 'vc' | 'models' | 'experiments' | 'experiment';
+export const VIEWS: readonly ViewName[] = [
+  'jobs',
+  'job',
+  'form',
+  'datasets',
+  'vc',
+  'models',
+  'experiments',
+  'experiment'
+];
 
 /** What the views ask of the application (index.ts's commands). */
 export interface IViewActions {
@@ -34,13 +47,16 @@ export function serverInfo(): Promise<IApiInfo | null> {
 
 /** `job/42` -> ['job', '42']; null for anything else (the deep link's value is user input). */
 export function parseRoute(value: string | null): [ViewName, string] | null {
-  const match = /^(jobs|job|form|datasets|vc)(?:\/([A-Za-z0-9._-]{1,64}))?$/.exec(value ?? '');
+  const match =
+    /^(jobs|job|form|datasets|vc|models|experiments|experiment)(?:\/([A-Za-z0-9._-]{1,64}))?$/.exec(
+      value ?? ''
+    );
   if (!match) {
     return null;
   }
   const view = match[1] as ViewName;
   const arg = match[2] ?? '';
-  if (view === 'job' && !/^\d+$/.test(arg)) {
+  if ((view === 'job' || view === 'experiment') && !/^\d+$/.test(arg)) {
     return null;
   }
   if (view === 'vc' && !arg) {
@@ -311,4 +327,53 @@ export class VCView extends YitongView {
   private _timer: number;
   private _error = el('div', 'yt-error');
   private _body = el('div', 'yt-vc-view');
+}
+
+export class ExperimentsView extends YitongView {
+  constructor(actions: IViewActions) {
+    super('experiments', '');
+    this.title.label = 'Experiments';
+    this._list = new ExperimentsList({
+      onOpen: id => actions.open('experiment', String(id)),
+      isVisible: () => this.isVisible && !this.isDisposed
+    });
+    this.node.append(this._list.node);
+    void this.refresh();
+  }
+
+  refresh(): Promise<void> {
+    return this._list.refresh();
+  }
+
+  dispose(): void {
+    this._list.dispose();
+    super.dispose();
+  }
+
+  private _list: ExperimentsList;
+}
+
+export class ExperimentView extends YitongView {
+  constructor(id: number, actions: IViewActions) {
+    super('experiment', String(id));
+    this.title.label = `Experiment ${id}`;
+    this._detail = new ExperimentDetail(id, {
+      onTitle: title => (this.title.label = title),
+      onJob: job => actions.open('job', String(job)),
+      isVisible: () => this.isVisible && !this.isDisposed
+    });
+    this.node.append(this._detail.node);
+    void this.refresh();
+  }
+
+  refresh(): Promise<void> {
+    return this._detail.refresh();
+  }
+
+  dispose(): void {
+    this._detail.dispose();
+    super.dispose();
+  }
+
+  private _detail: ExperimentDetail;
 }

@@ -1,2 +1,4 @@
 import './base.css';
 import './jobs.css';
+import './models.css';
+import './hpo.css';

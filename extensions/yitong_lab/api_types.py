@@ -14,6 +14,15 @@ class Accelerator(TypedDict):
     type: str
 
 
+class AlertsStatus(TypedDict):
+    accelerators: bool
+    alertmanager: Component
+    email: bool
+    message: str | None
+    node_exporter: Component
+    prometheus: Component
+
+
 class AllocationIn(TypedDict):
     kind: NotRequired[Literal["server", "job"]]
     profile: str
@@ -39,6 +48,42 @@ class Artifact(TypedDict):
     blake3: str
     path: str
     size: int
+
+
+class BatchCommitIn(TypedDict):
+    "The running batch job's predictions (manifest entries whose objects it uploaded)."
+
+    files: list[FileEntry]
+
+
+class BatchIn(TypedDict):
+    "Run a model version over a dataset version's CSV files; the predictions become a new"
+
+    chunk_rows: NotRequired[int]
+    columns: NotRequired[list[str]]
+    cpu: NotRequired[float]
+    input: str
+    keep: NotRequired[list[str]]
+    memory: NotRequired[int]
+    name: NotRequired[str | None]
+    output: str
+    path: NotRequired[str]
+    retries: NotRequired[int]
+
+
+class BatchOut(TypedDict):
+    attempts: int
+    chunk_rows: int
+    columns: list[str]
+    input: str
+    job: int
+    keep: list[str]
+    model: str
+    output: str
+    progress: dict[str, Any]
+    reason: str
+    state: str
+    version: int | None
 
 
 class Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post(TypedDict):
@@ -98,6 +143,13 @@ class Committed(TypedDict):
     parent: int | None
     tags: list[str]
     unchanged: NotRequired[bool]
+
+
+class Component(TypedDict):
+    detail: str
+    installed: bool
+    state: str
+    url: str | None
 
 
 class Dashboard(TypedDict):
@@ -173,6 +225,19 @@ class Error(TypedDict):
     detail: str
 
 
+class EventOut(TypedDict):
+    alertname: str
+    annotations: dict[str, Any]
+    ends_at: str | None
+    id: int
+    labels: dict[str, Any]
+    received: str
+    severity: str
+    starts_at: str
+    status: str
+    vc: str | None
+
+
 class FileEntry(TypedDict):
     "One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth"
 
@@ -195,6 +260,13 @@ class HTTPValidationError(TypedDict):
 
 class Hashes(TypedDict):
     hashes: list[str]
+
+
+class History(TypedDict):
+    items: list[EventOut]
+    limit: int
+    offset: int
+    total: int
 
 
 class Input(TypedDict):
@@ -278,6 +350,14 @@ class JobOut(TypedDict):
     vc: str
 
 
+class JobPreview(TypedDict):
+    "A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued."
+
+    notes: list[str]
+    resources: dict[str, float | int]
+    spec: dict[str, Any]
+
+
 class JobSubmission(TypedDict):
     "The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for"
 
@@ -336,7 +416,13 @@ class KubePlacement(TypedDict):
 
 
 class Lineage(TypedDict):
+    "The parent version and, for a version a platform job made (batch inference), the job,"
+
+    inputs: NotRequired[list[dict[str, Any]]]
     job: NotRequired[int | None]
+    kind: NotRequired[str | None]
+    model: NotRequired[str | None]
+    model_manifest: NotRequired[str | None]
     parent: int | None
 
 
@@ -532,6 +618,58 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
+class RouteIn(TypedDict):
+    "Email addresses for a VC's alerts (``vc`` null: every alert), optionally only some severities."
+
+    emails: list[str]
+    severities: NotRequired[list[Literal["info", "warning", "critical"]]]
+    vc: NotRequired[str | None]
+
+
+class RouteOut(TypedDict):
+    created: str
+    emails: list[str]
+    id: int
+    severities: list[str]
+    vc: str | None
+
+
+class RuleIn(TypedDict):
+    "A threshold rule: ``kind`` and ``threshold`` (the kind's default when left out), limited to a VC"
+
+    description: NotRequired[str]
+    expr: NotRequired[str]
+    for_seconds: NotRequired[int]
+    kind: str
+    name: str
+    severity: NotRequired[Literal["info", "warning", "critical"]]
+    threshold: NotRequired[float | None]
+    vc: NotRequired[str | None]
+
+
+class RuleOut(TypedDict):
+    created: str
+    description: str
+    expr: str
+    for_seconds: int
+    id: int
+    kind: str
+    name: str
+    promql: str
+    severity: str
+    threshold: float | None
+    updated: str
+    vc: str | None
+
+
+class RulePatch(TypedDict):
+    description: NotRequired[str | None]
+    expr: NotRequired[str | None]
+    for_seconds: NotRequired[int | None]
+    severity: NotRequired[Literal["info", "warning", "critical"] | None]
+    threshold: NotRequired[float | None]
+
+
 class RunMetrics(TypedDict):
     "The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's."
 
@@ -593,6 +731,24 @@ class ServiceHealth(TypedDict):
 class Signature(TypedDict):
     inputs: NotRequired[list[TensorSpec]]
     outputs: NotRequired[list[TensorSpec]]
+
+
+class SilenceIn(TypedDict):
+    "Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)"
+
+    comment: str
+    matchers: dict[str, str]
+    seconds: NotRequired[int]
+
+
+class SilenceOut(TypedDict):
+    comment: str
+    created_by: str
+    ends_at: str
+    id: str
+    matchers: dict[str, str]
+    starts_at: str
+    state: str
 
 
 class SizedPath(TypedDict):
@@ -731,9 +887,13 @@ Framework = Literal["pytorch", "tensorflow", "mpi", "mindspore", "plain"]
 
 __all__ = [
     "Accelerator",
+    "AlertsStatus",
     "AllocationIn",
     "AllocationOut",
     "Artifact",
+    "BatchCommitIn",
+    "BatchIn",
+    "BatchOut",
     "Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post",
     "Body_clone_services_yitong_api_v1_jobs__job_id__clone_post",
     "Body_extend_services_yitong_api_v1_experiments__experiment_id__extend_post",
@@ -742,6 +902,7 @@ __all__ = [
     "Code",
     "CommitIn",
     "Committed",
+    "Component",
     "Dashboard",
     "DatasetIn",
     "DatasetOut",
@@ -751,16 +912,19 @@ __all__ = [
     "EndpointOut",
     "Environment",
     "Error",
+    "EventOut",
     "FileEntry",
     "Framework",
     "GCResult",
     "HTTPValidationError",
     "Hashes",
+    "History",
     "Input",
     "JobDetail",
     "JobDevices",
     "JobInput",
     "JobOut",
+    "JobPreview",
     "JobSubmission",
     "JobSubmitted",
     "KubePlacement",
@@ -786,6 +950,11 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "RouteIn",
+    "RouteOut",
+    "RuleIn",
+    "RuleOut",
+    "RulePatch",
     "RunMetrics",
     "RunOut",
     "SSHInfo",
@@ -793,6 +962,8 @@ __all__ = [
     "SSHKeyOut",
     "ServiceHealth",
     "Signature",
+    "SilenceIn",
+    "SilenceOut",
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from yitong_lab.alerts.sdk import AlertCalls
 from yitong_lab.api_types import Me, ProfileOut, VCOut  # generated TypedDicts (stdlib only)
 from yitong_lab.errors import YitongError
 from yitong_lab.hpo.sdk import HpoCalls
@@ -61,13 +62,14 @@ def error_detail(body: Any, status: int) -> str:
     return f"the platform API answered HTTP {status}"
 
 
-class Client(JobCalls, SSHCalls, HpoCalls):
+class Client(JobCalls, SSHCalls, HpoCalls, AlertCalls):
     """``Client(url=None, token=None)``; defaults come from the environment (see module doc).
     The job and run calls (``submit_job``, ``jobs``, ``job``, ``job_log``, ``follow_log``, ``run``,
     ``rerun``, ...) come from :class:`~yitong_lab.jobs.sdk.JobCalls`; the SSH key calls
     (``ssh_keys``, ``add_ssh_key``, ``remove_ssh_key``, ``ssh_info``) from
     :class:`~yitong_lab.ssh.sdk.SSHCalls`; the experiment calls from
-    :class:`~yitong_lab.hpo.sdk.HpoCalls`."""
+    :class:`~yitong_lab.hpo.sdk.HpoCalls`; the alert calls (admins) from
+    :class:`~yitong_lab.alerts.sdk.AlertCalls`."""
 
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 30.0):
         self.url = (url or api_url()).rstrip("/")

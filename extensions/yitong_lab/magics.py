@@ -3,8 +3,9 @@
 ``%yt vc ls`` prints exactly what ``yt vc ls`` prints; refusals print the service's
 sentence (no traceback). Only stdlib is imported here; the SDK imports httpx on first use.
 In a notebook (a kernel with a frontend), ``%yt data commit|pull`` show an ipywidgets progress
-bar instead of tqdm's text bar, and ``%yt job logs --follow`` / ``job submit --follow`` show
-the job's state in a widget.
+bar instead of tqdm's text bar, ``%yt job logs --follow`` / ``job submit --follow`` show
+the job's state in a widget, and ``%yt hpo show ID --follow`` / ``hpo create --follow`` an
+experiment's progress, best value and trials (:mod:`yitong_lab.hpo.progress`).
 
 ``%%yt job submit [--vc VC] [--name NAME] [--procs N] ...`` runs the cell's body as a job
 (:mod:`yitong_lab.jobs.cell`); ``%%yt`` with any other command is refused.

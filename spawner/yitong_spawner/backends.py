@@ -96,6 +96,17 @@ def make_child(parent: Spawner, cls: type[Spawner], overrides: dict[str, Any]) -
     kwargs.update({k: v for k, v in own.items() if k in SPAWNER_TRAITS and k not in OWN_TRAITS})
     kwargs.update({k: v for k, v in overrides.items() if not isinstance(v, (dict, list))})
     child = cls(**kwargs)
+    if child.has_trait("profile_list"):
+        # KubeSpawner applies its profile_list's default profile (its kubespawner_override: image,
+        # resources, ...) at start over whatever was chosen here. Profiles are the platform's: a
+        # c.KubeSpawner.profile_list left in the hub config is never applied (move it to the
+        # settings' `profiles`, which accept it as written).
+        if child.profile_list:
+            child.log.warning(
+                "c.KubeSpawner.profile_list is ignored: Yitong's profiles come from the platform; "
+                "move the list to the settings file's `profiles` (z2jh profile lists are accepted there)"
+            )
+        child.profile_list = []
     apply_overrides(child, overrides)
     for name in HUB_SET_TRAITS:
         value = getattr(parent, name)

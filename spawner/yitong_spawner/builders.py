@@ -112,6 +112,21 @@ def kube_overrides(
     return out
 
 
+def layered(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base`` (a z2jh profile's KubeSpawner traits under the platform's): dicts
+    merged, lists concatenated, anything else from ``top``."""
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            out[key] = {**below, **value}
+        elif isinstance(value, list) and isinstance(below, list):
+            out[key] = [*below, *value]
+        else:
+            out[key] = value
+    return out
+
+
 def kube_security(run_as_user: int = 1000, fs_group: int | None = 1000) -> dict[str, Any]:
     """KubeSpawner traits that confine a notebook pod: a non-root uid/gid, ``fsGroup``, no privilege
     escalation, no capabilities, the runtime's seccomp profile, no service-account token."""

@@ -9,7 +9,7 @@ escaped text or attribute values. HTML hooks for browser tests are listed in tem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import jinja2
@@ -22,8 +22,11 @@ _env = jinja2.Environment(
 )
 
 
-def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Plain dict the template renders: VCs with their profiles, one radio button checked."""
+def picker_model(
+    spawn_options: Mapping[str, Any], selected: Mapping[str, Any] | None = None, custom: Collection[str] = ()
+) -> dict[str, Any]:
+    """Plain dict the template renders: VCs with their profiles, one radio button checked;
+    ``custom``: profiles that take a typed value (a z2jh unlisted choice), shown with a text field."""
     selected = selected or {}
     wanted = f"{selected.get('vc', '')}/{selected.get('profile', '')}"
     groups = []
@@ -45,6 +48,7 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
                     "available": available,
                     "reason": "" if available else (p.get("reason") or "not available"),
                     "checked": False,
+                    "custom": p.get("name", "") in custom,
                 }
             )
         groups.append(
@@ -60,7 +64,13 @@ def picker_model(spawn_options: Mapping[str, Any], selected: Mapping[str, Any] |
     chosen = next((r for r in rows if r["value"] == wanted), rows[0] if rows else None)
     if chosen:
         chosen["checked"] = True
-    return {"user": spawn_options.get("user", ""), "vcs": groups, "any_available": bool(rows)}
+    return {
+        "user": spawn_options.get("user", ""),
+        "vcs": groups,
+        "any_available": bool(rows),
+        "any_custom": any(r["custom"] for r in rows),
+        "custom_value": str((selected or {}).get("custom") or ""),
+    }
 
 
 def render_picker(model: Mapping[str, Any] | None = None, error: str = "") -> str:

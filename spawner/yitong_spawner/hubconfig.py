@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
-from . import oauth
+from . import oauth, settings_schema
 from .builders import kube_security
 from .passwords import password_file
+from .profile_list import hub_overrides
 from .scopes import server_scopes
 
 SERVICE_NAME = "yitong"
@@ -35,6 +36,8 @@ def load_settings(path: str | os.PathLike) -> dict[str, Any]:
     backend = data.get("backend", "local")
     if backend not in BACKENDS:
         raise ValueError(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if wrong := settings_schema.problems(data):
+        raise ValueError(f"{path}: {'; '.join(wrong)}")
     try:  # logins: a relative client_secret_file is beside the settings file
         data["auth"] = oauth.resolve(oauth.validate(data.get("auth"), data), Path(path).parent)
     except oauth.AuthSettingsError as e:
@@ -194,6 +197,9 @@ def hub_config(
         cfg["YitongSpawner"]["kube_namespace_prefix"] = kube.get("namespace_prefix", "yitong-")
         # notebook pods: non-root, no service-account token (the VC namespace's NetworkPolicies are the service's)
         cfg["KubeSpawner"] = kube_security(int(kube.get("run_as_user", 1000)), kube.get("fs_group", 1000))
+        # z2jh profile entries: the override keys the platform does not reserve (volumes, hooks, ...)
+        if overrides := hub_overrides(settings.get("profiles")):
+            cfg["YitongSpawner"]["kubespawner_overrides"] = overrides
     elif backend == "slurm":
         cfg["YitongSlurmSpawner"] = {"batchspawner_singleuser_cmd": os.path.join(bin_dir, "batchspawner-singleuser")}
         slurm = backends.get("slurm") or {}

@@ -1,6 +1,7 @@
 """User options are hostile input: parse the form, then validate against what the platform offers.
 
-Pure functions over plain values. `user_options` is `{"vc": str, "profile": str}`, both optional;
+Pure functions over plain values. `user_options` is `{"vc": str, "profile": str, "custom": str}`, all
+optional (`custom`: the value of a z2jh profile's unlisted choice, checked by `profile_list.check_custom`);
 the same rules apply whether it came from the picker form, `/hub/spawn?profile=vc/name`, the REST
 API's JSON body or a saved value naming a VC or profile that no longer exists.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-ALLOWED_KEYS = ("vc", "profile")
+ALLOWED_KEYS = ("vc", "profile", "custom")
 
 
 class OptionsError(ValueError):
@@ -30,12 +31,14 @@ def parse_form(form_data: dict[str, Any]) -> dict[str, str]:
     {'vc': 'vision', 'profile': 'gpu-1'}
     """
     raw = _first(form_data.get("profile")).strip()
+    custom = _first(form_data.get("custom")).strip()
+    extra = {"custom": custom} if custom else {}
     if not raw:
-        return {}
+        return extra
     vc, sep, profile = raw.partition("/")
     if not sep:
-        return {"profile": raw}
-    return {"vc": vc, "profile": profile}
+        return {"profile": raw, **extra}
+    return {"vc": vc, "profile": profile, **extra}
 
 
 def requested_options(user_options: Any, handler: Any) -> Any:
@@ -81,10 +84,10 @@ def validate_options(user_options: Any, spawn_options: dict[str, Any]) -> tuple[
     if user_options is None:
         user_options = {}
     if not isinstance(user_options, dict):
-        raise OptionsError("Server options must be a JSON object with the keys vc and profile.")
+        raise OptionsError("Server options must be a JSON object with the keys vc, profile and custom.")
     unknown = sorted(str(k) for k in user_options if k not in ALLOWED_KEYS)
     if unknown:
-        raise OptionsError(f"Unknown server option(s): {', '.join(unknown)}. Allowed: vc, profile.")
+        raise OptionsError(f"Unknown server option(s): {', '.join(unknown)}. Allowed: vc, profile, custom.")
     for key in ALLOWED_KEYS:
         if key in user_options and not isinstance(user_options[key], str):
             raise OptionsError(f"Server option {key} must be a string.")

@@ -18,7 +18,7 @@ from jupyterhub.utils import maybe_future
 from traitlets import Any as AnyTrait
 from traitlets import default, observe
 
-from . import builders
+from . import builders, profile_list
 from .backends import make_child, resolve_backend
 from .errors import spawn_error
 from .form import picker_model, render_picker
@@ -43,6 +43,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
     saved: dict[str, Any] = {}
     account: dict[str, Any] | None = None  # multi-user mode: the system account from spawn options
     visible_env: list[str] = []  # every visible-device variable of the platform's accelerator table
+    custom_value: str | None = None  # a z2jh unlisted choice's value, checked in reserve()
 
     @default("options_form")
     def _default_options_form(self):
@@ -81,7 +82,8 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         except PlatformError as e:
             self.log.error("Profile picker for %s: %s", self.user.name, e.detail)
             return render_picker(error=e.detail)
-        return render_picker(picker_model(spawn_options, self.user_options))
+        custom = {name for name, entry in self.kubespawner_overrides.items() if entry.get("unlisted")}
+        return render_picker(picker_model(spawn_options, self.user_options, custom))
 
     # -- the child spawner ------------------------------------------------------------------
 
@@ -98,7 +100,7 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
         home = f"{self.data_dir}/home/{self.user.name}"
         placement = profile.get("placement")  # the platform's accelerator table, for this profile
         if self.backend == "kubernetes":
-            return builders.kube_overrides(
+            own = builders.kube_overrides(
                 vc=vc["name"],
                 profile=profile,
                 resources=resources,
@@ -106,6 +108,8 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 namespace_prefix=self.kube_namespace_prefix,
                 placement=placement,
             )
+            extra = profile_list.kube_extra(self.kubespawner_overrides.get(profile["name"]), self.custom_value)
+            return builders.layered(extra, own)
         if self.backend == "slurm":
             out = builders.slurm_overrides(
                 vc=vc["name"],
@@ -159,6 +163,11 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
             asked: dict[str, Any] = Spawner.user_options.get(self)  # (the trait: mypy cannot infer it here)
             options = requested_options(asked, getattr(self, "handler", None))
             vc, profile = validate_options(options, spawn_options)
+            try:
+                entry = self.kubespawner_overrides.get(profile["name"])
+                self.custom_value = profile_list.check_custom(entry, (options or {}).get("custom"))
+            except ValueError as e:
+                raise OptionsError(str(e)) from None
             if options is not asked:  # an empty API body: show what was chosen
                 self.user_options = {"vc": vc["name"], "profile": profile["name"]}
             self.account = spawn_options.get("account") or None

@@ -107,6 +107,15 @@ class YitongSpawnerTraits(LoggingConfigurable):
     def _default_data_dir(self) -> str:
         return os.path.abspath(os.environ.get("YITONG_DATA_DIR", ".yitong"))
 
+    kubespawner_overrides = Dict(
+        help="""KubeSpawner traits per profile name from z2jh-style profile entries in the settings'
+        `profiles` (`kubespawner_override` minus what the platform reserves: volumes, lifecycle
+        hooks, environment, tolerations, ...), and each profile's unlisted choice. Set by
+        `hubconfig` from the settings file (`yitong_spawner.profile_list.hub_overrides`); the platform's own
+        traits (namespace, resources, placement, labels, `YITONG_*` variables) are applied over them.
+        Example: `{"learning-data-science": {"override": {"lifecycle_hooks": {...}}, "unlisted": None}}`.""",
+    ).tag(config=True)
+
     kube_namespace_prefix = Unicode(
         "yitong-", help="Kubernetes namespace of a VC's servers: `<prefix><vc>`, e.g. `yitong-vision`."
     ).tag(config=True)

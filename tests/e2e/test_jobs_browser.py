@@ -217,3 +217,42 @@ def test_lab_views(stack, admin_token, page):
                 api.post(f"/jobs/{job['id']}/cancel")
         api.close()
         stack.stop_server(admin_token, USER)
+
+
+def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
+    """getting-started's first hour: a JupyterLab terminal runs `yt whoami`, and the platform sees
+    the person logged in with their VCs. Screenshot docs/img/lab-terminal.png."""
+    import httpx
+    from playwright.sync_api import expect
+
+    with stack.hub(admin_token) as hub:
+        r = hub.post(f"/users/{USER}/server", json={"vc": "vision", "profile": "cpu-small"})
+        assert r.status_code in (201, 202), r.text
+    stack.wait_ready(admin_token, USER)
+    server = httpx.Client(
+        base_url=f"{stack.url}/user/{USER}/api", headers={"Authorization": f"token {stack.token(USER)}"}, timeout=60
+    )
+    try:
+        lab = log_in(stack, page)
+        name = server.post("/terminals").json()["name"]
+        page.goto(f"{lab}/terminals/{name}")
+        terminal = page.locator(".jp-Terminal")
+        expect(terminal).to_be_visible(timeout=120_000)
+        page.wait_for_timeout(1000)  # the shell's prompt
+        terminal.click()
+        page.keyboard.type("clear; yt whoami | tee whoami.txt\n")
+        deadline = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < deadline:
+            r = server.get("/contents/whoami.txt", params={"content": 1})
+            if r.status_code == 200 and "vcs" in (text := r.json()["content"]):
+                break
+            time.sleep(0.5)
+        fields = {k.rstrip(":"): v for k, v in (line.split(None, 1) for line in text.splitlines() if line.strip())}
+        assert fields["name"] == USER and fields["admin"] == "no", text
+        assert "vision" in fields["vcs"], text
+        page.wait_for_timeout(500)
+        screenshot(page, "lab-terminal.png")
+    finally:
+        server.close()
+        stack.stop_server(admin_token, USER)

@@ -70,7 +70,14 @@ def version_model(ds, v) -> dict:
         "files": len(v["files"]),
         "bytes": sum(f["size"] for f in v["files"]),
         "tags": tags,
-        "lineage": {"parent": v["parent"], "job": None},
+        "lineage": {
+            "parent": v["parent"],
+            "job": None,
+            "kind": None,
+            "model": None,
+            "model_manifest": None,
+            "inputs": [],
+        },
     }
 
 

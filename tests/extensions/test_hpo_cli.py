@@ -64,3 +64,102 @@ def test_summary_and_table():
     }
     assert summary(exp) == 'experiment 3 e (vision): done; 2 complete; best 0.5 (trial 1: {"x": 1})'
     assert trials_table(exp).splitlines()[2].split()[:4] == ["1", "8", "complete", "0.5"]
+
+
+def _exp(state, trials, max_trials=4, direction="maximize"):
+    counts: dict[str, int] = {}
+    for t in trials:
+        counts[t["state"]] = counts.get(t["state"], 0) + 1
+    done = [t for t in trials if t["state"] == "complete"]
+    sign = 1 if direction == "maximize" else -1
+    best = max(done, key=lambda t: sign * t["value"]) if done else None
+    return {
+        "id": 7,
+        "name": "e",
+        "vc": "vision",
+        "state": state,
+        "reason": "",
+        "config": {"max_trials": max_trials, "objective": {"metric": "acc", "direction": direction}},
+        "counts": counts,
+        "best": best and {"number": best["number"], "value": best["value"], "params": best["params"]},
+        "trials": trials,
+    }
+
+
+def _t(number, state, value=None, **params):
+    return {"number": number, "state": state, "value": value, "params": params or {"x": number}}
+
+
+TRIALS = [
+    _t(0, "complete", 0.5),
+    _t(1, "complete", 0.9),
+    _t(2, "pruned"),
+    _t(3, "running"),
+    _t(4, "complete", 0.7, tag="<b>"),
+]
+
+
+@pytest.mark.parametrize(
+    ("direction", "order"),
+    [("maximize", ["3", "1", "4", "0", "2"]), ("minimize", ["3", "0", "4", "1", "2"])],
+)
+def test_the_small_table_shows_running_then_best(direction, order):
+    from yitong_lab.hpo.progress import table_rows
+
+    rows = table_rows(_exp("running", TRIALS, direction=direction))
+    assert [r[0] for r in rows] == order
+    assert table_rows(_exp("running", TRIALS), limit=2) == [
+        ("3", "running", "", '{"x": 3}'),
+        ("1", "complete", "0.9", '{"x": 1}'),
+    ]
+
+
+def test_the_status_line_and_escaped_table():
+    from yitong_lab.hpo.progress import status_line, table_html
+
+    exp = _exp("running", TRIALS, max_trials=10)
+    assert status_line(exp) == "running: 4 of 10 trials finished (1 running), 1 pruned; best 0.9 (trial 1)"
+    html = table_html(exp)
+    assert "<th>acc</th>" in html and "&lt;b&gt;" in html and "<b>" not in html
+
+
+def test_follow_in_a_notebook_updates_one_widget(monkeypatch):
+    """``%yt hpo show 7 -f``: one box displayed (IPython's display, the frontend boundary, is
+    recorded), updated in place until the experiment is done. The client is a stand-in that
+    answers the experiment as it runs (the verbs against the real service: test_hpo_process.py)."""
+    import IPython.display
+
+    from yitong_lab.cli import hpo as cli
+    from yitong_lab.cli.output import Output
+
+    answers = iter(
+        [
+            _exp("running", TRIALS[:1] + [_t(1, "running")]),
+            _exp("running", TRIALS[:3] + [_t(3, "running")]),
+            _exp("done", [*TRIALS[:3], _t(3, "complete", 0.2)]),
+        ]
+    )
+    client = SimpleNamespace(experiment=lambda i: next(answers))
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    out = Output(json=False, progress="widget")
+    args = build_parser().parse_args(["hpo", "show", "7", "-f"])
+    exp = cli.follow(client, args.id, out, interval=0)
+    assert exp["state"] == "done"
+    (box,) = shown
+    (bar, label), table = box.children[0].children, box.children[1]
+    assert (bar.value, bar.max, bar.bar_style, bar.description) == (4, 4, "success", "experiment 7")
+    assert label.value == "done: 4 of 4 trials finished, 1 pruned; best 0.9 (trial 1)"
+    assert table.value.count("<tr>") == 5  # the header and four trials
+
+
+def test_follow_on_a_terminal_is_a_tqdm_bar(capsys):
+    from yitong_lab.cli import hpo as cli
+    from yitong_lab.cli.output import Output
+
+    answers = iter([_exp("running", TRIALS[:2]), _exp("stopped", TRIALS)])
+    client = SimpleNamespace(experiment=lambda i: next(answers))
+    exp = cli.follow(client, 7, Output(json=False, progress="auto"), interval=0)
+    assert exp["state"] == "stopped"
+    err = capsys.readouterr().err
+    assert "4/4" in err and "best=0.9" in err, err

@@ -82,3 +82,46 @@ async def test_api_info(yt_env, jp_fetch, monkeypatch):
     monkeypatch.delenv("YITONG_VC")
     response = await jp_fetch("yitong", "api-info")
     assert decode(response) == {"configured": False, "vc": None, "profile": "gpu-1"}
+
+
+async def test_conditional_get_goes_through(jp_fetch, monkeypatch):
+    """The Experiments view polls with ``If-None-Match``: the forwarder sends it up, hands the
+    upstream's ETag down, and answers 304 when the upstream does. The upstream here is a real
+    HTTP server that answers as the platform's ETag routes do."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Upstream(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.headers.get("If-None-Match"))
+            if self.headers.get("If-None-Match") == '"v1"':
+                self.send_response(304)
+                self.send_header("ETag", '"v1"')
+                self.end_headers()
+                return
+            body = b'{"id": 1}'
+            self.send_response(200)
+            self.send_header("ETag", '"v1"')
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("YITONG_API_URL", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "alice-token")
+        first = await jp_fetch("yitong", "api", "experiments", "1")
+        assert (first.code, decode(first), first.headers["ETag"]) == (200, {"id": 1}, '"v1"')
+        with pytest.raises(HTTPClientError) as info:  # tornado's client raises on 304
+            await jp_fetch("yitong", "api", "experiments", "1", headers={"If-None-Match": '"v1"'})
+        assert info.value.code == 304 and not info.value.response.body
+        assert seen == [None, '"v1"']
+    finally:
+        server.shutdown()

@@ -215,3 +215,119 @@ def test_hub_config_confines_kubernetes_pods(section, uid, fs_group):
     )
     assert cfg["KubeSpawner"] == kube_security(uid, fs_group)
     assert cfg["KubeSpawner"]["automount_service_account_token"] is False
+
+
+# -- profiles written the z2jh way ------------------------------------------------------------------
+
+OLD_PROFILE_LIST = [  # as a z2jh deployment left it in the hub config
+    {
+        "display_name": "Datascience environment",
+        "slug": "datascience",
+        "default": True,
+        "kubespawner_override": {"image": "jupyter/datascience-notebook:latest", "cpu_limit": 8, "mem_limit": "32G"},
+    },
+    {"display_name": "Minimal", "kubespawner_override": {"image": "jupyter/minimal-notebook:latest"}},
+]
+
+
+async def test_an_old_kubespawner_profile_list_never_overrides_the_choice(kube_api, make_spawner, platform, offer):
+    """A person who picked the CUDA profile gets the CUDA image and its size, whatever default
+    profile a `c.KubeSpawner.profile_list` left in the hub config names (KubeSpawner would apply
+    it at start)."""
+    _emulator, kubelet = kube_api
+    port = free_port()
+    config = kube_config(port)
+    config.KubeSpawner.profile_list = OLD_PROFILE_LIST
+    spawner = make_spawner("alice", config=config, user_options={"vc": "vision", "profile": "gpu-2"})
+    await spawner.start()
+    try:
+        [pod] = [p for p in kubelet.started if p["metadata"]["namespace"] == "yitong-vision"][-1:]
+        [container] = pod["spec"]["containers"]
+        assert container["image"] == "yitong/singleuser-cuda:latest"
+        assert container["resources"]["limits"] == {"cpu": 4.0, "memory": 16 * GiB, "nvidia.com/gpu": "2"}
+        assert pod["metadata"]["labels"]["yitong.io/profile"] == "gpu-2"
+        assert spawner.child.profile_list == []
+    finally:
+        await spawner.stop()
+
+
+def z2jh_config(port: int = 8888) -> Config:
+    from yitong_spawner.profile_list import hub_overrides
+
+    c = kube_config(port)
+    c.YitongSpawner.kubespawner_overrides = hub_overrides(
+        [
+            {
+                "display_name": "Learning Data Science",
+                "kubespawner_override": {
+                    "image": "quay.io/jupyter/datascience-notebook:2024-04-29",
+                    "environment": {"COURSE": "data8"},
+                    "node_selector": {"pool": "teaching"},
+                    "lifecycle_hooks": {"postStart": {"exec": {"command": ["sh", "-c", "echo ready"]}}},
+                },
+            },
+            {
+                "display_name": "Choose your image",
+                "slug": "images",
+                "kubespawner_override": {"cpu_limit": 2, "mem_limit": "4G"},
+                "profile_options": {
+                    "image": {
+                        "choices": {"tf": {"kubespawner_override": {"image": "pangeo/ml-notebook:master"}}},
+                        "unlisted_choice": {
+                            "enabled": True,
+                            "validation_regex": "^[a-z0-9./-]+:[A-Za-z0-9._-]+$",
+                            "validation_message": "Must be an image with a tag",
+                            "kubespawner_override": {"image": "{value}"},
+                        },
+                    }
+                },
+            },
+        ]
+    )
+    return c
+
+
+LEARNING = profile("learning-data-science", image="quay.io/jupyter/datascience-notebook:2024-04-29")
+CUSTOM = profile("images-custom", cpu=2, memory=4 * GiB, image="")
+
+
+async def test_z2jh_override_keys_reach_the_pod(kube_api, make_spawner, platform):
+    spawner = make_spawner("alice", config=z2jh_config())
+    child = spawner.build_child(spawner.profile_overrides({"name": "vision"}, LEARNING, {"id": 3, "resources": {}}))
+    pod = ApiClient().sanitize_for_serialization(await child.get_pod_manifest())
+    pod.setdefault("apiVersion", "v1")
+    pod.setdefault("kind", "Pod")
+    kubernetes_validate.validate(pod, "1.37", strict=True)
+    [container] = pod["spec"]["containers"]
+    assert container["lifecycle"] == {"postStart": {"exec": {"command": ["sh", "-c", "echo ready"]}}}
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert (env["COURSE"], env["YITONG_PROFILE"]) == ("data8", "learning-data-science")
+    assert pod["spec"]["nodeSelector"] == {"pool": "teaching"}
+    assert child.namespace == "yitong-vision"  # the platform's own traits win
+
+
+@pytest.mark.parametrize(
+    "custom, outcome",
+    [
+        ("quay.io/jupyter/r-notebook:2024-04-29", "quay.io/jupyter/r-notebook:2024-04-29"),
+        ("no-tag", "Must be an image with a tag"),
+        ("x:1; rm -rf /", "Must be an image with a tag"),
+        ("", "This profile needs a custom value"),
+    ],
+)
+async def test_unlisted_choice_is_checked_and_becomes_the_image(kube_api, make_spawner, platform, custom, outcome):
+    from tornado.web import HTTPError  # the hub's spawn errors
+
+    platform.spawn_options["alice"] = [vc("vision", [CUSTOM])]
+    options = {"vc": "vision", "profile": "images-custom", **({"custom": custom} if custom else {})}
+    spawner = make_spawner("alice", config=z2jh_config(), user_options=options)
+    if ":" not in outcome:
+        with pytest.raises(HTTPError, match=outcome):
+            await spawner.reserve()
+        return
+    await spawner.reserve()
+    vc_model, prof, allocation = spawner._reserved
+    child = spawner.build_child(spawner.profile_overrides(vc_model, prof, allocation))
+    assert child.image == outcome
+    assert (child.cpu_limit, child.mem_limit) == (2.0, 4 * GiB)
+    await spawner.release()

@@ -128,7 +128,7 @@ async def test_platform_refusal_is_shown(make_spawner, platform, vision, refusal
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"image": "evil"}, "Unknown server option(s): image. Allowed: vc, profile."),
+        ({"image": "evil"}, "Unknown server option(s): image. Allowed: vc, profile, custom."),
         ({"vc": "gone", "profile": "cpu-small"}, "VC gone does not exist or you are not a member of it."),
         ({"vc": "vision", "profile": "removed"}, "Profile removed is not offered by VC vision."),
     ],

@@ -53,8 +53,8 @@ def test_valid_options(options, expected):
 @pytest.mark.parametrize(
     "options, offer, message",
     [
-        ({"vc": "vision", "image": "x"}, OFFER, "Unknown server option(s): image. Allowed: vc, profile."),
-        ([1], OFFER, "Server options must be a JSON object with the keys vc and profile."),
+        ({"vc": "vision", "image": "x"}, OFFER, "Unknown server option(s): image. Allowed: vc, profile, custom."),
+        ([1], OFFER, "Server options must be a JSON object with the keys vc, profile and custom."),
         ({"profile": 3}, OFFER, "Server option profile must be a string."),
         ({"vc": "secret"}, OFFER, "VC secret does not exist or you are not a member of it."),
         ({"vc": "vision", "profile": "npu-8"}, OFFER, "Profile npu-8 is not offered by VC vision."),

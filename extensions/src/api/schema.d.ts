@@ -4,6 +4,209 @@
  */
 
 export interface paths {
+    "/services/yitong/api/v1/alerts/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * History
+         * @description Admin: alerts as they fired and resolved (Alertmanager's notifications), newest first.
+         */
+        get: operations["history_services_yitong_api_v1_alerts_history_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/routes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Routes
+         * @description Admin: who gets email for which VC's alerts.
+         */
+        get: operations["list_routes_services_yitong_api_v1_alerts_routes_get"];
+        put?: never;
+        /**
+         * Create Route
+         * @description Admin: email these addresses about a VC's alerts (``vc`` null: every alert).
+         */
+        post: operations["create_route_services_yitong_api_v1_alerts_routes_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/routes/{route_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete Route
+         * @description Admin: stop a route's emails.
+         */
+        delete: operations["delete_route_services_yitong_api_v1_alerts_routes__route_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Rules
+         * @description Admin: every alert rule with the PromQL Prometheus evaluates.
+         */
+        get: operations["list_rules_services_yitong_api_v1_alerts_rules_get"];
+        put?: never;
+        /**
+         * Create Rule
+         * @description Admin: add a rule (422 naming what is wrong with its kind, threshold or expression; 404 for an
+         *     unknown VC; 409 if the name exists); the rule file is rewritten and Prometheus reloaded.
+         */
+        post: operations["create_rule_services_yitong_api_v1_alerts_rules_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/rules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Rule
+         * @description Admin: one rule.
+         */
+        get: operations["get_rule_services_yitong_api_v1_alerts_rules__name__get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete Rule
+         * @description Admin: delete a rule (its alerts resolve).
+         */
+        delete: operations["delete_rule_services_yitong_api_v1_alerts_rules__name__delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch Rule
+         * @description Admin: change a rule's threshold, expression, severity, duration or description.
+         */
+        patch: operations["patch_rule_services_yitong_api_v1_alerts_rules__name__patch"];
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/silences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Silences
+         * @description Admin: Alertmanager's silences (409 with what to install or start when it is not running).
+         */
+        get: operations["list_silences_services_yitong_api_v1_alerts_silences_get"];
+        put?: never;
+        /**
+         * Create Silence
+         * @description Admin: silence the alerts whose labels equal ``matchers`` for ``seconds``.
+         */
+        post: operations["create_silence_services_yitong_api_v1_alerts_silences_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/silences/{silence_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Expire Silence
+         * @description Admin: end a silence now.
+         */
+        delete: operations["expire_silence_services_yitong_api_v1_alerts_silences__silence_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status
+         * @description Admin: whether Prometheus, Alertmanager and the node exporter are installed and running,
+         *     whether email and accelerator figures are on, and what to install or set when not.
+         */
+        get: operations["status_services_yitong_api_v1_alerts_status_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/alerts/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Webhook
+         * @description Alertmanager only (``Authorization: Bearer <data_dir>/alerts/webhook-secret``): firing and
+         *     resolved alerts into the history (a webhook payload, version 4).
+         */
+        post: operations["webhook_services_yitong_api_v1_alerts_webhook_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/allocations": {
         parameters: {
             query?: never;
@@ -68,6 +271,48 @@ export interface paths {
         get: operations["list_audit_services_yitong_api_v1_audit_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/batch/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get Batch
+         * @description A batch inference job: state, progress (rows and chunks done), the output version once committed.
+         */
+        get: operations["get_batch_services_yitong_api_v1_batch__job_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/batch/{job_id}/commit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Commit Batch
+         * @description The running batch job itself (its owner's hub token, plus its ``YITONG_JOB_TOKEN`` in
+         *     ``X-Yitong-Job-Token``): commit its predictions (uploaded objects) as the next version of the
+         *     output dataset, its lineage recorded by the platform. Again: that version.
+         */
+        post: operations["commit_batch_services_yitong_api_v1_batch__job_id__commit_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -383,7 +628,7 @@ export interface paths {
         };
         /**
          * List Experiments
-         * @description Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial.
+         * @description Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304.
          */
         get: operations["list_experiments_services_yitong_api_v1_experiments_get"];
         put?: never;
@@ -427,7 +672,7 @@ export interface paths {
         };
         /**
          * Get Experiment
-         * @description One experiment with its trials (number, job id, state, params, intermediate values, final value), counts per state, the best trial and the best-so-far curve.
+         * @description One experiment with its trials (number, job id, state, reason, params, intermediate values and their count ``steps``, final value, created, finished), counts per state, the best trial and the best-so-far curve. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304 (the Experiments view polls so).
          */
         get: operations["get_experiment_services_yitong_api_v1_experiments__experiment_id__get"];
         put?: never;
@@ -487,7 +732,7 @@ export interface paths {
         };
         /**
          * Importance
-         * @description Parameter importance over the complete trials (Optuna's fANOVA evaluator); empty below two complete trials.
+         * @description Parameter importance over the complete trials (Optuna's fANOVA evaluator, computed again only when the complete trials change); empty below two complete trials. Answers carry an ``ETag``.
          */
         get: operations["importance_services_yitong_api_v1_experiments__experiment_id__importance_get"];
         put?: never;
@@ -597,6 +842,26 @@ export interface paths {
         get: operations["job_events_services_yitong_api_v1_jobs_events_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/jobs/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview
+         * @description A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this.
+         */
+        post: operations["preview_services_yitong_api_v1_jobs_preview_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -949,6 +1214,29 @@ export interface paths {
          * @description The owner or an admin: delete a version (and its aliases); GC reclaims its objects.
          */
         delete: operations["delete_version_services_yitong_api_v1_models__vc___name__versions__ref__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/models/{vc}/{name}/versions/{ref}/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit Batch
+         * @description Members of the VC: queue a batch inference job (a job of the caller in the model's VC, under
+         *     its quota) that predicts over the input version's CSV files, chunk by chunk, and commits the
+         *     predictions as the next version of ``output``. 404 for a model, version or dataset the caller
+         *     cannot see; 422 naming a column, framework or output that does not fit; nothing is queued then.
+         */
+        post: operations["submit_batch_services_yitong_api_v1_models__vc___name__versions__ref__batch_post"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1324,6 +1612,27 @@ export interface components {
             /** Type */
             type: string;
         };
+        /** AlertsStatus */
+        AlertsStatus: {
+            /**
+             * Accelerators
+             * @description accelerator figures are read through NVML
+             */
+            accelerators: boolean;
+            alertmanager: components["schemas"]["Component"];
+            /**
+             * Email
+             * @description an SMTP host is set (alerts.smtp.host)
+             */
+            email: boolean;
+            /**
+             * Message
+             * @description what to install or set, when something is missing
+             */
+            message: string | null;
+            node_exporter: components["schemas"]["Component"];
+            prometheus: components["schemas"]["Component"];
+        };
         /** AllocationIn */
         AllocationIn: {
             /**
@@ -1384,6 +1693,106 @@ export interface components {
             size: number;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * BatchCommitIn
+         * @description The running batch job's predictions (manifest entries whose objects it uploaded).
+         */
+        BatchCommitIn: {
+            /** Files */
+            files: components["schemas"]["FileEntry"][];
+        };
+        /**
+         * BatchIn
+         * @description Run a model version over a dataset version's CSV files; the predictions become a new
+         *     version of ``output`` (docs/models.md "Batch inference").
+         */
+        BatchIn: {
+            /**
+             * Chunk Rows
+             * @description rows per chunk (the unit of resume)
+             * @default 100000
+             */
+            chunk_rows: number;
+            /**
+             * Columns
+             * @description feature columns, in the model's order; [] = all but keep
+             */
+            columns?: string[];
+            /**
+             * Cpu
+             * @default 1
+             */
+            cpu: number;
+            /**
+             * Input
+             * @description vc/name[@ref]: the dataset version to predict on (default ref: latest)
+             */
+            input: string;
+            /**
+             * Keep
+             * @description columns copied beside each prediction (an id)
+             */
+            keep?: string[];
+            /**
+             * Memory
+             * @default 2147483648
+             */
+            memory: number;
+            /**
+             * Name
+             * @description the job's name (default batch-<model>)
+             */
+            name?: string | null;
+            /**
+             * Output
+             * @description vc/name: a dataset of the model's VC (created when missing) the predictions become a version of
+             */
+            output: string;
+            /**
+             * Path
+             * @description a CSV file or folder in the input version; '' = all
+             * @default
+             */
+            path: string;
+            /**
+             * Retries
+             * @description attempts after a failure; each resumes at the first missing chunk
+             * @default 2
+             */
+            retries: number;
+        };
+        /** BatchOut */
+        BatchOut: {
+            /** Attempts */
+            attempts: number;
+            /** Chunk Rows */
+            chunk_rows: number;
+            /** Columns */
+            columns: string[];
+            /** Input */
+            input: string;
+            /** Job */
+            job: number;
+            /** Keep */
+            keep: string[];
+            /** Model */
+            model: string;
+            /** Output */
+            output: string;
+            /** Progress */
+            progress: {
+                [key: string]: unknown;
+            };
+            /** Reason */
+            reason: string;
+            /** State */
+            state: string;
+            /**
+             * Version
+             * @description the output dataset's version with the predictions, once committed
+             */
+            version: number | null;
         };
         /** Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post */
         Body_clone_services_yitong_api_v1_experiments__experiment_id__clone_post: {
@@ -1516,6 +1925,20 @@ export interface components {
              * @default false
              */
             unchanged: boolean;
+        };
+        /** Component */
+        Component: {
+            /** Detail */
+            detail: string;
+            /** Installed */
+            installed: boolean;
+            /**
+             * State
+             * @description missing | stopped | starting | running | exited | off
+             */
+            state: string;
+            /** Url */
+            url: string | null;
         };
         /**
          * Dashboard
@@ -1670,6 +2093,39 @@ export interface components {
             /** @description what was refused and why, in a sentence */
             detail: string;
         };
+        /** EventOut */
+        EventOut: {
+            /** Alertname */
+            alertname: string;
+            /** Annotations */
+            annotations: {
+                [key: string]: unknown;
+            };
+            /** Ends At */
+            ends_at: string | null;
+            /** Id */
+            id: number;
+            /** Labels */
+            labels: {
+                [key: string]: unknown;
+            };
+            /**
+             * Received
+             * Format: date-time
+             */
+            received: string;
+            /** Severity */
+            severity: string;
+            /**
+             * Starts At
+             * Format: date-time
+             */
+            starts_at: string;
+            /** Status */
+            status: string;
+            /** Vc */
+            vc: string | null;
+        };
         /**
          * FileEntry
          * @description One manifest entry. A TypedDict, not a model: a 70,000-file commit validates in a tenth
@@ -1716,6 +2172,17 @@ export interface components {
         Hashes: {
             /** Hashes */
             hashes: string[];
+        };
+        /** History */
+        History: {
+            /** Items */
+            items: components["schemas"]["EventOut"][];
+            /** Limit */
+            limit: number;
+            /** Offset */
+            offset: number;
+            /** Total */
+            total: number;
         };
         /** Input */
         Input: {
@@ -1890,6 +2357,31 @@ export interface components {
             vc: string;
         };
         /**
+         * JobPreview
+         * @description A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued.
+         */
+        JobPreview: {
+            /**
+             * Notes
+             * @description fields with no counterpart, changes made on the way, warnings
+             */
+            notes: string[];
+            /**
+             * Resources
+             * @description what the whole job holds against the VC's quota
+             */
+            resources: {
+                [key: string]: number;
+            };
+            /**
+             * Spec
+             * @description the Yitong job spec (docs/jobs-spec.md) the document became
+             */
+            spec: {
+                [key: string]: unknown;
+            };
+        };
+        /**
          * Submission
          * @description The submit body in JSON (the OpenAPI document's schema): the spec, plus ``code``, plus for
          *     the platform's own token the ``user`` it submits for.
@@ -2046,10 +2538,33 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
-        /** Lineage */
+        /**
+         * Lineage
+         * @description The parent version and, for a version a platform job made (batch inference), the job,
+         *     the model version (``vc/name@number``) and the input dataset versions it read.
+         */
         Lineage: {
+            /**
+             * Inputs
+             * @description the dataset versions read: {dataset, version, manifest, path}
+             */
+            inputs?: {
+                [key: string]: unknown;
+            }[];
             /** Job */
             job?: number | null;
+            /**
+             * Kind
+             * @description what the job was: batch-inference
+             */
+            kind?: string | null;
+            /**
+             * Model
+             * @description the model version: vc/name@number
+             */
+            model?: string | null;
+            /** Model Manifest */
+            model_manifest?: string | null;
             /** Parent */
             parent: number | null;
         };
@@ -2490,6 +3005,130 @@ export interface components {
             memory?: number | null;
         };
         /**
+         * RouteIn
+         * @description Email addresses for a VC's alerts (``vc`` null: every alert), optionally only some severities.
+         */
+        RouteIn: {
+            /** Emails */
+            emails: string[];
+            /** Severities */
+            severities?: ("info" | "warning" | "critical")[];
+            /** Vc */
+            vc?: string | null;
+        };
+        /** RouteOut */
+        RouteOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Emails */
+            emails: string[];
+            /** Id */
+            id: number;
+            /** Severities */
+            severities: string[];
+            /** Vc */
+            vc: string | null;
+        };
+        /**
+         * RuleIn
+         * @description A threshold rule: ``kind`` and ``threshold`` (the kind's default when left out), limited to a VC
+         *     or cluster-wide, firing after ``for_seconds`` of the condition holding.
+         */
+        RuleIn: {
+            /**
+             * Description
+             * @default
+             */
+            description: string;
+            /**
+             * Expr
+             * @description expression rules only: a PromQL condition
+             * @default
+             */
+            expr: string;
+            /**
+             * For Seconds
+             * @description seconds the condition holds before the alert fires
+             * @default 0
+             */
+            for_seconds: number;
+            /**
+             * Kind
+             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, service_down or expression (docs/operations.md)
+             */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Severity
+             * @default warning
+             * @enum {string}
+             */
+            severity: "info" | "warning" | "critical";
+            /**
+             * Threshold
+             * @description percent for utilisation and quota kinds, jobs for job_failed
+             */
+            threshold?: number | null;
+            /**
+             * Vc
+             * @description the VC the rule watches; null: cluster-wide
+             */
+            vc?: string | null;
+        };
+        /** RuleOut */
+        RuleOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Description */
+            description: string;
+            /** Expr */
+            expr: string;
+            /** For Seconds */
+            for_seconds: number;
+            /** Id */
+            id: number;
+            /** Kind */
+            kind: string;
+            /** Name */
+            name: string;
+            /**
+             * Promql
+             * @description what Prometheus evaluates
+             */
+            promql: string;
+            /** Severity */
+            severity: string;
+            /** Threshold */
+            threshold: number | null;
+            /**
+             * Updated
+             * Format: date-time
+             */
+            updated: string;
+            /** Vc */
+            vc: string | null;
+        };
+        /** RulePatch */
+        RulePatch: {
+            /** Description */
+            description?: string | null;
+            /** Expr */
+            expr?: string | null;
+            /** For Seconds */
+            for_seconds?: number | null;
+            /** Severity */
+            severity?: ("info" | "warning" | "critical") | null;
+            /** Threshold */
+            threshold?: number | null;
+        };
+        /**
          * RunMetrics
          * @description The run's metrics after ``POST /jobs/{id}/metrics`` merged the job's.
          */
@@ -2632,6 +3271,43 @@ export interface components {
             inputs?: components["schemas"]["TensorSpec"][];
             /** Outputs */
             outputs?: components["schemas"]["TensorSpec"][];
+        };
+        /**
+         * SilenceIn
+         * @description Silence alerts whose labels equal all of ``matchers`` (e.g. vc=vision, or alertname=mem-high)
+         *     for ``seconds``.
+         */
+        SilenceIn: {
+            /** Comment */
+            comment: string;
+            /** Matchers */
+            matchers: {
+                [key: string]: string;
+            };
+            /**
+             * Seconds
+             * @default 3600
+             */
+            seconds: number;
+        };
+        /** SilenceOut */
+        SilenceOut: {
+            /** Comment */
+            comment: string;
+            /** Created By */
+            created_by: string;
+            /** Ends At */
+            ends_at: string;
+            /** Id */
+            id: string;
+            /** Matchers */
+            matchers: {
+                [key: string]: string;
+            };
+            /** Starts At */
+            starts_at: string;
+            /** State */
+            state: string;
         };
         /** SizedPath */
         SizedPath: {
@@ -2920,6 +3596,530 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    history_services_yitong_api_v1_alerts_history_get: {
+        parameters: {
+            query?: {
+                vc?: string | null;
+                status?: ("firing" | "resolved") | null;
+                alertname?: string | null;
+                offset?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["History"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_routes_services_yitong_api_v1_alerts_routes_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_route_services_yitong_api_v1_alerts_routes_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RouteIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RouteOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_route_services_yitong_api_v1_alerts_routes__route_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                route_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_rules_services_yitong_api_v1_alerts_rules_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_rule_services_yitong_api_v1_alerts_rules_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RuleIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_rule_services_yitong_api_v1_alerts_rules__name__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_rule_services_yitong_api_v1_alerts_rules__name__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_rule_services_yitong_api_v1_alerts_rules__name__patch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RulePatch"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RuleOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_silences_services_yitong_api_v1_alerts_silences_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceOut"][];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_silence_services_yitong_api_v1_alerts_silences_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SilenceIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    expire_silence_services_yitong_api_v1_alerts_silences__silence_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a silence's id (a UUID) */
+                silence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    status_services_yitong_api_v1_alerts_status_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertsStatus"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhook_services_yitong_api_v1_alerts_webhook_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                authorization?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     list_allocations_services_yitong_api_v1_allocations_get: {
         parameters: {
             query?: {
@@ -3071,6 +4271,92 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_batch_services_yitong_api_v1_batch__job_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    commit_batch_services_yitong_api_v1_batch__job_id__commit_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an id: 1 to 2**63-1 */
+                job_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchCommitIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Committed"];
                 };
             };
             /** @description Validation Error */
@@ -3981,9 +5267,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */
@@ -4106,7 +5390,10 @@ export interface operations {
     };
     get_experiment_services_yitong_api_v1_experiments__experiment_id__get: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description most points of each trial's intermediate curve; a longer curve is thinned evenly (first and last kept) and its kept step numbers are in ``intermediate_steps`` */
+                points?: number;
+            };
             header?: never;
             path: {
                 /** @description an id: 1 to 2**63-1 */
@@ -4122,9 +5409,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */
@@ -4259,9 +5544,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": unknown;
                 };
             };
             /** @description Validation Error */
@@ -4516,6 +5799,54 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": unknown;
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    preview_services_yitong_api_v1_jobs_preview_post: {
+        parameters: {
+            query?: {
+                /** @description openpai | pytorchjob */
+                from?: string | null;
+                /** @description the VC (overrides the document's) */
+                vc?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+                "application/yaml": string;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPreview"];
                 };
             };
             /** @description Validation Error */
@@ -5466,6 +6797,52 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submit_batch_services_yitong_api_v1_models__vc___name__versions__ref__batch_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                vc: string;
+                name: string;
+                ref: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchOut"];
+                };
             };
             /** @description Validation Error */
             422: {

@@ -61,7 +61,16 @@ def versions_table(versions: list[dict[str, Any]]) -> str:
     return table(["VERSION", "CREATED", "AUTHOR", "FILES", "SIZE", "PARENT", "TAGS", "MESSAGE"], rows)
 
 
+def made_by(lineage: dict[str, Any]) -> str:
+    """``batch job 12: vision/iris@1 over vision/flowers@1`` for a version a platform job made."""
+    read = ", ".join(f"{i.get('dataset')}@{i.get('version')}" for i in lineage.get("inputs") or [])
+    what = "batch job" if lineage.get("kind") == "batch-inference" else "job"
+    return f"{what} {lineage['job']}: {lineage.get('model') or '-'} over {read or '-'}"
+
+
 def version_fields(v: dict[str, Any]) -> str:
+    lineage = v.get("lineage") or {}
+    made = [("made by", made_by(lineage))] if lineage.get("job") else []
     return fields(
         [
             ("dataset", v["dataset"]),
@@ -73,6 +82,7 @@ def version_fields(v: dict[str, Any]) -> str:
             ("tags", tags_text(v.get("tags"))),
             ("files", f"{v.get('files', '-')} ({size(v.get('bytes'))})"),
             ("manifest", v.get("manifest") or "-"),
+            *made,
         ]
     )
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "hpo": "yitong_lab.cli.hpo",
     "model": "yitong_lab.cli.model",
     "deploy": "yitong_lab.cli.deploy",
+    "alert": "yitong_lab.cli.alert",
 }
 
 

@@ -2,8 +2,10 @@
 
 ``yt hpo create --from config.yml --vc VC`` takes an NNI v2 experiment config (its
 ``searchSpaceFile`` and ``trialCodeDirectory`` relative to the file, as in NNI);
-``yt hpo create EXPERIMENT.yaml`` our own document. ``--follow`` shows a progress bar of trials
-until the experiment ends. In a notebook, ``%%yt hpo create --vc VC --space '{...}'`` runs the
+``yt hpo create EXPERIMENT.yaml`` our own document. ``--follow`` (on ``create`` and ``show``) shows
+a progress bar of trials with the best value until the experiment ends; in a notebook
+(``%yt hpo show 3 -f``) a live widget: progress, best value and a small table of trials
+(:mod:`yitong_lab.hpo.progress`). In a notebook, ``%%yt hpo create --vc VC --space '{...}'`` runs the
 cell as the trial code (it reads ``yitong_lab.hpo.get_params()`` and reports with
 ``report``/``report_final``, or uses ``nni``'s calls).
 """
@@ -43,8 +45,10 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("--follow", "-f", action="store_true", help="show a progress bar until it ends")
     sub = verb("ls", ls, "experiments of your VCs, newest first")
     sub.add_argument("--vc", help="only this VC")
+    sub = verb("show", show, "one experiment: its trials and the best one")
+    sub.add_argument("id", type=int, metavar="ID")
+    sub.add_argument("--follow", "-f", action="store_true", help="show its progress live until it ends")
     for name, func, help in (
-        ("show", show, "one experiment: its trials and the best one"),
         ("stop", stop, "stop an experiment; its running trials are cancelled"),
         ("resume", resume, "run a stopped experiment again"),
     ):
@@ -150,24 +154,21 @@ def create(args: Any, client: Any, out: Any) -> None:
 
 
 def follow(client: Any, experiment_id: int, out: Any, interval: float = 1.0) -> dict[str, Any]:
-    """A tqdm bar of finished trials out of the budget until the experiment is done or stopped."""
-    from tqdm import tqdm
+    """Finished trials out of the budget, with the best value, until the experiment is done or
+    stopped: tqdm's bar, or in a notebook a widget with a small table of trials."""
+    from yitong_lab.hpo import progress
 
+    display = progress.make(out.progress, disable=out.json)
     exp = client.experiment(experiment_id)
-    bar = tqdm(total=exp["config"]["max_trials"], unit="trial", disable=out.json, leave=True)
     try:
         while True:
-            done = sum(n for s, n in exp["counts"].items() if s != "running")
-            bar.total = exp["config"]["max_trials"]
-            bar.update(done - bar.n)
-            if exp.get("best"):
-                bar.set_postfix(best=f"{exp['best']['value']:.4g}", refresh=False)
+            display.update(exp)
             if exp["state"] in ("done", "stopped"):
                 return exp
             time.sleep(interval)
             exp = client.experiment(experiment_id)
     finally:
-        bar.close()
+        display.close()
 
 
 def ls(args: Any, client: Any, out: Any) -> None:
@@ -176,7 +177,12 @@ def ls(args: Any, client: Any, out: Any) -> None:
 
 
 def show(args: Any, client: Any, out: Any) -> None:
-    exp = client.experiment(args.id)
+    if getattr(args, "follow", False):
+        exp = follow(client, args.id, out)
+        if out.progress == "widget" and not out.json:
+            return  # the widget shows it
+    else:
+        exp = client.experiment(args.id)
     out.show(exp, summary(exp) + "\n" + trials_table(exp))
 
 

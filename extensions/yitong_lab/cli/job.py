@@ -35,7 +35,6 @@ CELL_OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--priority", {"help": "low, normal, high or -1000..1000"}),
     ("--retries", {"type": int, "metavar": "N"}),
     ("--outputs", {"metavar": "DIR", "help": "outputs directory inside the job's directory"}),
-    ("--dry-run", {"action": "store_true", "help": "print the spec, submit nothing"}),
 ]
 
 
@@ -76,6 +75,11 @@ def register(nouns: Any, common: Any) -> None:
         help="SPEC is an OpenPAI (protocol v2) job or a Kubeflow PyTorchJob",
     )
     sub.add_argument("--vc", help="the VC (overrides the spec's)")
+    sub.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show the spec (with --from: the converted spec and every note) after the platform's checks; submit nothing",
+    )
     sub.add_argument("--dir", metavar="DIR", help="the job's code directory (default: the current one)")
     sub.add_argument("--no-code", action="store_true", help="do not record the code (commit, changes)")
     sub.add_argument("--follow", "-f", action="store_true", help="watch it until it ends, with its log")
@@ -209,6 +213,10 @@ def submit(args: Any, client: Any, out: Any) -> None:
     if given:
         raise UsageError(f"{', '.join(given)}: only for %%yt job submit cells; put them in the spec file")
     body = _read_spec(args.spec)
+    if args.dry_run:
+        preview = client.preview_job(body, source=args.source, vc=args.vc)
+        out.show(preview, text.preview_text(preview))
+        return
     directory = None if args.no_code or args.source else (args.dir or os.getcwd())
     job = client.submit_job(body, source=args.source, vc=args.vc, directory=directory)
     _submitted(job, args, client, out)

@@ -1,4 +1,4 @@
-"""``yt model create|ls|register|log|show|alias|compare|pull|rm``: the model registry.
+"""``yt model create|ls|register|log|show|alias|compare|convert|batch|batch-show|pull|rm``: the model registry.
 
 Names: ``vc/name`` is a model, ``vc/name@ref`` one of its versions (``ref``: a number,
 ``v<number>``, an alias such as ``production``, or ``latest``, the default).
@@ -78,6 +78,24 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--to", choices=["onnx"], default="onnx")
     sub.add_argument("--python", help="an interpreter with scikit-learn, skl2onnx and onnxruntime (default: this one)")
+    sub = verb("batch", batch, "batch inference: predict over a dataset version's CSV files into a new dataset version")
+    sub.add_argument("ref", metavar="VC/NAME[@REF]")
+    sub.add_argument("--input", required=True, metavar="VC/DATASET[@REF]", help="the dataset version to predict on")
+    sub.add_argument(
+        "--output", required=True, metavar="VC/DATASET", help="the dataset the predictions become a version of"
+    )
+    sub.add_argument(
+        "--columns", metavar="A,B,...", help="feature columns in the model's order (default: all but --keep)"
+    )
+    sub.add_argument("--keep", metavar="A,B,...", help="columns copied beside each prediction (an id)")
+    sub.add_argument("--path", default="", help="a CSV file or folder in the input version (default: all)")
+    sub.add_argument("--chunk-rows", type=int, default=100_000, metavar="N", help="rows per chunk, the unit of resume")
+    sub.add_argument("--cpu", default="1", help="CPUs the job holds in the VC")
+    sub.add_argument("--memory", default="2Gi", help="memory the job holds in the VC")
+    sub.add_argument("--retries", type=int, default=2, help="attempts after a failure; each resumes")
+    sub.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait for the job to end (0: do not)")
+    sub = verb("batch-show", batch_show, "a batch inference job: state, progress, output version")
+    sub.add_argument("job", type=int, metavar="JOB")
     sub = verb("pull", pull, "download a version's files into a directory")
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("directory", metavar="DIR")
@@ -159,6 +177,32 @@ def convert(args: Any, client: Any, out: Any) -> None:
         f"registered {v['model']} v{v['number']} (ONNX of {v['lineage']['converted_from']}): "
         f"{check['rows']} sample rows agree (largest probability difference {check['max_abs_diff']:.2g})",
     )
+
+
+def _names(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def batch(args: Any, client: Any, out: Any) -> None:
+    b = _models(client).batch(
+        args.ref,
+        args.input,
+        args.output,
+        columns=_names(args.columns),
+        keep=_names(args.keep),
+        path=args.path,
+        chunk_rows=args.chunk_rows,
+        cpu=args.cpu,
+        memory=args.memory,
+        retries=args.retries,
+        wait=args.wait,
+    )
+    out.show(b, text.batch_line(b))
+
+
+def batch_show(args: Any, client: Any, out: Any) -> None:
+    b = _models(client).batch_status(args.job)
+    out.show(b, text.batch_line(b))
 
 
 def pull(args: Any, client: Any, out: Any) -> None:

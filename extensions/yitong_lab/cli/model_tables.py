@@ -84,3 +84,17 @@ def compare_table(c: dict[str, Any]) -> str:
         for name in c["metrics"]
     ]
     return table(heads, rows) if rows else f"{c['model']}: no metrics to compare"
+
+
+def batch_line(b: dict[str, Any]) -> str:
+    """One line: the job, what it runs, its state and progress, the output version."""
+    p = b.get("progress") or {}
+    head = f"batch job {b['job']}: {b['model']} over {b['input']} -> {b['output']}"
+    state = b["state"] + (f" ({b['reason']})" if b.get("reason") and b["state"] != "succeeded" else "")
+    done = ""
+    if p.get("chunks"):
+        done = f"; {p.get('rows', 0)} of {p.get('rows_total', 0)} rows, {p.get('chunks_done', 0)}/{p['chunks']} chunks"
+        if p.get("skipped"):
+            done += f" ({p['skipped']} resumed)"
+    version = f"; predictions: {b['output']} v{b['version']}" if b.get("version") else ""
+    return f"{head}: {state}{done}{version}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from yitong_lab.calls import ClientCalls
 
 Experiment = dict[str, Any]
 TERMINAL = ("done", "stopped")
@@ -31,24 +33,9 @@ def nni_config_text(path: str | Path) -> str:
     return json.dumps(doc)
 
 
-class HpoCalls:
+class HpoCalls(ClientCalls):
     """``create_experiment``, ``experiments``, ``experiment``, ``stop_experiment``,
     ``resume_experiment``, ``extend_experiment``, ``clone_experiment``, ``importance``."""
-
-    if TYPE_CHECKING:  # what the client (yitong_lab.client.Client) provides
-
-        def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
-        def create_call(
-            self,
-            method: str,
-            path: str,
-            *,
-            json: Any = None,
-            content: bytes | None = None,
-            content_type: str | None = None,
-            params: dict | None = None,
-            key: str | None = None,
-        ) -> Any: ...
 
     def create_experiment(
         self,

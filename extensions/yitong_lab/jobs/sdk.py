@@ -15,10 +15,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-from yitong_lab.api_types import JobDetail, JobOut, JobSubmitted, RunOut  # generated from the OpenAPI document
+from yitong_lab.api_types import (  # generated from the OpenAPI document
+    JobDetail,
+    JobOut,
+    JobPreview,
+    JobSubmitted,
+    RunOut,
+)
+from yitong_lab.calls import ClientCalls
 from yitong_lab.errors import YitongError
 
 #: the states a job no longer leaves by itself (``retry`` may queue it again)
@@ -66,30 +73,10 @@ def _q(value: str | int) -> str:
     return quote(str(value), safe="")
 
 
-class JobCalls:
+class JobCalls(ClientCalls):
     """Job and run calls; needs ``request``, ``create_call``, ``http``, ``check`` and ``url`` of the client.
     Creates (submit, clone, rerun) carry an ``Idempotency-Key`` and are retried with it after a
     dropped connection, so a retried submit makes one job."""
-
-    if TYPE_CHECKING:  # what the client (yitong_lab.client.Client) provides
-        url: str
-        timeout: float
-
-        def http(self) -> Any: ...
-        def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any: ...
-        def create_call(
-            self,
-            method: str,
-            path: str,
-            *,
-            json: Any = None,
-            content: bytes | None = None,
-            content_type: str | None = None,
-            params: dict | None = None,
-            key: str | None = None,
-        ) -> Any: ...
-        @staticmethod
-        def check(response: Any) -> Any: ...
 
     def submit_job(
         self,
@@ -116,6 +103,21 @@ class JobCalls:
                 code = capture(directory)
             body, ctype = submission(spec, code)
         return self.create_call("POST", "/jobs", content=body, content_type=ctype, params=params or None)
+
+    def preview_job(
+        self, spec: dict[str, Any] | str | bytes, *, source: str | None = None, vc: str | None = None
+    ) -> JobPreview:
+        """A dry run of :meth:`submit_job`: ``{spec, notes, resources}``, the spec the document
+        becomes (an imported one converted), every note, and what it would hold, after every check
+        a submit makes; nothing is queued (``POST /jobs/preview``)."""
+        params = {k: v for k, v in (("from", source), ("vc", vc)) if v}
+        if source:
+            text = spec if isinstance(spec, (str, bytes)) else json.dumps(spec)
+            body, ctype = (text.encode() if isinstance(text, str) else text), "application/yaml"
+        else:
+            body, ctype = submission(spec, None)
+        # sent like a create (its body may be YAML); the route has no side effect to repeat
+        return self.create_call("POST", "/jobs/preview", content=body, content_type=ctype, params=params or None)
 
     def jobs(
         self,

@@ -1,10 +1,12 @@
 """The model registry from Python: ``register`` a directory or a job's outputs, ``alias`` a
-version, ``compare`` versions' metrics, ``pull`` a version's files.
+version, ``compare`` versions' metrics, ``pull`` a version's files, ``batch`` inference over a
+dataset version into a new one.
 
 >>> import yitong_lab.models as ym
 >>> ym.register("vision/iris", "./model", framework="sklearn", metrics={"accuracy": 0.93})  # doctest: +SKIP
 >>> ym.register("vision/iris", job=12, path="out/model")                                # doctest: +SKIP
 >>> ym.alias("vision/iris@3", "production")                                               # doctest: +SKIP
+>>> ym.batch("vision/iris@production", "vision/flowers@2", "vision/flowers-preds", keep=["id"], wait=600)  # doctest: +SKIP
 
 Importing this package is cheap: httpx and blake3 load on first use.
 """
@@ -15,7 +17,7 @@ from typing import Any
 
 from yitong_lab.models.sdk import Models
 
-__all__ = ["Models", "register", "alias", "compare", "versions", "pull"]
+__all__ = ["Models", "register", "alias", "compare", "versions", "pull", "batch"]
 
 
 def register(model: str, path: Any = None, **options: Any) -> dict[str, Any]:
@@ -36,3 +38,7 @@ def versions(model: str) -> list[dict[str, Any]]:
 
 def pull(ref: str, directory: Any, **options: Any) -> dict[str, Any]:
     return Models().pull(ref, directory, **options)
+
+
+def batch(ref: str, input: str, output: str, **options: Any) -> dict[str, Any]:
+    return Models().batch(ref, input, output, **options)

@@ -137,6 +137,54 @@ class Models:
             bar.close()
         return manifest["files"]
 
+    def batch(
+        self,
+        ref: str,
+        input: str,
+        output: str,
+        *,
+        columns: builtins.list[str] | None = None,
+        keep: builtins.list[str] | None = None,
+        path: str = "",
+        chunk_rows: int = 100_000,
+        cpu: float | str = 1,
+        memory: str | int = "2Gi",
+        retries: int = 2,
+        wait: float = 0,
+    ) -> dict[str, Any]:
+        """Batch inference: a job that runs the version ``ref`` over the CSV files of the dataset
+        version ``input`` (``vc/name@ref``) and commits the predictions as the next version of
+        ``output`` (``vc/name``, created when missing). With ``wait`` (seconds), poll until the
+        job ends (a YitongError 504 past that); the answer says the output version."""
+        base, version = _version(ref)
+        body = {
+            "input": input,
+            "output": output,
+            "path": path,
+            "columns": columns or [],
+            "keep": keep or [],
+            "chunk_rows": chunk_rows,
+            "cpu": cpu,
+            "memory": memory,
+            "retries": retries,
+        }
+        b = self.client.request("POST", f"{base}/versions/{_q(version)}/batch", json=body)
+        return self.batch_wait(b["job"], wait) if wait else b
+
+    def batch_status(self, job: int) -> dict[str, Any]:
+        """A batch inference job: state, progress, the output version once committed."""
+        return self.client.request("GET", f"/batch/{int(job)}")
+
+    def batch_wait(self, job: int, wait: float) -> dict[str, Any]:
+        import time
+
+        deadline = time.monotonic() + wait
+        while (b := self.batch_status(job))["state"] not in ("succeeded", "failed", "cancelled"):
+            if time.monotonic() > deadline:
+                raise YitongError(504, f"batch job {job} has not ended after {wait:g} s (state {b['state']})")
+            time.sleep(0.25)
+        return b
+
     def pull(self, ref: str, directory: str | os.PathLike, **options: Any) -> dict[str, Any]:
         """Download the version ``ref`` names into ``directory`` (see ``Datasets.pull``)."""
         from yitong_lab.datasets.sdk import Datasets

@@ -1,7 +1,8 @@
 """Routes of the server extension (relative to the server's ``base_url``).
 
 - ``GET|POST|PUT|PATCH|DELETE yitong/api/<path>``: forwarded to ``$YITONG_API_URL/<path>`` with the
-  server's token, so the browser never holds it; the upstream status and JSON body come back.
+  server's token, so the browser never holds it; the upstream status and JSON body come back
+  (with its ``ETag``; ``If-None-Match`` goes up and a 304 comes back).
 - ``GET yitong/api-info``: ``{"configured": bool, "vc": ..., "profile": ...}``.
 - ``GET yitong/jobs/<id>/tensorboard``: fetches the job from the platform with the server's token
   (the user's VC membership applies: another VC's job is a 404), starts or reuses a TensorBoard
@@ -73,6 +74,8 @@ class _Relay:
     def header(self, line: str) -> None:
         if line.startswith("HTTP/"):
             self.status = int(line.split()[1])
+        elif line.lower().startswith("etag:"):  # conditional GETs (If-None-Match) work through us
+            self.handler.set_header("ETag", line.split(":", 1)[1].strip())
         elif line.lower().startswith("idempotent-replayed:"):
             self.handler.set_header("Idempotent-Replayed", line.split(":", 1)[1].strip())
         elif line.lower().startswith("content-type:") and line.split(":", 1)[1].strip().startswith("text/"):
@@ -119,6 +122,8 @@ class ForwardHandler(YitongHandler):
             headers["Content-Type"] = self.request.headers.get("Content-Type", "application/json")
         if "Idempotency-Key" in self.request.headers:  # the panel's key for a create, as it sent it
             headers["Idempotency-Key"] = self.request.headers["Idempotency-Key"]
+        if "If-None-Match" in self.request.headers:  # the upstream answers 304 for what we hold
+            headers["If-None-Match"] = self.request.headers["If-None-Match"]
         # text answers (job logs, ``?follow=1`` streams) pass through chunk by chunk as they
         # arrive; JSON answers are collected and decoded as before
         relay = _Relay(self)
@@ -146,6 +151,10 @@ class ForwardHandler(YitongHandler):
             return
         if relay.streaming:
             self.finish(set_content_type=relay.content_type)
+            return
+        if response.code == 304:
+            self.set_status(304)
+            self.finish()
             return
         self.send(response.code, decode_body(b"".join(relay.chunks), response.code), reason=response.reason)
 

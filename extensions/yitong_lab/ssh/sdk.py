@@ -7,15 +7,11 @@ as :class:`~yitong_lab.client.Client` methods (only the standard library is impo
 
 from __future__ import annotations
 
-from typing import Any
-
 from yitong_lab.api_types import SSHInfo, SSHKeyOut  # generated from the OpenAPI document
+from yitong_lab.calls import ClientCalls
 
 
-class SSHCalls:
-    def request(self, method: str, path: str, json: Any = None, params: dict | None = None) -> Any:
-        raise NotImplementedError  # provided by Client
-
+class SSHCalls(ClientCalls):
     def ssh_keys(self) -> list[SSHKeyOut]:
         return self.request("GET", "/me/ssh-keys")
 

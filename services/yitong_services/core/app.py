@@ -16,6 +16,8 @@ from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.responses import Response
 
+from ..alerts.manager import AlertsManager
+from ..alerts.metrics import OperationsCollector
 from ..datasets.storage import Storage
 from ..hpo.driver import Driver
 from ..jobs.backend import make_backend
@@ -101,6 +103,7 @@ def create_app(
     hpo = Driver(db, jobs, ctx.inventory, settings.jobs.poll_interval)
 
     gateway = Gateway(ctx, jobs.backend)
+    alerts = AlertsManager(settings, db, hub.token, prefix)
     feed = JobFeed(db)
     monitor = Monitor(
         db,
@@ -127,6 +130,7 @@ def create_app(
             await hpo.start()
         if settings.ssh.port and hub.token:
             await gateway.start()
+        await alerts.start()
         await monitor.start()
         await reclaimer.start()
         try:
@@ -134,6 +138,7 @@ def create_app(
         finally:
             await reclaimer.stop()
             await monitor.stop()
+            await alerts.stop()
             await hpo.stop()
             await gateway.stop()
             await feed.close()
@@ -161,11 +166,15 @@ def create_app(
     app.state.hpo = hpo
     app.state.monitor = monitor
     app.state.reclaimer = reclaimer
+    app.state.alerts = alerts
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")
     app.add_middleware(BodyLimit, limit_for=lambda path: body_limit(path, settings.service.limits))
-    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1")
+    operations = OperationsCollector(
+        db, ctx.inventory, settings.backend, settings.alerts.failed_job_window, alerts.nvml
+    )
+    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1", extra=[operations])
     metrics.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=f"{prefix}api/v1")

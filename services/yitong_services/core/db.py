@@ -18,6 +18,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from .readcache import ReadCache, Writes
+
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
 
@@ -37,7 +39,8 @@ def _sqlite_events(engine: Engine) -> None:
 
 
 class Database:
-    """One engine, a session factory, and per-VC locks for allocations in this process."""
+    """One engine, a session factory, per-VC locks for allocations in this process, and the
+    cache of hot reads that this process's commits invalidate (:mod:`.readcache`)."""
 
     def __init__(self, url: str) -> None:
         self.url = make_url(url)
@@ -53,6 +56,8 @@ class Database:
         self._locking = sessionmaker(self.engine.execution_options(yitong_immediate=True), expire_on_commit=False)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        # hot reads (GET /jobs, GET /jobs/{id}) kept until this process commits a write
+        self.reads = ReadCache(Writes(self.engine))
 
     def session(self) -> Session:
         return self._sessions()

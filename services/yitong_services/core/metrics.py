@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastapi import FastAPI
@@ -13,9 +13,9 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from ..datasets.models import Dataset, DatasetVersion, StoredObject
-from ..vcs.models import VC
-from ..vcs.quantities import Resources
-from ..vcs.views import allocations_by_vc, vc_dict
+from ..vcs.models import VC, Allocation
+from ..vcs.quantities import Resources, tidy
+from ..vcs.quota import total
 from .db import Database
 
 
@@ -29,19 +29,24 @@ class StateCollector(Collector):
         used = GaugeMetricFamily("yitong_vc_used", "Resources allocated in a VC", labels=["vc", "resource"])
         allocs = GaugeMetricFamily("yitong_allocations", "Live allocations", labels=["vc", "kind"])
         inv = GaugeMetricFamily("yitong_inventory", "What the backend offers", labels=["resource"])
+        # columns, not ORM rows: a scrape reads every VC and allocation (bench/ops.py, case (c))
         with self.db.session() as s:
-            by_vc = allocations_by_vc(s)
-            for vc in s.scalars(select(VC).order_by(VC.name)):
-                d = vc_dict(vc, by_vc.get(vc.name, []))
-                for resource, amount in d["quota"].items():
-                    quota.add_metric([vc.name, resource], amount)
-                for resource, amount in d["used"].items():
-                    used.add_metric([vc.name, resource], amount)
-                kinds: dict[str, int] = {"server": 0, "job": 0}
-                for a in by_vc.get(vc.name, []):
-                    kinds[a.kind] = kinds.get(a.kind, 0) + 1
-                for kind, count in kinds.items():
-                    allocs.add_metric([vc.name, kind], count)
+            vcs = s.execute(select(VC.name, VC.quota).order_by(VC.name)).all()
+            rows = s.execute(select(Allocation.vc, Allocation.kind, Allocation.resources)).all()
+        held: dict[str, list[Resources]] = {}
+        kinds: dict[str, dict[str, int]] = {}
+        for vc_name, kind, resources in rows:
+            held.setdefault(vc_name, []).append(resources or {})
+            counts = kinds.setdefault(vc_name, {"server": 0, "job": 0})
+            counts[kind] = counts.get(kind, 0) + 1
+        for vc_name, vc_quota in vcs:
+            for resource, amount in vc_quota.items():
+                quota.add_metric([vc_name, resource], amount)
+            usage = {resource: tidy(resource, 0) for resource in vc_quota} | total(held.get(vc_name, []))
+            for resource, amount in usage.items():
+                used.add_metric([vc_name, resource], amount)
+            for kind, count in kinds.get(vc_name, {"server": 0, "job": 0}).items():
+                allocs.add_metric([vc_name, kind], count)
         for resource, amount in self.inventory.items():
             inv.add_metric([resource], amount)
         yield from (quota, used, allocs, inv)
@@ -80,7 +85,9 @@ class StoreCollector(Collector):
 class Metrics:
     """One registry per app (tests run several apps in one process)."""
 
-    def __init__(self, db: Database, inventory: Resources, api_prefix: str = "") -> None:
+    def __init__(
+        self, db: Database, inventory: Resources, api_prefix: str = "", extra: Iterable[Collector] = ()
+    ) -> None:
         self.api_prefix = api_prefix
         self.registry = CollectorRegistry()
         self.requests = Counter(
@@ -91,6 +98,8 @@ class Metrics:
         )
         self.registry.register(StateCollector(db, inventory))
         self.registry.register(StoreCollector(db))
+        for collector in extra:  # the packages' own (alerts/metrics.py: nodes, jobs, accelerators)
+            self.registry.register(collector)
 
     def install(self, app: FastAPI) -> None:
         # a plain ASGI middleware, not ``@app.middleware("http")``: that one relays each chunk

@@ -88,18 +88,33 @@ def encode(content: Any) -> bytes:
     return json.dumps(content, default=_plain, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def json_response(request: Request, content: Any, headers: dict[str, str] | None = None) -> Response:
-    """``content`` as JSON with an ETag; 304 when the client already holds these bytes."""
+def encoded(content: Any) -> tuple[bytes, str]:
+    """``(JSON bytes, their ETag)``: what :func:`bytes_response` sends (pure; a read cache keeps it)."""
     body = encode(content)
-    etag = etag_of(body)
+    return body, etag_of(body)
+
+
+def bytes_response(request: Request, body: bytes, etag: str, headers: dict[str, str] | None = None) -> Response:
+    """JSON ``body`` with its ETag; 304 when the client already holds these bytes."""
     out_headers = {"ETag": etag, "Cache-Control": "private, no-cache", **(headers or {})}
     if not_modified(request, etag):
         return Response(status_code=304, headers=out_headers)
     return Response(body, media_type="application/json", headers=out_headers)
 
 
+def json_response(request: Request, content: Any, headers: dict[str, str] | None = None) -> Response:
+    """``content`` as JSON with an ETag; 304 when the client already holds these bytes."""
+    return bytes_response(request, *encoded(content), headers)
+
+
+def page_content(items: list[Any], total: int, page: Page, as_envelope: bool) -> tuple[Any, dict[str, str]]:
+    """One page as the client asked for it: ``(the envelope, {})`` or ``(the plain list, X-Total-Count)``."""
+    if as_envelope:
+        return envelope(items, total, page), {}
+    return items, {"X-Total-Count": str(total)}
+
+
 def paged_response(request: Request, items: list[Any], total: int, page: Page) -> Response:
     """One page: the envelope when the client asked for it, else the plain list."""
-    if wants_envelope(request):
-        return json_response(request, envelope(items, total, page))
-    return json_response(request, items, {"X-Total-Count": str(total)})
+    content, headers = page_content(items, total, page, wants_envelope(request))
+    return json_response(request, content, headers)

@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
 ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
@@ -15,9 +15,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..alerts.settings import AlertsSettings
 from ..ops.schemas import CullingSettings, OpsSettings, ReclaimSettings
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
+from ..vcs.profile_list import expand_profiles
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
 from .limits import LimitsSettings
@@ -116,6 +118,9 @@ class Settings(Lenient):
     ops: OpsSettings = Field(default_factory=OpsSettings)
     culling: CullingSettings = Field(default_factory=CullingSettings)
     reclaim: ReclaimSettings = Field(default_factory=ReclaimSettings)
+    alerts: AlertsSettings = Field(
+        default_factory=AlertsSettings, description="monitoring and alerts (docs/operations.md)"
+    )
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     devices: DevicesSection = Field(
         default_factory=default_devices, description="the accelerator table (vcs/devices.py), merged over the defaults"
@@ -123,6 +128,28 @@ class Settings(Lenient):
     profiles: dict[str, ProfileSpec] = Field(default_factory=dict)
     vcs: dict[str, VCSpec] = Field(default_factory=dict)
     data_dir: Path = Path(DEFAULT_DATA_DIR)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _z2jh_profiles(cls, data: Any) -> Any:
+        """``profiles`` may be a z2jh ``profileList`` (vcs/profile_list.py): expanded into Yitong profiles,
+        and a VC naming an entry's slug (or named by the entry's ``vcs``) offers all of them."""
+        if not isinstance(data, dict) or "profiles" not in data:
+            return data
+        profiles, groups, offered = expand_profiles(data["profiles"])
+        vcs = data.get("vcs")
+        if isinstance(vcs, dict):
+            vcs = {k: dict(v) if isinstance(v, dict) else v for k, v in vcs.items()}
+            for name, vc in vcs.items():
+                if not isinstance(vc, dict):
+                    continue
+                named = [n for p in vc.get("profiles") or [] for n in groups.get(p, [p])]
+                named += [n for n in offered.pop(name, []) if n not in named]
+                vc["profiles"] = list(dict.fromkeys(named))
+            data = {**data, "vcs": vcs}
+        if offered:
+            raise ValueError(f"profiles: an entry names VC {sorted(offered)[0]}, which is not in vcs")
+        return {**data, "profiles": profiles}
 
     @model_validator(mode="after")
     def _names(self) -> Settings:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -50,6 +51,9 @@ class DatasetVersion(Base):
     files: Mapped[int] = mapped_column(Integer, default=0)
     bytes: Mapped[int] = mapped_column(BigInteger, default=0)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # what made the version, where the platform knows it (a batch inference job: the job, the
+    # model version and the input dataset versions; models/batch_commit.py); {} otherwise
+    lineage: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class DatasetTag(Base):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from typing_extensions import TypedDict
@@ -90,8 +90,17 @@ class CommitIn(Strict):
 
 
 class Lineage(Strict):
+    """The parent version and, for a version a platform job made (batch inference), the job,
+    the model version (``vc/name@number``) and the input dataset versions it read."""
+
     parent: int | None
     job: int | None = None
+    kind: str | None = Field(None, description="what the job was: batch-inference")
+    model: str | None = Field(None, description="the model version: vc/name@number")
+    model_manifest: str | None = None
+    inputs: list[dict[str, Any]] = Field(
+        default_factory=list, description="the dataset versions read: {dataset, version, manifest, path}"
+    )
 
 
 class VersionOut(Strict):

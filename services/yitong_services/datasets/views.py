@@ -32,6 +32,10 @@ def dataset_dict(session: Session, d: Dataset) -> dict:
     }
 
 
+#: what a version no platform job made says of its origin (besides its parent)
+NO_LINEAGE: dict = {"job": None, "kind": None, "model": None, "model_manifest": None, "inputs": []}
+
+
 def version_dict(d: Dataset, v: DatasetVersion, tags: list[str]) -> dict:
     return {
         "dataset": full_name(d),
@@ -44,7 +48,7 @@ def version_dict(d: Dataset, v: DatasetVersion, tags: list[str]) -> dict:
         "files": v.files,
         "bytes": v.bytes,
         "tags": tags,
-        "lineage": {"parent": v.parent, "job": None},
+        "lineage": {**NO_LINEAGE, **(v.lineage or {}), "parent": v.parent},
     }
 
 

@@ -4,6 +4,8 @@ the same questions). Optuna is imported lazily."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from . import states
@@ -128,3 +130,27 @@ def importance(config: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, 
         return {k: float(v) for k, v in optuna.importance.get_param_importances(s).items()}
     except (RuntimeError, ValueError, ZeroDivisionError):
         return {}
+
+
+_IMPORTANCE: OrderedDict[tuple[Any, ...], dict[str, float]] = OrderedDict()
+_IMPORTANCE_LOCK = threading.Lock()
+IMPORTANCE_CACHED = 64  # experiments whose last importance is kept
+
+
+def importance_cached(experiment_id: int, config: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """:func:`importance`, computed again only when the experiment's complete trials changed (a
+    view polling a running experiment asks for it often; fANOVA fits a forest each time)."""
+    done = tuple(
+        sorted((r["number"], r["value"]) for r in rows if r["state"] == states.COMPLETE and r["value"] is not None)
+    )
+    key = (experiment_id, done)
+    with _IMPORTANCE_LOCK:
+        if key in _IMPORTANCE:
+            _IMPORTANCE.move_to_end(key)
+            return dict(_IMPORTANCE[key])
+    out = importance(config, rows)
+    with _IMPORTANCE_LOCK:
+        _IMPORTANCE[key] = out
+        while len(_IMPORTANCE) > IMPORTANCE_CACHED:
+            _IMPORTANCE.popitem(last=False)
+    return dict(out)

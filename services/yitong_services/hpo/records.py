@@ -161,7 +161,36 @@ def best_so_far(exp: Experiment, trials: list[dict[str, Any]]) -> list[float | N
     return out
 
 
-def experiment_dict(exp: Experiment, trials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+MAX_POINTS = 10_000  # most points of one trial's intermediate curve in an answer
+
+
+def thin(values: list[Any], limit: int | None) -> tuple[list[int] | None, list[Any]]:
+    """At most ``limit`` points of a curve (pure): ``(None, values)`` when it fits, else the
+    indices of evenly spaced steps (the first and the last kept) and their values."""
+    n = len(values)
+    if limit is None or n <= limit:
+        return None, list(values)
+    if limit <= 1:
+        return [n - 1], [values[-1]]
+    idx = sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
+    return idx, [values[i] for i in idx]
+
+
+def public_trial(t: dict[str, Any], points: int | None = None) -> dict[str, Any]:
+    """A trial as answered: no tuner internals; ``steps`` (how many intermediate results it
+    reported); a curve longer than ``points`` thinned, its kept step numbers in
+    ``intermediate_steps``."""
+    out = {k: v for k, v in t.items() if k != "internal"}
+    out["steps"] = len(t["intermediate"])
+    at, out["intermediate"] = thin(t["intermediate"], points)
+    if at is not None:
+        out["intermediate_steps"] = at
+    return out
+
+
+def experiment_dict(
+    exp: Experiment, trials: list[dict[str, Any]] | None = None, points: int | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": exp.id,
         "name": exp.name,
@@ -174,7 +203,7 @@ def experiment_dict(exp: Experiment, trials: list[dict[str, Any]] | None = None)
         "finished": exp.finished,
     }
     if trials is not None:
-        public = [{k: v for k, v in t.items() if k != "internal"} for t in trials]
+        public = [public_trial(t, points) for t in trials]
         counts: dict[str, int] = {}
         for t in trials:
             counts[t["state"]] = counts.get(t["state"], 0) + 1

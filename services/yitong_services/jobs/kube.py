@@ -131,6 +131,7 @@ def job_manifests(
         job_id,
         output_dir=OUTPUT_DIR,
         master_addr=host0,
+        hosts=[f"{name}-{i}.{name}" for i in range(spec.nodes)],
         devices=devices,
         input_paths={str(i.mount): f"{INPUTS_DIR}/{i.mount}" for i in spec.inputs},
     )

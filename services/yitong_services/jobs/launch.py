@@ -7,6 +7,7 @@ The platform's values travel as environment variables, never as text inside the 
 | ``YITONG_JOB_ID``, ``YITONG_JOB_NAME``, ``YITONG_VC`` | the job's id, name and VC |
 | ``YITONG_NNODES``, ``YITONG_NODE_RANK``, ``YITONG_NPROC_PER_NODE`` | the job's shape (rank set per node by the backend) |
 | ``YITONG_MASTER_ADDR``, ``YITONG_MASTER_PORT`` | node 0's address and the rendezvous port |
+| ``YITONG_HOSTS`` | every node's address, comma-separated, in node-rank order (imported OpenPAI jobs read it) |
 | ``YITONG_DIST_BACKEND`` | ``nccl`` / ``hccl`` / ``gloo`` |
 | ``YITONG_OUTPUT_DIR`` | the job's writable outputs directory |
 | ``YITONG_INPUT_<MOUNT>`` | the read-only directory of each input (``mount`` upper-cased, ``-`` -> ``_``) |
@@ -14,7 +15,7 @@ The platform's values travel as environment variables, never as text inside the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..vcs.devices import DEVICES, DeviceMap
 from .devices import dist_backend
@@ -51,6 +52,7 @@ def job_env(
     input_paths: Mapping[str, str],
     master_addr: str | None = None,
     node_rank: str | None = None,
+    hosts: Sequence[str] | None = None,
     devices: Mapping[str, DeviceMap] = DEVICES,
 ) -> dict[str, str]:
     """User ``env`` first, then the platform's variables (the spec refuses ``YITONG_*`` names)."""
@@ -70,6 +72,8 @@ def job_env(
     )
     if master_addr is not None:
         env["YITONG_MASTER_ADDR"] = master_addr
+    if hosts is not None:
+        env["YITONG_HOSTS"] = ",".join(hosts)
     if node_rank is not None:
         env["YITONG_NODE_RANK"] = node_rank
     for item in spec.inputs:

@@ -68,6 +68,7 @@ def local_command(
         input_paths=input_paths or {},
         master_addr="127.0.0.1",
         node_rank="0",
+        hosts=["127.0.0.1"],
         devices=devices,
     )
     env.update(visible_device_env(spec, visible_devices, devices))

@@ -109,7 +109,9 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
     return None
 
 
-def create(session: Session, person: Person, spec: JobSpec, code: dict, inventory: Resources, backend: str) -> Job:
+def check(session: Session, person: Person, spec: JobSpec, inventory: Resources, backend: str) -> tuple[Any, list]:
+    """Every refusal a submit can meet, nothing written: ``(VC row, resolved inputs)``. A dry run
+    (``POST /jobs/preview``) stops here; a submit goes on to queue the job."""
     if backend == "unavailable":
         raise Refusal(503, "this platform's backend has no job runner yet")
     vc = catalog.member_vc(session, person, spec.vc)
@@ -133,6 +135,11 @@ def create(session: Session, person: Person, spec: JobSpec, code: dict, inventor
                 "version_id": v.id,
             }
         )
+    return vc, inputs
+
+
+def create(session: Session, person: Person, spec: JobSpec, code: dict, inventory: Resources, backend: str) -> Job:
+    vc, inputs = check(session, person, spec, inventory, backend)
     job = Job(
         name=spec.name,
         vc=vc.name,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 from typing_extensions import TypedDict
 
 from ..vcs.schemas import Strict
@@ -81,6 +81,14 @@ class JobSubmitted(JobOut):
     """A job just submitted (``POST /jobs``, clone, rerun); ``notes`` lists unmapped fields of an imported document."""
 
     notes: list[str]
+
+
+class JobPreview(BaseModel):
+    """A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued."""
+
+    spec: dict[str, Any] = Field(description="the Yitong job spec (docs/jobs-spec.md) the document became")
+    notes: list[str] = Field(description="fields with no counterpart, changes made on the way, warnings")
+    resources: dict[str, float | int] = Field(description="what the whole job holds against the VC's quota")
 
 
 class JobDetail(JobOut):

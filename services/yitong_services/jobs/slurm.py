@@ -150,6 +150,8 @@ def batch_script(
     lines += [
         'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         'export YITONG_MASTER_ADDR="$head"',
+        'YITONG_HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)',
+        "export YITONG_HOSTS",
         f'mkdir -p -- "$YITONG_OUTPUT_DIR" {shlex.quote(logs)}',
     ]
     if cwd:

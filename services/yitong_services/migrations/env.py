@@ -4,6 +4,7 @@ from alembic import context
 from sqlalchemy import create_engine
 
 # every capability's tables: the metadata the migrations are checked against
+from yitong_services.alerts import models as _alerts  # noqa: F401
 from yitong_services.core.models import Base
 from yitong_services.datasets import models as _datasets  # noqa: F401
 from yitong_services.hpo import models as _hpo  # noqa: F401

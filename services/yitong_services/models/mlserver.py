@@ -56,3 +56,9 @@ def model_settings(name: str, implementation: str, uri: str, version: str) -> di
         "implementation": implementation,
         "parameters": {"uri": uri, "version": version},
     }
+
+
+def framework_python() -> str:
+    """The interpreter of the scikit-learn environment (the one MLServer runs in): batch
+    inference predicts there, as ``yt model convert --python`` converts there."""
+    return str(Path(executable()).parent / "python")

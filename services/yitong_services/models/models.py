@@ -79,3 +79,20 @@ class Endpoint(Base):
     state: Mapped[str] = mapped_column(String(16), default="starting")
     reason: Mapped[str] = mapped_column(Text, default="")
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class BatchJob(Base):
+    """A batch inference job (job ``job_id``): the model version it runs over the input dataset
+    version, and the dataset its predictions become a version of (``output_version`` once the
+    job committed them). Written by the platform at submit, so the lineage it gives the output
+    version is the platform's, not the job's word."""
+
+    __tablename__ = "batch_jobs"
+
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"), index=True)
+    input: Mapped[dict[str, Any]] = mapped_column(default=dict)  # {dataset, version, manifest, path}
+    output_dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    plan: Mapped[dict[str, Any]] = mapped_column(default=dict)  # {columns, keep, chunk_rows}
+    output_version: Mapped[int | None] = mapped_column(Integer, nullable=True)

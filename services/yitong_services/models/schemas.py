@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from ..core.limits import MAX_ID, MAX_ITEMS, MAX_MESSAGE, MAX_SHORT, MAX_TEXT
 from ..datasets.schemas import FileEntry, TagName
-from ..vcs.schemas import Name, Strict
+from ..vcs.schemas import Cpu, Memory, Name, Strict
 
 Short = Annotated[str, Field(max_length=64)]
 Key = Annotated[str, Field(min_length=1, max_length=128)]
@@ -149,3 +149,59 @@ class EndpointOut(Strict):
     reason: str
     created: datetime
     url: str
+
+
+Column = Annotated[str, Field(min_length=1, max_length=MAX_SHORT)]
+MAX_COLUMNS = 4096
+MAX_CHUNK_ROWS = 10_000_000
+
+
+class BatchIn(Strict):
+    """Run a model version over a dataset version's CSV files; the predictions become a new
+    version of ``output`` (docs/models.md "Batch inference")."""
+
+    input: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}(@[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$",
+        description="vc/name[@ref]: the dataset version to predict on (default ref: latest)",
+    )
+    output: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}$",
+        description="vc/name: a dataset of the model's VC (created when missing) the predictions become a version of",
+    )
+    path: str = Field("", max_length=MAX_SHORT, description="a CSV file or folder in the input version; '' = all")
+    columns: list[Column] = Field(
+        default_factory=list,
+        max_length=MAX_COLUMNS,
+        description="feature columns, in the model's order; [] = all but keep",
+    )
+    keep: list[Column] = Field(
+        default_factory=list, max_length=MAX_ITEMS, description="columns copied beside each prediction (an id)"
+    )
+    chunk_rows: int = Field(100_000, ge=1, le=MAX_CHUNK_ROWS, description="rows per chunk (the unit of resume)")
+    cpu: Cpu = 1.0
+    memory: Memory = 2 * 2**30
+    retries: int = Field(
+        2, ge=0, le=10, description="attempts after a failure; each resumes at the first missing chunk"
+    )
+    name: Name | None = Field(None, description="the job's name (default batch-<model>)")
+
+
+class BatchOut(Strict):
+    job: int
+    state: str
+    reason: str
+    attempts: int
+    model: str
+    input: str
+    output: str
+    columns: list[str]
+    keep: list[str]
+    chunk_rows: int
+    progress: dict[str, Any]
+    version: int | None = Field(description="the output dataset's version with the predictions, once committed")
+
+
+class BatchCommitIn(Strict):
+    """The running batch job's predictions (manifest entries whose objects it uploaded)."""
+
+    files: list[FileEntry] = Field(max_length=1_000_000)

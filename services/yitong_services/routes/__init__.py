@@ -3,8 +3,10 @@
 from fastapi import APIRouter
 
 from . import (
+    alerts,
     allocations,
     audit,
+    batch,
     datasets,
     endpoints,
     experiments,
@@ -46,6 +48,8 @@ ROUTERS: list[APIRouter] = [
     runs.router,
     models.router,
     endpoints.router,
+    batch.router,
     audit.router,
     ops.router,
+    alerts.router,
 ]

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 from sqlalchemy import select
 
 from ..core import audit
@@ -18,6 +19,7 @@ from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..core.limits import MAX_DEPTH
 from ..core.models import utcnow
+from ..core.paging import json_response
 from ..hpo import channel, engine, records, states
 from ..hpo.driver import MAX_STEPS, Driver, elapsed
 from ..hpo.models import Experiment, Trial
@@ -132,8 +134,10 @@ def report(
 
 
 @router.get("")
-def list_experiments(person: Member, ctx: Ctx, vc: str | None = Query(None, max_length=32)) -> list[dict]:
-    """Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial."""
+def list_experiments(
+    person: Member, ctx: Ctx, request: Request, vc: str | None = Query(None, max_length=32)
+) -> Response:
+    """Experiments of the caller's VCs (admins: all), newest first, with trial counts and the best trial. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
     with ctx.db.session() as s:
         groups = {v.name: v.groups for v in s.scalars(select(VC))}
         query = select(Experiment).order_by(Experiment.id.desc())
@@ -142,28 +146,40 @@ def list_experiments(person: Member, ctx: Ctx, vc: str | None = Query(None, max_
         out = []
         for exp in s.scalars(query):
             if person.admin or set(person.groups) & set(groups.get(exp.vc, [])):
-                d = records.experiment_dict(exp, records.rows(s, exp.id))
+                d = records.experiment_dict(exp, records.rows(s, exp.id), points=1)
                 d.pop("trials")
                 d.pop("best_so_far")
                 out.append(d)
-        return out
+    return json_response(request, out)
 
 
 @router.get("/{experiment_id}")
-def get_experiment(experiment_id: Id, person: Member, ctx: Ctx) -> dict:
-    """One experiment with its trials (number, job id, state, params, intermediate values, final value), counts per state, the best trial and the best-so-far curve."""
+def get_experiment(
+    experiment_id: Id,
+    person: Member,
+    ctx: Ctx,
+    request: Request,
+    points: int = Query(
+        1000,
+        ge=1,
+        le=records.MAX_POINTS,
+        description="most points of each trial's intermediate curve; a longer curve is thinned evenly (first and last kept) and its kept step numbers are in ``intermediate_steps``",
+    ),
+) -> Response:
+    """One experiment with its trials (number, job id, state, reason, params, intermediate values and their count ``steps``, final value, created, finished), counts per state, the best trial and the best-so-far curve. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304 (the Experiments view polls so)."""
     with ctx.db.session() as s:
         exp = records.visible(s, person, experiment_id)
-        return records.experiment_dict(exp, records.rows(s, exp.id))
+        out = records.experiment_dict(exp, records.rows(s, exp.id), points=points)
+    return json_response(request, out)
 
 
 @router.get("/{experiment_id}/importance")
-def importance(experiment_id: Id, person: Member, ctx: Ctx) -> dict:
-    """Parameter importance over the complete trials (Optuna's fANOVA evaluator); empty below two complete trials."""
+def importance(experiment_id: Id, person: Member, ctx: Ctx, request: Request) -> Response:
+    """Parameter importance over the complete trials (Optuna's fANOVA evaluator, computed again only when the complete trials change); empty below two complete trials. Answers carry an ``ETag``."""
     with ctx.db.session() as s:
         exp = records.visible(s, person, experiment_id)
         config, rows = exp.config, records.rows(s, exp.id)
-    return {"importance": engine.importance(config, rows)}
+    return json_response(request, {"importance": engine.importance_cached(experiment_id, config, rows)})
 
 
 def _stop(ctx: Context, caller: Identity, person: Person, request: Request, experiment_id: int) -> list[int]:

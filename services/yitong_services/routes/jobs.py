@@ -7,6 +7,7 @@ import hashlib
 import hmac
 from typing import Annotated, Any
 
+import anyio.from_thread
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
@@ -16,18 +17,19 @@ from ..core import audit
 from ..core.auth import person_for
 from ..core.authz import Identity, Person
 from ..core.context import Context
+from ..core.db import Database
 from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..core.limits import MAX_ID
-from ..core.paging import Paging, json_response, paged_response
+from ..core.paging import Page, Paging, bytes_response, encoded, page_content, wants_envelope
 from ..jobs import records, states
 from ..jobs.events import stream
 from ..jobs.listing import page_of_jobs, watchable
 from ..jobs.manager import JobManager
 from ..jobs.models import Job, Run
 from ..jobs.queue import positions
-from ..jobs.schemas import JobDetail, JobOut, JobSubmitted, RunMetrics
-from ..jobs.spec import JobSpec, spec_from_dict
+from ..jobs.schemas import JobDetail, JobOut, JobPreview, JobSubmitted, RunMetrics
+from ..jobs.spec import JobSpec, per_job_resources, spec_from_dict
 from .common import Caller, Ctx, Id, Member
 
 router = APIRouter(prefix="/jobs", tags=["jobs"])
@@ -106,8 +108,33 @@ async def submit(
     return await once(request, ctx, caller.name, "POST /jobs", create)
 
 
+def _preview(ctx: Context, person: Person, spec: JobSpec, notes: list[str], backend: str) -> dict:
+    with ctx.db.session() as s:
+        records.check(s, person, spec, ctx.inventory, backend)
+    return {"spec": spec.model_dump(mode="json"), "notes": notes, "resources": per_job_resources(spec)}
+
+
+@router.post("/preview", openapi_extra=SUBMIT_BODY, response_model=JobPreview)
+async def preview(
+    request: Request,
+    caller: Caller,
+    ctx: Ctx,
+    source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
+    vc: str | None = Query(None, description="the VC (overrides the document's)"),
+) -> Any:
+    """A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this."""
+    spec, _code, user, notes = records.parse_submission(
+        await request.body(), request.headers.get("content-type", ""), source, vc
+    )
+    if user is not None and not isinstance(user, str):
+        raise Refusal(422, "user: must be a user name (a string); only admins and the platform may name one")
+    person = await person_for(ctx, caller, user)
+    mgr: JobManager = request.app.state.jobs
+    return await run_in_threadpool(_preview, ctx, person, spec, notes, mgr.backend.name)
+
+
 @router.get("", response_model=list[JobOut])
-def list_jobs(
+async def list_jobs(
     person: Member,
     ctx: Ctx,
     request: Request,
@@ -117,8 +144,20 @@ def list_jobs(
     user: str | None = Query(None, max_length=255),
 ) -> Response:
     """Jobs of the caller's VCs (admins: all), newest first; filter with ``?vc=``, ``?state=``, ``?user=``; page with ``?offset=&limit=`` (``Accept: application/jupyterhub-pagination+json`` for the hub's envelope with the total). Queued jobs carry ``position`` and ``reason``. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
-    items, total = page_of_jobs(ctx.db, person, page, vc, state, user)
-    return paged_response(request, items, total, page)
+    # what decides the answer: who may see which VCs (admin flag, groups) and the query
+    as_envelope = wants_envelope(request)
+    key = ("jobs", person.admin, frozenset(person.groups), vc, state, user, page, as_envelope)
+    body, etag, headers = await ctx.db.reads.read(key, _page_answer, ctx.db, person, page, vc, state, user, as_envelope)
+    return bytes_response(request, body, etag, headers)
+
+
+def _page_answer(
+    db: Database, person: Person, page: Page, vc: str | None, state: str | None, user: str | None, as_envelope: bool
+) -> tuple[bytes, str, dict[str, str]]:
+    """The page's bytes, their ETag and headers (kept by the read cache: encoded once, not per request)."""
+    items, total = page_of_jobs(db, person, page, vc, state, user)
+    content, headers = page_content(items, total, page, as_envelope)
+    return (*encoded(content), headers)
 
 
 @router.get("/events", response_class=StreamingResponse, responses={200: {"content": {"text/event-stream": {}}}})
@@ -155,11 +194,18 @@ async def _detail_with_ranks(ctx: Context, mgr: JobManager, person: Person, job_
     return out
 
 
+def _detail_answer(ctx: Context, mgr: JobManager, person: Person, job_id: int) -> tuple[bytes, str]:
+    """The whole detail as the route answers it, encoded, with its ETag (ranks read in this worker thread)."""
+    out = _detail(ctx, mgr, person, job_id)
+    out["ranks"] = anyio.from_thread.run(mgr.backend.ranks, out["backend_ref"]) if out["backend_ref"] else []
+    return encoded(JobDetail.model_validate(out).model_dump(mode="json"))
+
+
 @router.get("/{job_id}", response_model=JobDetail)
 async def get_job(job_id: Id, person: Member, ctx: Ctx, mgr: Jobs, request: Request) -> Response:
     """One job: state, reason, queue position, exit code, attempts, hosts/ports/devices, ``access`` (how to reach it), run ids, ``ranks`` with logs, ``outputs_path`` (the outputs directory on the platform's filesystem). Answers carry an ``ETag``; ``If-None-Match`` with it gets 304."""
-    detail = JobDetail.model_validate(await _detail_with_ranks(ctx, mgr, person, job_id))
-    return json_response(request, detail.model_dump(mode="json"))
+    key = ("job", person.admin, frozenset(person.groups), job_id)
+    return bytes_response(request, *await ctx.db.reads.read(key, _detail_answer, ctx, mgr, person, job_id))
 
 
 def _check_cancel(ctx: Context, caller: Identity, person: Person, request: Request, job_id: int) -> None:

@@ -9,7 +9,7 @@ Each role acts on its own fresh objects, made before the calls, so one role's de
 change what the next one sees: VC ``t-<role>`` (hub group ``vision``: alice is a member, bob is
 not) offering profile ``p-<role>``; alice's server allocation ``alice/<role>`` in VC vision;
 alice's failed job ``j-<role>`` in VC vision and its run; an SSH key of alice's; alice's model
-``t-<role>/p-<role>`` with version 1 and alias ``prod``.
+``t-<role>/p-<role>`` with version 1 and alias ``prod``; alert rule ``p-<role>`` and an email route.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("DELETE", "api/v1/allocations/{allocation_id}"): (None, row(204, 404, 204)),
     ("GET", "api/v1/usage"): (None, ADMIN_ONLY),
     ("POST", "api/v1/jobs"): (py_job("new", "vision", "print(1)"), row(201, 404, 201)),
+    ("POST", "api/v1/jobs/preview"): (py_job("new", "vision", "print(1)"), row(200, 404, 200)),
     ("GET", "api/v1/jobs"): (None, ALL),
     ("GET", "api/v1/jobs/{job_id}"): (None, MEMBER_SEES),
     ("GET", "api/v1/jobs/events"): (None, ALL),
@@ -99,6 +100,15 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("PUT", "api/v1/models/{vc}/{name}/aliases/{alias}"): ({"version": 1}, MEMBER_SEES),
     ("DELETE", "api/v1/models/{vc}/{name}/aliases/{alias}"): (None, row(204, 404, 204)),
     ("GET", "api/v1/models/{vc}/{name}/compare"): (None, MEMBER_SEES),
+    # the version has no framework: members reach the framework check (422), others see nothing
+    ("POST", "api/v1/models/{vc}/{name}/versions/{ref}/batch"): (
+        {"input": "t-{role}/x", "output": "t-{role}/out"},
+        row(422, 404, 422),
+    ),
+    # alice's job is no batch job: nobody gets more than 404 (a batch job per role, its commit and
+    # bob's 404 on it: tests/services/models/test_batch.py)
+    ("GET", "api/v1/batch/{job_id}"): (None, row(404, 404, 404)),
+    ("POST", "api/v1/batch/{job_id}/commit"): ({"files": []}, row(404, 404, 404)),
     ("GET", "api/v1/endpoints"): (None, ALL),
     # the model's version has no framework: members reach the runtime check (422), others see nothing
     ("POST", "api/v1/endpoints"): (
@@ -117,6 +127,23 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/logs"): (None, ADMIN_ONLY),
     # everyone sees the policy and their own servers' decisions (tests/services/ops/test_reclaim.py)
     ("GET", "api/v1/reclaim"): (None, ALL),
+    # alerts: admins only; the rule p-<role> and route of each role exist; Alertmanager is not
+    # running in these tests, so the admin's silence calls meet the 409 that says so
+    ("GET", "api/v1/alerts/status"): (None, ADMIN_ONLY),
+    ("GET", "api/v1/alerts/rules"): (None, ADMIN_ONLY),
+    ("POST", "api/v1/alerts/rules"): ({"name": "r-{role}", "kind": "service_down"}, row(403, 403, 201)),
+    ("GET", "api/v1/alerts/rules/{name}"): (None, ADMIN_ONLY),
+    ("PATCH", "api/v1/alerts/rules/{name}"): ({"description": "x"}, ADMIN_ONLY),
+    ("DELETE", "api/v1/alerts/rules/{name}"): (None, row(403, 403, 204)),
+    ("GET", "api/v1/alerts/routes"): (None, ADMIN_ONLY),
+    ("POST", "api/v1/alerts/routes"): ({"emails": ["ops@example.com"]}, row(403, 403, 201)),
+    ("DELETE", "api/v1/alerts/routes/{route_id}"): (None, row(403, 403, 204)),
+    ("GET", "api/v1/alerts/silences"): (None, row(403, 403, 409)),
+    ("POST", "api/v1/alerts/silences"): ({"matchers": {"vc": "x"}, "comment": "c"}, row(403, 403, 409)),
+    ("DELETE", "api/v1/alerts/silences/{silence_id}"): (None, row(403, 403, 409)),
+    ("GET", "api/v1/alerts/history"): (None, ADMIN_ONLY),
+    # only Alertmanager, with the per-install secret; no person's token is it
+    ("POST", "api/v1/alerts/webhook"): ({"alerts": []}, row(401, 401, 401)),
 }
 
 # query strings some calls need: the event stream ends at once instead of after 5 minutes
@@ -224,7 +251,14 @@ async def _objects(svc, role: str) -> dict[str, object]:
     assert r.status_code == 201, r.text
     r = await svc.call("alice", "PUT", f"{url}/aliases/prod", json={"version": 1})
     assert r.status_code == 200, r.text
+    # an alert rule p-<role> and an email route (admin objects)
+    r = await svc.call("admin", "POST", "alerts/rules", json={"name": f"p-{role}", "kind": "service_down"})
+    assert r.status_code == 201, r.text
+    route = await svc.call("admin", "POST", "alerts/routes", json={"emails": [f"{role}@example.com"]})
+    assert route.status_code == 201, route.text
     return {
+        "route_id": route.json()["id"],
+        "silence_id": "00000000-0000-4000-8000-000000000000",
         "key_id": key.json()["id"],
         "experiment_id": exp.json()["id"],
         "ref": "1",

@@ -40,7 +40,11 @@ async def test_round_trip(data_service, store_kind):
     assert r.status_code == 201, r.text
     v1 = r.json()
     assert (v1["number"], v1["files"], v1["bytes"], v1["author"], v1["parent"]) == (1, 4, 2105, "alice", None)
-    assert v1["lineage"] == {"parent": None, "job": None} and v1["unchanged"] is False
+    assert (
+        v1["lineage"]
+        == {"parent": None, "job": None, "kind": None, "model": None, "model_manifest": None, "inputs": []}
+        and v1["unchanged"] is False
+    )
 
     # no-op commit: unchanged, same version
     r = await data.push("alice", "vision/mnist", V1)

@@ -73,6 +73,20 @@ async def test_small_experiment_finishes_with_best(svc):
     assert exp["best_so_far"][-1] == exp["best"]["value"]
     imp = await svc.call("alice", "GET", f"experiments/{exp['id']}/importance")
     assert imp.status_code == 200 and set(imp.json()["importance"]) == {"x"}
+    # the Experiments view polls with the ETag: an unchanged experiment is a 304 without a body
+    r = await svc.call("alice", "GET", f"experiments/{exp['id']}")
+    etag = r.headers["etag"]
+    same = await svc.call("alice", "GET", f"experiments/{exp['id']}", headers={"if-none-match": etag})
+    assert (same.status_code, same.content) == (304, b"")
+    # curves are bounded: ?points=2 keeps the first and last of each trial's 3 steps
+    short = (await svc.call("alice", "GET", f"experiments/{exp['id']}?points=2")).json()
+    assert all(t["steps"] == 3 and t["intermediate_steps"] == [0, 2] for t in short["trials"])
+    assert [t["intermediate"][-1] for t in short["trials"]] == [t["intermediate"][-1] for t in exp["trials"]]
+    r = await svc.call("alice", "GET", f"experiments/{exp['id']}?points=0")
+    assert r.status_code == 422 and "points" in r.text
+    listed = await svc.call("alice", "GET", "experiments")
+    again = await svc.call("alice", "GET", "experiments", headers={"if-none-match": listed.headers["etag"]})
+    assert again.status_code == 304
 
 
 async def test_tpe_and_medianstop_prunes_a_bad_trial(svc):

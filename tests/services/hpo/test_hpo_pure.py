@@ -229,3 +229,47 @@ def test_assessors_stop_a_bad_curve_and_keep_a_good_one(assessor):
     pruned = [run_curve(config, rows, [0.0] * 9) for _ in range(6)]
     assert sum(p is not None for p in pruned) >= 4, pruned  # Hyperband's widest bracket may keep some
     assert run_curve(config, rows, [9.0] * 9) is None
+
+
+@pytest.mark.parametrize(
+    ("n", "limit", "steps"),
+    [
+        (5, None, None),
+        (5, 5, None),
+        (5, 10, None),
+        (10, 1, [9]),
+        (10, 2, [0, 9]),
+        (10, 4, [0, 3, 6, 9]),
+        (100_000, 3, [0, 50_000, 99_999]),
+    ],
+)
+def test_a_long_curve_is_thinned_keeping_first_and_last(n, limit, steps):
+    from yitong_services.hpo.records import thin
+
+    values = [float(i) for i in range(n)]
+    at, kept = thin(values, limit)
+    assert at == steps
+    assert kept == (values if steps is None else [float(i) for i in steps])
+
+
+def test_a_public_trial_hides_internals_and_counts_its_steps():
+    from yitong_services.hpo.records import public_trial
+
+    row = {"number": 0, "state": "running", "internal": {"params": {}}, "intermediate": [1.0, 2.0, 3.0]}
+    assert public_trial(row) == {"number": 0, "state": "running", "intermediate": [1.0, 2.0, 3.0], "steps": 3}
+    thinned = public_trial(row, 2)
+    assert thinned["intermediate"] == [1.0, 3.0] and thinned["intermediate_steps"] == [0, 2]
+    assert thinned["steps"] == 3 and "internal" not in thinned
+
+
+def test_importance_is_computed_again_only_when_complete_trials_change(monkeypatch):
+    calls = []
+    monkeypatch.setattr(engine, "importance", lambda config, rows: calls.append(len(rows)) or {"x": 1.0})
+    done = {"number": 0, "state": states.COMPLETE, "value": 1.0}
+    running = {"number": 1, "state": states.RUNNING, "value": None}
+    assert engine.importance_cached(9001, {}, [done]) == {"x": 1.0}
+    assert engine.importance_cached(9001, {}, [done, running]) == {"x": 1.0}  # nothing new complete
+    assert calls == [1]
+    engine.importance_cached(9001, {}, [done, {**running, "state": states.COMPLETE, "value": 2.0}])
+    engine.importance_cached(9002, {}, [done])  # another experiment
+    assert calls == [1, 2, 1]

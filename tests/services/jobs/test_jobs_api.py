@@ -74,6 +74,37 @@ async def test_yaml_body_and_import(svc):
         await svc.call("alice", "POST", f"jobs/{r.json()['id']}/cancel")
 
 
+async def test_preview_then_submit_an_import(svc):
+    """``POST /jobs/preview`` answers the converted spec and every note and queues nothing; the same
+    document submitted runs on the local backend with OpenPAI's variables and its deployment's hooks."""
+    text = (ROOT / "shapes" / "openpai-deployment.yaml").read_text()
+    yaml_type = {"Content-Type": "application/yaml"}
+    before = (await svc.call("alice", "GET", "jobs")).json()
+    r = await svc.call("alice", "POST", "jobs/preview?from=openpai&vc=vision", content=text, headers=yaml_type)
+    assert r.status_code == 200, r.text
+    preview = r.json()
+    assert preview["notes"] == [
+        "deployments.unused: not chosen by defaults.deployment, not run (as in OpenPAI)",
+        "name: 'deployment_job' became 'deployment-job' (Yitong names are DNS labels)",
+    ]
+    assert (preview["spec"]["name"], preview["spec"]["vc"], preview["resources"]) == (
+        "deployment-job",
+        "vision",
+        {"cpu": 1.0, "memory": 512 * 2**20},
+    )
+    assert (await svc.call("alice", "GET", "jobs")).json() == before
+    too_big = text.replace("cpu: 1, memoryMB: 512", "cpu: 64, memoryMB: 512")
+    r = await svc.call("alice", "POST", "jobs/preview?from=openpai&vc=vision", content=too_big, headers=yaml_type)
+    assert (r.status_code, r.json()["detail"]) == (422, "the job asks for 64 cpu; VC vision's quota is 8 cpu")
+    r = await svc.call("carol", "POST", "jobs/preview?from=openpai&vc=vision", content=text, headers=yaml_type)
+    assert r.status_code in (403, 404), r.text
+    r = await svc.call("alice", "POST", "jobs?from=openpai&vc=vision", content=text, headers=yaml_type)
+    assert r.status_code == 201, r.text
+    job = await wait_state(svc, "alice", r.json()["id"])
+    log = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank=0")).text
+    assert (job["state"], log.strip()) == ("succeeded", "setup ran before the commands"), log
+
+
 @pytest.mark.parametrize(
     ("who", "body", "status", "says"),
     [

@@ -422,3 +422,25 @@ def test_settings_are_checked(tmp_path):
         {"backend": "kubernetes", "backends": {"kubernetes": {"namespace_prefix": "ai-"}}}
     )
     assert KubeBackend(tmp_path, settings).namespace("nlp") == "ai-nlp"
+
+
+async def test_imported_openpai_roles_on_kubernetes(svc, cluster):
+    """An imported chief + 2 workers job: every pod runs its role with OpenPAI's variables and
+    reaches the chief's address and port."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "shapes" / "openpai-master-worker.yaml").read_text()
+    r = await svc.call(
+        "alice", "POST", "jobs?from=openpai&vc=vision", content=text, headers={"Content-Type": "application/yaml"}
+    )
+    assert r.status_code == 201, r.text
+    done = await wait_state(svc, "alice", r.json()["id"], timeout=120)
+    logs = [(await svc.call("alice", "GET", f"jobs/{done['id']}/logs?rank={i}")).text.strip() for i in range(3)]
+    assert (done["state"], done["exit_code"]) == ("succeeded", 0), (done, logs, cluster.errors)
+    # the fake kubelet gives every pod loopback and its own rendezvous port for the Service's names
+    assert logs[0] == "chief 0 of 1"
+    at = [line.split(" chief at ") for line in logs[1:]]
+    assert [a[0] for a in at] == ["worker 0", "worker 1"] and at[0][1] == at[1][1]
+    host, _, port = at[0][1].rpartition(":")
+    assert host and port.isdigit(), logs
+    assert_valid(cluster.sent)

@@ -40,6 +40,7 @@ def _env(**extra):
         "YITONG_DIST_BACKEND": "nccl",
         "YITONG_OUTPUT_DIR": "/yitong/outputs",
         "YITONG_MASTER_ADDR": "mnist-42-0.mnist-42",
+        "YITONG_HOSTS": "mnist-42-0.mnist-42,mnist-42-1.mnist-42",
         **extra,
     }
     return [

@@ -47,6 +47,7 @@ PLATFORM_ENV = {
     "YITONG_MASTER_PORT": "29500",
     "YITONG_OUTPUT_DIR": "/jobs/7/outputs",
     "YITONG_MASTER_ADDR": "127.0.0.1",
+    "YITONG_HOSTS": "127.0.0.1",
     "YITONG_NODE_RANK": "0",
 }
 

@@ -101,6 +101,8 @@ export YITONG_OUTPUT_DIR=/data/jobs/42/outputs
 export YITONG_INPUT_MNIST=/data/materialized/ab
 head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
 export YITONG_MASTER_ADDR="$head"
+YITONG_HOSTS=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | paste -sd, -)
+export YITONG_HOSTS
 mkdir -p -- "$YITONG_OUTPUT_DIR" /data/jobs/42/attempt-1/logs
 cd -- '/home/alice/my code'
 srun --kill-on-bad-exit=1 --nodes=2 --ntasks-per-node=1 --output=/data/jobs/42/attempt-1/logs/node-%n.log \

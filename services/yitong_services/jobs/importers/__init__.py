@@ -20,7 +20,16 @@ def import_file(kind: str, text: str, vc: str | None = None) -> tuple[Any, list[
     importers = {"openpai": import_openpai, "pytorchjob": import_pytorchjob}
     if kind not in importers:
         raise ImportRefused(f"unknown import format {kind!r}: use {' or '.join(importers)}")
-    return importers[kind](load_yaml(text, kind), vc=vc)
+    try:
+        return importers[kind](load_yaml(text, kind), vc=vc)
+    except ImportRefused:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError):
+        # a field of the wrong shape the importer did not name (e.g. replicas: "two"); never a 500
+        raise ImportRefused(
+            f"{kind}: a field has a value of the wrong type or shape; check the document against "
+            f"{'the OpenPAI protocol v2' if kind == 'openpai' else 'the kubeflow.org/v1 PyTorchJob schema'}"
+        ) from None
 
 
 __all__ = ["ImportRefused", "JobSpecError", "import_file", "load_yaml"]

@@ -1,11 +1,12 @@
 """OpenPAI job protocol v2 -> Yitong job (mapping table in docs/jobs-spec.md).
 
-One task role becomes ``nodes = instances``. Two roles become one job when they share the
-image and ``resourcePerInstance`` and the first (``master``/``chief``/``head``/``launcher``) has
-one instance: node 0 runs the head role's commands, the others the second role's. Anything else
-(e.g. TensorFlow ps + worker with different resources) is refused. ``<% $parameters.x %>`` is
-substituted; OpenPAI runtime variables (``$PAI_TASK_INDEX``, ``$PAI_HOST_IP_<role>_0``, ...) are
-rewritten to Yitong's (``$YITONG_NODE_RANK``, ``$YITONG_MASTER_ADDR``, ...).
+Each task of each role becomes a node (``nodes`` = the sum of ``instances``); node ranks are
+given role by role in the document's order, and every node runs its role's commands with
+OpenPAI's runtime variables set (``openpai_env``), and around them the prerequisites', the cmd
+plugin's and the chosen deployment's commands (``openpai_hooks``). The roles must share the image
+and ``resourcePerInstance`` (a Yitong job runs one image and one size on every node); other jobs
+(e.g. TensorFlow ps + worker of different sizes) are refused. ``<% $parameters.x %>`` is
+substituted. An image built for ROCm gets ``amd.com/gpu`` instead of ``nvidia.com/gpu``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from typing import Any
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
 from .common import ImportRefused
+from .forever import never_ends
+from .openpai_env import MAX_PORTS, Role, is_set, job_lines, roles_in_order, task_lines
+from .openpai_hooks import Hooks, role_hooks
 
-HEAD_ROLES = ("master", "chief", "head", "launcher")
 TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-.~]+)*)\s*%>")
-PAI_VAR_RE = re.compile(r"\$(?:\{(PAI_\w+)\}|(PAI_\w+))")
-ARITH_RE = re.compile(r"\$\(\((.*?)\)\)")
-INDEX_WORD_RE = re.compile(r"(?<![$\w])(PAI_TASK_INDEX|PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX)\b")
+PAI_VAR_RE = re.compile(r"\$(?:\{(PAI_\w+)\}|(PAI_\w+))|\b(PAI_\w+)\b")
+IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+ROCM_RE = re.compile(r"rocm", re.IGNORECASE)
 TOP_MAPPED = {
     "protocolVersion",
     "name",
@@ -31,8 +34,9 @@ TOP_MAPPED = {
     "defaults",
     "jobRetryCount",
     "parameters",
+    "deployments",
 }
-ROLE_MAPPED = {"instances", "dockerImage", "resourcePerInstance", "commands"}
+ROLE_MAPPED = {"instances", "dockerImage", "resourcePerInstance", "commands", "prerequisites"}
 
 
 def yitong_name(name: str) -> str:
@@ -44,7 +48,7 @@ def _top_notes(key: str, value: Any) -> list[str]:
     if key == "secrets":
         return ["secrets: not imported (secrets never enter a job spec); pass them as environment variables"]
     if key == "extras" and isinstance(value, dict) and value:
-        return [f"extras.{k}: no counterpart, ignored" for k in value]
+        return [f"extras.{k}: no counterpart, ignored" for k in value if k != "com.microsoft.pai.runtimeplugin"]
     return [f"{key}: no counterpart, ignored"]
 
 
@@ -65,33 +69,12 @@ def _params(doc: dict[str, Any], text: str, where: str) -> str:
     return TEMPLATE_RE.sub(sub, text)
 
 
-def _pai_vars(
-    text: str, roles: dict[str, dict[str, Any]], head: str, rank_expr: str, notes: list[str], where: str
-) -> str:
-    counts = {r: int(spec.get("instances", 1)) for r, spec in roles.items()}
-
-    def sub(m: re.Match[str]) -> str:
-        var = m.group(1) or m.group(2)
-        if var in ("PAI_TASK_INDEX", "PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"):
-            return rank_expr
-        if var == f"PAI_HOST_IP_{head}_0":
-            return "$YITONG_MASTER_ADDR"
-        if var.startswith(f"PAI_PORT_LIST_{head}_0_") or re.fullmatch(rf"PAI_{re.escape(head)}_0_\w+_PORT", var):
-            return "$YITONG_MASTER_PORT"
-        if var.startswith("PAI_TASK_ROLE_TASK_COUNT_") and var.removeprefix("PAI_TASK_ROLE_TASK_COUNT_") in counts:
-            return str(counts[var.removeprefix("PAI_TASK_ROLE_TASK_COUNT_")])
-        if var == "PAI_JOB_NAME":
-            return "$YITONG_JOB_NAME"
-        note = f"{where}: ${var} has no counterpart and will be empty"
-        if note not in notes:
+def _unset_vars(text: str, roles: list[Role], notes: list[str], where: str) -> None:
+    for m in PAI_VAR_RE.finditer(text):
+        var = m.group(1) or m.group(2) or m.group(3)
+        note = f"{where}: {var} has no counterpart and will be empty"
+        if not is_set(var, roles) and note not in notes:
             notes.append(note)
-        return m.group(0)
-
-    def arith(m: re.Match[str]) -> str:  # bare names inside $(( ... ))
-        bare = {"$YITONG_NODE_RANK": "YITONG_NODE_RANK"}.get(rank_expr, f"({rank_expr.strip('$()')})")
-        return INDEX_WORD_RE.sub(bare, m.group(0))
-
-    return PAI_VAR_RE.sub(sub, ARITH_RE.sub(arith, text))
 
 
 def _image(doc: dict[str, Any], ref: Any, where: str, notes: list[str]) -> str:
@@ -108,6 +91,78 @@ def _image(doc: dict[str, Any], ref: Any, where: str, notes: list[str]) -> str:
     raise ImportRefused(f"{where}.dockerImage: {ref!r} is not a dockerimage in prerequisites")
 
 
+def _check_roles(roles: dict[str, dict[str, Any]], notes: list[str]) -> str:
+    """The first role's name, once every role is one Yitong can run beside it."""
+    names = list(roles)
+    head, first = names[0], roles[names[0]]
+    for name, role in roles.items():
+        where = f"taskRoles.{name}"
+        if not IDENT_RE.match(str(name)):
+            raise ImportRefused(f"taskRoles: {name!r} is not a role name (letters, digits and '_')")
+        notes += [f"{where}.{k}: no counterpart, ignored" for k in role if k not in ROLE_MAPPED]
+        if role.get("dockerImage") != first.get("dockerImage") or role.get("resourcePerInstance") != first.get(
+            "resourcePerInstance"
+        ):
+            raise ImportRefused(
+                f"{where}: a different image or resourcePerInstance than {head}; "
+                "a Yitong job runs the same image and resources on every node"
+            )
+        if not isinstance(role.get("commands"), list) or not role["commands"]:
+            raise ImportRefused(f"{where}.commands: a list of commands is required")
+        if not (isinstance(role.get("instances", 1), int) and 1 <= role.get("instances", 1) <= 1024):
+            raise ImportRefused(f"{where}.instances: a whole number from 1 to 1024")
+    res = first.get("resourcePerInstance")
+    if not isinstance(res, dict):
+        raise ImportRefused(f"taskRoles.{head}.resourcePerInstance: required (cpu, memoryMB, gpu)")
+    for key, kind in (("cpu", (int, float)), ("memoryMB", int), ("gpu", int)):
+        if key in res and (isinstance(res[key], bool) or not isinstance(res[key], kind) or res[key] < 0):
+            raise ImportRefused(
+                f"taskRoles.{head}.resourcePerInstance.{key}: {res[key]!r} is not a number of at least 0"
+            )
+    for name, role in roles.items():
+        completion = role.get("completion") or {}
+        if not isinstance(completion, dict) or not all(
+            isinstance(completion.get(k), (int, type(None))) for k in ("minFailedInstances", "minSucceededInstances")
+        ):
+            raise ImportRefused(
+                f"taskRoles.{name}.completion: minFailedInstances and minSucceededInstances are numbers"
+            )
+    ports = res.get("ports") or {}
+    if not isinstance(ports, dict) or not all(IDENT_RE.match(str(k)) for k in ports):
+        raise ImportRefused(f"taskRoles.{head}.resourcePerInstance.ports: a map of port names to counts")
+    if not all(isinstance(n, int) and n >= 0 for n in ports.values()) or sum(ports.values()) > MAX_PORTS:
+        raise ImportRefused(f"taskRoles.{head}.resourcePerInstance.ports: at most {MAX_PORTS} ports per task")
+    return head
+
+
+def _role_script(text: str, hooks: Hooks) -> str:
+    """The role's commands in a subshell (an ``exit`` in them still runs the post commands)."""
+    lines = [*hooks.pre, "(", text, ")", "__pai_rc=$?"]
+    if hooks.succeeded:
+        lines += ['if [ "$__pai_rc" = 0 ]; then', *hooks.succeeded, "fi"]
+    return "\n".join([*lines, *hooks.post, 'exit "$__pai_rc"'])
+
+
+def _completion_notes(doc: dict[str, Any], roles: list[Role], texts: dict[str, str], notes: list[str]) -> None:
+    deciders = [r.name for r in roles if (r.completion.get("minSucceededInstances") or -1) > 0]
+    for r in roles:
+        what = never_ends(texts[r.name])
+        if what is None:
+            continue
+        others = [d for d in deciders if d != r.name]
+        if others:
+            notes.append(
+                f"taskRoles.{r.name}.commands: {what} never ends; OpenPAI ends the job when {others[0]} succeeds "
+                "(completion.minSucceededInstances), but a Yitong job waits for every node: stop it from "
+                f"{others[0]}'s commands or set max_run_time"
+            )
+        else:
+            notes.append(
+                f"taskRoles.{r.name}.commands: {what} never ends, and the job's completion waits for it: "
+                "the job would run until cancelled or max_run_time"
+            )
+
+
 def import_openpai(
     doc: dict[str, Any], vc: str | None = None, gpu_type: str = "nvidia.com/gpu"
 ) -> tuple[JobSpec, list[str]]:
@@ -121,62 +176,33 @@ def import_openpai(
     notes = [n for k in doc if k not in TOP_MAPPED for n in _top_notes(k, doc[k])]
     if not (vc or (doc.get("defaults") or {}).get("virtualCluster")):
         raise ImportRefused("defaults.virtualCluster: missing; name the Yitong VC to submit to (--vc)")
-    for i, pre in enumerate(doc.get("prerequisites") or []):
-        if isinstance(pre, dict) and pre.get("type") != "dockerimage":
-            notes.append(
-                f"prerequisites[{i}] ({pre.get('type')} {pre.get('name')!r}): no counterpart, ignored; "
-                "use a Yitong dataset in inputs"
-            )
-    names = list(roles)
-    if len(names) == 1:
-        head, order = names[0], names
-    elif len(names) == 2 and names[0] in HEAD_ROLES and int(roles[names[0]].get("instances", 1)) == 1:
-        head, order = names[0], names
-    else:
-        raise ImportRefused(
-            f"taskRoles: {', '.join(names)} cannot be one Yitong job; only a single role or a "
-            f"{'/'.join(HEAD_ROLES)} role with one instance plus one worker role can be imported"
-        )
+    head = _check_roles(roles, notes)
     first = roles[head]
-    for name in order:
-        role, where = roles[name], f"taskRoles.{name}"
-        notes += [f"{where}.{k}: no counterpart, ignored" for k in role if k not in ROLE_MAPPED]
-        if role.get("dockerImage") != first.get("dockerImage") or role.get("resourcePerInstance") != first.get(
-            "resourcePerInstance"
-        ):
-            raise ImportRefused(
-                f"{where}: a different image or resourcePerInstance than {head}; "
-                "a Yitong job runs the same image and resources on every node"
-            )
-        if not isinstance(role.get("commands"), list) or not role["commands"]:
-            raise ImportRefused(f"{where}.commands: a list of commands is required")
-    res = first.get("resourcePerInstance")
-    if not isinstance(res, dict):
-        raise ImportRefused(f"taskRoles.{head}.resourcePerInstance: required (cpu, memoryMB, gpu)")
-    if res.get("ports"):
-        notes.append(
-            f"taskRoles.{head}.resourcePerInstance.ports: no counterpart; the rendezvous port is $YITONG_MASTER_PORT"
-        )
-
-    def script(name: str, rank_expr: str) -> str:
-        where = f"taskRoles.{name}.commands"
-        text = "\n".join(str(c) for c in roles[name]["commands"])
-        return _pai_vars(_params(doc, text, where), roles, head, rank_expr, notes, where)
-
-    if len(order) == 1:
-        command = script(head, "$YITONG_NODE_RANK")
-    else:
-        command = (
-            f'if [ "$YITONG_NODE_RANK" = 0 ]; then\n{script(head, "0")}\nelse\n'
-            f"{script(order[1], '$((YITONG_NODE_RANK - 1))')}\nfi"
-        )
+    res = first["resourcePerInstance"]
+    order = roles_in_order(roles)
+    hooks = role_hooks(doc, roles, notes)
+    texts = {}
+    for r in order:
+        where = f"taskRoles.{r.name}.commands"
+        texts[r.name] = _params(doc, "\n".join(str(c) for c in roles[r.name]["commands"]), where)
+        _unset_vars(texts[r.name], order, notes, where)
+    _completion_notes(doc, order, texts, notes)
+    lines = job_lines(str(doc.get("name", "")), order)
+    for r in order:
+        lines += [
+            f'if [ "$YITONG_NODE_RANK" -ge {r.first_rank} ] && [ "$YITONG_NODE_RANK" -lt {r.first_rank + r.instances} ]; then'
+        ]
+        lines += task_lines(r)
+        lines += [_params(doc, _role_script(texts[r.name], hooks[r.name]), f"taskRoles.{r.name}"), "fi"]
+    lines.append('echo "node $YITONG_NODE_RANK has no OpenPAI task role" >&2; exit 2')
+    image = _image(doc, first.get("dockerImage"), f"taskRoles.{head}", notes)
     spec: dict[str, Any] = {
         "name": yitong_name(doc.get("name", "")),
         "vc": vc or (doc.get("defaults") or {}).get("virtualCluster"),
-        "environment": {"image": _image(doc, first.get("dockerImage"), f"taskRoles.{head}", notes)},
-        "command": command,
+        "environment": {"image": image},
+        "command": "\n".join(lines),
         "framework": "plain",
-        "nodes": sum(int(roles[n].get("instances", 1)) for n in order),
+        "nodes": sum(r.instances for r in order),
         "procs_per_node": 1,  # the commands start their own launcher, once per node
         "cpu": res.get("cpu", 1),
         "memory": f"{int(res.get('memoryMB', 2048))}Mi",
@@ -185,9 +211,17 @@ def import_openpai(
     if spec["name"] != doc.get("name"):
         notes.append(f"name: {doc.get('name')!r} became {spec['name']!r} (Yitong names are DNS labels)")
     if int(res.get("gpu") or 0) > 0:
+        if ROCM_RE.search(image) and gpu_type == "nvidia.com/gpu":
+            gpu_type = "amd.com/gpu"
+            notes.append(
+                f"resourcePerInstance.gpu: {image} is a ROCm image, so its GPUs are amd.com/gpu, not nvidia.com/gpu"
+            )
         spec["accelerator"] = {"type": gpu_type, "count": int(res["gpu"])}
-    for k in ("defaults",):
-        notes += [f"defaults.{d}: no counterpart, ignored" for d in (doc.get(k) or {}) if d != "virtualCluster"]
+    notes += [
+        f"defaults.{d}: no counterpart, ignored"
+        for d in (doc.get("defaults") or {})
+        if d not in ("virtualCluster", "deployment")
+    ]
     try:
         return spec_from_dict(spec), notes
     except JobSpecError as e:

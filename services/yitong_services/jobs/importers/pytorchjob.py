@@ -10,12 +10,14 @@ torch.distributed.run|launch``) itself has that launcher removed and its ``--npr
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ...vcs.quantities import parse_amount
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
 from .common import ImportRefused
+from .forever import never_ends
 
 LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 VALUE_OPTS = {
@@ -37,6 +39,7 @@ VALUE_OPTS = {
     "tee",
     "local-ranks-filter",
 }
+ROCM_RE = re.compile(r"rocm", re.IGNORECASE)
 CONTAINER_MAPPED = {"name", "image", "command", "args", "env", "resources"}
 
 
@@ -133,15 +136,21 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
                 f"spec.pytorchReplicaSpecs.{n}: a different container than {first_name}; "
                 "a Yitong job runs the same container on every node"
             )
+    where = f"spec.pytorchReplicaSpecs.{first_name}.containers[0]"
+    if not first.get("command"):
+        # Kubernetes would run the image's ENTRYPOINT with these args; which program that is
+        # cannot be known without pulling the image, and the first arg is no program
+        given = " ".join(str(a) for a in first.get("args") or []) or "nothing"
+        raise ImportRefused(
+            f"{where}: no command, only args ({given[:80]}); the image's entrypoint cannot be known here — "
+            "add command: [the entrypoint, e.g. python, /workspace/train.py] to the container and import again"
+        )
     argv = [str(a) for a in (first.get("command") or []) + (first.get("args") or [])]
-    if not argv:
-        raise ImportRefused("command: the container has no command or args (the image's entrypoint is unknown)")
     argv, launcher_nproc = strip_launcher(argv)
     if launcher_nproc is not None:
         notes.append(
             "command: its torchrun launcher is replaced by Yitong's (node count and rendezvous are set per backend)"
         )
-    where = f"spec.pytorchReplicaSpecs.{first_name}.containers[0]"
     out: dict[str, Any] = {
         "name": meta.get("name"),
         "vc": vc or meta.get("namespace"),
@@ -151,6 +160,17 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
         "nodes": sum(int(r.get("replicas", 1)) for r in replicas.values()),
         **_resources(first, where, notes),
     }
+    acc = out.get("accelerator") or {}
+    if ROCM_RE.search(str(first.get("image"))) and acc.get("type") == "nvidia.com/gpu":
+        raise ImportRefused(
+            f"{where}.resources: {first.get('image')} is a ROCm image for AMD GPUs but asks for nvidia.com/gpu; "
+            "ask for amd.com/gpu (or use a CUDA image)"
+        )
+    if what := never_ends(" ".join(argv)):
+        notes.append(
+            f"{where}.command: {what} never ends, and the job succeeds only when every replica has: "
+            "it would run until cancelled or max_run_time"
+        )
     env = {}
     for e in first.get("env") or []:
         if "value" in e and "valueFrom" not in e:

@@ -1,0 +1,1 @@
+"""Alert rules, email routes, silences and history (admins): the SDK calls (``sdk.AlertCalls``)."""

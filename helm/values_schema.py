@@ -1,0 +1,216 @@
+"""Write helm/yitong/values.schema.json from the definitions the hub and the service validate with.
+
+    .venv/bin/python helm/values_schema.py           # write it
+    .venv/bin/python helm/values_schema.py --check   # exit 1 when the file is stale (tests/helm runs this)
+
+The settings keys come from the service's pydantic models (``core.settings.Settings``, the
+Kubernetes backend's ``runner_kube.KubeSettings``, Slurm's ``SlurmSettings``) and from the hub's
+JSON Schema (``yitong_spawner.settings_schema``); the chart's own keys (``platform``, ``jupyterhub``,
+``global``) are described here. Sections the service reads leniently stay open (as the service
+ignores unknown keys there); every other object is closed (``additionalProperties: false``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_FILE = ROOT / "helm" / "yitong" / "values.schema.json"
+REF = "#/$defs/{model}"
+
+#: the quantities people type (``500m``, ``16Gi``) or plain numbers, where the models parse them
+#: with a before-validator whose JSON schema says only number/integer
+QUANTITY = {
+    "anyOf": [
+        {"type": "number", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*(m|k|K|M|G|T|P|Ki|Mi|Gi|Ti|Pi)?\s*$"},
+    ]
+}
+QUANTITY_FIELDS = {"ProfileSpec": ("cpu", "memory"), "StorageSettings": ("pack_threshold", "max_upload_bytes")}
+
+IMAGE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "tag"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "description": "image name without the tag"},
+        "tag": {"type": "string", "minLength": 1},
+        "pullPolicy": {"enum": ["IfNotPresent", "Always", "Never"]},
+    },
+}
+
+PLATFORM = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "The platform service's Deployment (only the chart has these keys).",
+    "properties": {
+        "image": {**IMAGE, "description": "the platform service's image (images/service)"},
+        "imagePullSecrets": {"type": "array", "items": {"type": "string"}, "description": "Secret names"},
+        "resources": {"type": "object", "description": "the container's ResourceRequirements"},
+        "nodeSelector": {"type": "object", "additionalProperties": {"type": "string"}},
+        "tolerations": {"type": "array", "items": {"type": "object"}},
+        "dataDir": {
+            "type": "string",
+            "pattern": "^/",
+            "description": "where backends.kubernetes.data_volume is mounted in the platform's pod (its data directory)",
+        },
+        "rbac": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "scope": {
+                    "enum": ["vcs", "cluster"],
+                    "description": "vcs: the platform and the hub may act in the namespaces of the VCs listed in"
+                    " these values; cluster: in every namespace (VCs created later through the API)",
+                }
+            },
+        },
+        "resourceQuotas": {
+            "type": "boolean",
+            "description": "a ResourceQuota per VC namespace at its quota (only when backends.kubernetes.cohort is"
+            " null: with a cohort, VCs borrow beyond their quota)",
+        },
+        "networkPolicy": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "enabled": {"type": "boolean", "description": "only the hub and the proxy reach the platform's port"},
+                "extraIngress": {
+                    "type": "array",
+                    "items": {"type": "object"},
+                    "description": "more NetworkPolicyIngressRules for the platform's pod (a Prometheus)",
+                },
+            },
+        },
+    },
+}
+
+CHART_KEYS = {
+    "platform": PLATFORM,
+    "jupyterhub": {
+        "type": "object",
+        "description": "zero-to-jupyterhub's values, checked by its own schema (tests check them against z2jh 4.4.0's)",
+    },
+    "global": {"type": "object", "description": "Helm's global values"},
+}
+
+
+def _resources(node: Any, resources: dict[str, Any]) -> Any:
+    """Every resource map (``vcs.*.quota``, ``inventory``, ...): names and amounts checked."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and node.get("additionalProperties") == {
+            "anyOf": [{"type": "number"}, {"type": "string"}]
+        }:
+            return {**{k: v for k, v in node.items() if k != "additionalProperties"}, **resources}
+        return {k: _resources(v, resources) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_resources(v, resources) for v in node]
+    return node
+
+
+def _defs(model: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    schema = model.model_json_schema(mode="validation", ref_template=REF)
+    for name, sub in schema.pop("$defs", {}).items():
+        if name in defs and defs[name] != sub:
+            raise ValueError(f"two different models are both called {name}")
+        defs[name] = sub
+    return schema
+
+
+def _close_required_type(device: dict[str, Any]) -> dict[str, Any]:
+    """A ``devices`` entry: ``type`` is its key (merged_device_settings fills it in)."""
+    device = copy.deepcopy(device)
+    device["required"] = [r for r in device.get("required", []) if r != "type"]
+    return device
+
+
+def build() -> dict[str, Any]:
+    from yitong_services.core.confinement import MODES
+    from yitong_services.core.settings import Settings
+    from yitong_services.jobs.runner_kube import KubeSettings
+    from yitong_services.jobs.runner_slurm import SlurmSettings
+    from yitong_services.vcs.devices import DeviceMap
+    from yitong_services.vcs.quantities import RESOURCE_RE
+    from yitong_services.vcs.schemas import NAME_RE
+    from yitong_spawner.settings_schema import SECTIONS
+
+    defs: dict[str, Any] = {}
+    settings = _defs(Settings, defs)
+    props: dict[str, Any] = dict(settings["properties"])
+    props.pop("data_dir")  # set by the chart (platform.dataDir), not a settings key
+    props["backend"] = {"const": "kubernetes", "description": "the chart runs the kubernetes backend"}
+    names = {"pattern": NAME_RE.pattern, "maxLength": 32}
+    for key in ("profiles", "vcs"):
+        props[key] = {**props[key], "propertyNames": names}
+    device = _close_required_type(_defs(DeviceMap, defs))
+    props["devices"] = {
+        "type": "object",
+        "description": props["devices"].get("description", "the accelerator table"),
+        "additionalProperties": {"anyOf": [device, {"type": "null"}]},
+    }
+    inventory = {"$ref": "#/$defs/Inventory"}
+    kube = _defs(KubeSettings, defs)
+    slurm = _defs(SlurmSettings, defs)
+    backend_settings = defs.pop("BackendSettings")
+    defs["Inventory"] = backend_settings["properties"]["inventory"]
+    kube["properties"]["inventory"] = inventory
+    slurm["properties"].setdefault("inventory", inventory)
+    props["backends"] = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "per backend: what it offers (inventory) and its own keys; the chart uses kubernetes",
+        "properties": {
+            "kubernetes": kube,
+            "slurm": slurm,
+            # the service reads the local backend's section leniently (core/confinement.py reads mode)
+            "local": {"type": "object", "properties": {"inventory": inventory, "mode": {"enum": list(MODES)}}},
+        },
+    }
+    for model, fields in QUANTITY_FIELDS.items():
+        for field in fields:
+            old = defs[model]["properties"][field]
+            defs[model]["properties"][field] = {
+                **QUANTITY,
+                **{k: old[k] for k in ("default", "description") if k in old},
+            }
+    props.update({name: copy.deepcopy(schema) for name, schema in SECTIONS.items()})
+    props.update(CHART_KEYS)
+    resources = {"propertyNames": {"pattern": RESOURCE_RE.pattern}, "additionalProperties": QUANTITY}
+    props, defs = _resources(props, resources), _resources(defs, resources)
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Yitong chart values",
+        "description": "The settings file of the embedded default (docs/settings.md) plus the chart's own keys."
+        " Generated by helm/values_schema.py: do not edit.",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": dict(sorted(props.items())),
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def text() -> str:
+    return json.dumps(build(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    new = text()
+    if "--check" in argv:
+        if not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text() != new:
+            print(
+                f"{SCHEMA_FILE.relative_to(ROOT)} is stale: run .venv/bin/python helm/values_schema.py", file=sys.stderr
+            )
+            return 1
+        return 0
+    tmp = SCHEMA_FILE.with_suffix(".tmp")
+    tmp.write_text(new)
+    tmp.replace(SCHEMA_FILE)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

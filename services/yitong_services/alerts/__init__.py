@@ -1,0 +1,1 @@
+"""Monitoring and alerts: rules -> Prometheus rule files, routes -> Alertmanager config, history."""

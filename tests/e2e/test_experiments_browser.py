@@ -1,0 +1,208 @@
+"""The Experiments views of JupyterLab in headless Chromium, against the real hub, platform service
+and local job backend, on small real experiments whose trials are jobs: the launcher card opens
+the list, a row opens the experiment, whose tab follows it live (trials appear, the state turns
+``done`` without a reload), its charts show every complete trial, the pruned trial is marked on
+the intermediate curves, importance names the parameters, the trials table sorts; a deep link
+opens an experiment, Stop stops it, and a closed tab stops polling. Screenshot:
+docs/img/lab-experiments.png (docs/hpo.md).
+
+``YITONG_TEST_LABEXTENSION=<a labextension build>`` (e.g. a worktree's
+``extensions/yitong_lab/labextension``) makes the user's server load that build before the
+installed one, through ``LabApp.extra_labextensions_path`` in the user's own ``~/.jupyter``
+(the home under the test's data directory): a checkout's views are tested without touching the
+installed labextension."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from jobs_helpers import PY
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
+
+DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
+VIEWPORT = (1400, 1000)
+USER = "alice"
+
+# good trials climb the same curve (the median pruner keeps them) and end at a value of x and the
+# activation; trials 2 and 5 report a poor curve, slowly, and Medianstop prunes them
+TRIAL = """
+import os, time
+from yitong_lab import hpo
+p = hpo.get_params()
+seq = int(os.environ["NNI_TRIAL_SEQ_ID"])
+bad = seq in (2, 5)
+for i in range(8):
+    hpo.report(0.1 if bad else 0.5 + 0.05 * i)
+    time.sleep(0.6 if bad else 0.2)
+hpo.report_final(1 - (p["x"] - 0.6) ** 2 - (0.1 if p["act"] == "tanh" else 0) - 0.01 * p["lr"])
+"""
+
+
+def experiment(name: str, code: str, **extra) -> dict:
+    return {
+        "name": name,
+        "vc": "vision",
+        "space": {
+            "x": {"_type": "uniform", "_value": [0, 1]},
+            "lr": {"_type": "loguniform", "_value": [0.001, 0.1]},
+            "act": {"_type": "choice", "_value": ["relu", "tanh"]},
+        },
+        "tuner": {"name": "Random"},
+        "assessor": {"name": "Medianstop", "args": {"start_step": 2}},
+        "objective": {"metric": "default", "direction": "maximize"},
+        "concurrency": 2,
+        "max_trials": 8,
+        "template": {
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", code],
+            "cpu": 0.5,
+            "memory": "256Mi",
+        },
+        **extra,
+    }
+
+
+def use_build(stack, user: str) -> None:
+    """The user's server loads $YITONG_TEST_LABEXTENSION's build first (module docstring)."""
+    build = os.environ.get("YITONG_TEST_LABEXTENSION")
+    if not build:
+        return
+    home = stack.data_dir / "home" / user
+    holder = home / ".yt-test-labextensions"
+    holder.mkdir(parents=True, exist_ok=True)
+    link = holder / "yitong-lab"
+    if not link.exists():
+        link.symlink_to(Path(build).resolve(), target_is_directory=True)
+    config = home / ".jupyter" / "jupyter_server_config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"LabApp": {"extra_labextensions_path": [str(holder)]}}))
+
+
+def view(page, name: str, arg: str = ""):
+    return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
+
+
+def log_in(stack, page) -> str:
+    page.goto(f"{stack.url}/hub/login")
+    page.fill("input[name=username]", USER)
+    page.fill("input[name=password]", stack.passwords[USER])
+    page.click("input[type=submit], button[type=submit]")
+    page.wait_for_url(lambda url: "/hub/login" not in url)
+    return f"{stack.url}/user/{USER}/lab"
+
+
+def deep_link(page, lab: str, route: str):
+    page.goto(f"{lab}?yt={route}")
+    page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
+
+
+def screenshot(page, name: str) -> None:
+    close = page.locator(".jp-Notification-Toast-Close")
+    for i in range(close.count()):
+        close.nth(i).click()
+    if close.count():
+        page.wait_for_timeout(500)
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(DOCS_IMG / name))
+
+
+def test_experiments_view(stack, admin_token, page):
+    from playwright.sync_api import expect
+
+    use_build(stack, USER)
+    with stack.hub(admin_token) as hub:
+        r = hub.post(f"/users/{USER}/server", json={"vc": "vision", "profile": "cpu-small"})
+        assert r.status_code in (201, 202, 400), r.text  # 400: already running (another test's)
+    stack.wait_ready(admin_token, USER)
+    api = stack.platform_client(stack.token(USER))
+    r = api.post("/experiments", json=experiment("quadratic", TRIAL))
+    assert r.status_code == 201, r.text
+    exp_id = r.json()["id"]
+    sleepy = None
+    try:
+        lab = log_in(stack, page)
+        polls: list[str] = []
+        page.on("request", lambda req: polls.append(req.url) if "/yitong/api/experiments/" in req.url else None)
+
+        # the launcher's card opens the list; its row opens the experiment, still running
+        page.goto(lab)
+        page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
+        page.keyboard.press("Control+Shift+L")
+        card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text="Experiments").last
+        card.wait_for(timeout=60_000)
+        card.click()
+        row = view(page, "experiments").locator(f'.yt-exp-row[data-experiment="{exp_id}"]')
+        expect(row).to_be_visible(timeout=30_000)
+        row.click()
+        detail = view(page, "experiment", str(exp_id)).locator(".yt-experiment")
+        expect(detail).to_be_visible(timeout=30_000)
+        # live: the tab follows the experiment to its end with no reload
+        expect(detail.locator("tr.yt-trial")).to_have_count(8, timeout=240_000)
+        expect(detail).to_have_attribute("data-state", "done", timeout=240_000)
+        exp = api.get(f"/experiments/{exp_id}").json()
+        counts = exp["counts"]
+        assert counts.get("pruned", 0) >= 1 and counts.get("complete", 0) >= 3, exp["trials"]
+        complete = counts["complete"]
+        expect(detail.locator(".yt-exp-summary")).to_contain_text(f"best default {exp['best']['value']:.3f}"[:17])
+
+        # the charts: a dot and a parallel line per complete trial, the pruned ones marked
+        expect(detail.locator(".yt-chart-best .yt-dot")).to_have_count(complete)
+        expect(detail.locator(".yt-chart-parallel .yt-parallel-line")).to_have_count(complete)
+        pruned = [t["number"] for t in exp["trials"] if t["state"] == "pruned"]
+        for number in pruned:
+            curve = detail.locator(f'.yt-chart-curves .yt-curve[data-trial="{number}"]')
+            expect(curve).to_have_attribute("data-state", "pruned")
+            expect(curve.locator(".yt-pruned-mark")).to_have_count(1)
+        names = [n.text_content() for n in detail.locator(".yt-chart-parallel .yt-parallel-name").all()]
+        assert names == ["x", "lr", "act", "default"], names
+        expect(detail.locator(".yt-chart-importance .yt-importance-row")).to_have_count(3, timeout=30_000)
+
+        # the table sorts: by the metric (best first), back by number
+        detail.locator('th[data-sort="value"] button').click()
+        expect(detail.locator('th[data-sort="value"]')).to_have_attribute("aria-sort", "descending")
+        first = detail.locator("tr.yt-trial").first
+        expect(first).to_have_attribute("data-trial", str(exp["best"]["number"]))
+        pruned_row = detail.locator(f'tr.yt-trial[data-trial="{pruned[0]}"]')
+        expect(pruned_row).to_have_attribute("data-state", "pruned")
+        detail.evaluate("node => node.closest('.yt-view').scrollTo(0, 0)")
+        screenshot(page, "lab-experiments.png")
+        detail.locator('th[data-sort="number"] button').click()
+        expect(detail.locator("tr.yt-trial").first).to_have_attribute("data-trial", "0")
+
+        # a long experiment by deep link: polled while open, Stop stops it, a closed tab polls no more
+        code = "import time; time.sleep(300)"
+        r = api.post("/experiments", json=experiment("sleepy", code, assessor=None, max_trials=2))
+        assert r.status_code == 201, r.text
+        sleepy = r.json()["id"]
+        deep_link(page, lab, f"experiment/{sleepy}")
+        running = view(page, "experiment", str(sleepy)).locator(".yt-experiment")
+        expect(running).to_have_attribute("data-state", "running", timeout=60_000)
+        mine = re.compile(rf"/yitong/api/experiments/{sleepy}\?")
+        deadline = time.monotonic() + 30
+        while len([u for u in polls if mine.search(u)]) < 3:  # polled every LIVE_MS (2 s)
+            assert time.monotonic() < deadline, polls
+            page.wait_for_timeout(500)
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=f"Experiment {sleepy}")
+        tab.locator(".lm-TabBar-tabCloseIcon").click()
+        expect(running).to_have_count(0)
+        page.wait_for_timeout(500)
+        before = len([u for u in polls if mine.search(u)])
+        page.wait_for_timeout(5000)
+        assert len([u for u in polls if mine.search(u)]) == before, polls[-5:]
+
+        deep_link(page, lab, f"experiment/{sleepy}")
+        running = view(page, "experiment", str(sleepy)).locator(".yt-experiment")
+        expect(running).to_have_attribute("data-state", "running", timeout=60_000)
+        running.locator(".yt-exp-stop").click()
+        expect(running).to_have_attribute("data-state", "stopped", timeout=60_000)
+        expect(running.locator(".yt-exp-resume")).to_be_visible()
+        sleepy = None
+    finally:
+        if sleepy is not None:
+            api.post(f"/experiments/{sleepy}/stop")

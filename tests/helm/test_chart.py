@@ -1,0 +1,406 @@
+"""The Helm chart: lint, every rendered object strictly valid, the same objects as the service's builders,
+the same settings as the embedded default, the values we pass to z2jh within its documented keys."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from helm_helpers import CHART, DATA, K8S_VERSIONS, by_kind, z2jh_defaults, z2jh_schema
+
+from yitong_services.core.settings import Settings
+from yitong_services.jobs.kueue import default_flavors, flavor_manifest, priority_class_manifests, vc_queue_manifests
+from yitong_services.jobs.netpol import vc_network_policies
+from yitong_services.jobs.runner_kube import KubeSettings
+from yitong_services.vcs.devices import DEFAULT_DEVICE_SETTINGS, DeviceMap
+from yitong_services.vcs.quantities import parse_amount
+
+NS = "jupyterhub"
+VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+#: value sets that together reach every branch of the templates
+CASES = {
+    "defaults": {},
+    "no-cohort-quotas-cluster-rbac": {
+        "backends": {
+            "kubernetes": {"cohort": None, "network_policy": {"extra_egress": ["10.0.0.0/8", "192.168.1.5/32"]}}
+        },
+        "platform": {"rbac": {"scope": "cluster"}, "imagePullSecrets": ["regcred"], "nodeSelector": {"role": "infra"}},
+        "ssh": {"port": 8022, "ip": "0.0.0.0"},
+        "vcs": {
+            "vision": {
+                "quota": {"cpu": "500m", "memory": 17179869184, "nvidia.com/gpu": 4},
+                "groups": ["vision"],
+                "profiles": ["gpu-1"],
+            },
+            "nlp": {"quota": {"cpu": 8, "memory": "32Gi", "huawei.com/Ascend910": 8}, "profiles": ["cpu-small"]},
+        },
+    },
+    "no-fence-nfs-postgres-s3": {
+        "backends": {
+            "kubernetes": {"network_policy": None, "data_volume": {"nfs": {"server": "nfs.example.org", "path": "/yt"}}}
+        },
+        "database": {"url": "postgresql+psycopg://yitong:pw@db.example.org/yitong"},
+        "storage": {"url": "s3://yitong/store", "options": {"endpoint_url": "https://minio.example.org"}},
+        "platform": {"networkPolicy": {"enabled": False}},
+    },
+}
+
+
+def _crd_strict(node: Any) -> Any:
+    """kubernetes-validate's strictness for a CRD schema: no field the schema does not name."""
+    if isinstance(node, dict):
+        out = {k: _crd_strict(v) for k, v in node.items()}
+        if "properties" in node and "additionalProperties" not in node:
+            if not node.get("x-kubernetes-preserve-unknown-fields"):
+                out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_crd_strict(v) for v in node]
+    return node
+
+
+KUEUE = {
+    kind: jsonschema.Draft7Validator(_crd_strict(schema))
+    for kind, schema in json.loads((DATA / "kueue" / "v1beta1.json").read_text())["schemas"].items()
+}
+
+
+def validate(obj: dict[str, Any], version: str) -> None:
+    if obj["apiVersion"] == "kueue.x-k8s.io/v1beta1":
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in KUEUE[obj["kind"]].iter_errors(obj)]
+        assert not errors, (obj["kind"], errors)
+    else:
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_lint_is_clean(chart_dir):
+    import helm_python as helm
+
+    for version in K8S_VERSIONS:
+        report = helm.lint(str(chart_dir), strict=True, kube_version=f"v{version}.0")
+        assert report["errors"] == [] and all(m["severity"] < 2 for m in report["messages"]), report
+
+
+def test_lint_without_the_dependency_names_it(tmp_path):
+    """What an admin sees before `helm dependency build`: the z2jh chart is a real dependency."""
+    import shutil
+
+    import helm_python as helm
+
+    shutil.copytree(CHART, tmp_path / "yitong")
+    report = helm.lint(str(tmp_path / "yitong"))
+    assert any("missing these dependencies: jupyterhub" in m["error"] for m in report["messages"])
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_every_object_is_strictly_valid(render, case, version):
+    objects = render(CASES[case])
+    assert len(objects) >= 12
+    for obj in objects:
+        validate(obj, version)
+
+
+def test_kueue_schemas_catch_a_wrong_field():
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue", "metadata": {"name": "a"}}
+    validate({**queue, "spec": {"clusterQueue": "q"}}, K8S_VERSIONS[-1])
+    with pytest.raises(AssertionError, match="clusterQeue"):
+        validate({**queue, "spec": {"clusterQeue": "q"}}, K8S_VERSIONS[-1])
+
+
+def _settings(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (secret,) = [o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "yitong-settings"]
+    return yaml.safe_load(secret["stringData"]["settings.yaml"])
+
+
+def _merged(case: dict[str, Any]) -> dict[str, Any]:
+    def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(a)
+        for k, v in b.items():
+            if v is None:
+                out.pop(k, None)
+            elif isinstance(v, dict) and isinstance(out.get(k), dict):
+                out[k] = merge(out[k], v)
+            else:
+                out[k] = copy.deepcopy(v)
+        return out
+
+    return merge(VALUES, case)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_settings_file_is_read_by_the_service_and_the_hub(render, case, tmp_path):
+    from yitong_services.core.settings import load_settings
+    from yitong_spawner.hubconfig import load_settings as hub_load
+
+    settings = _settings(render(CASES[case]))
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    service = load_settings(path, tmp_path)
+    assert service.backend == "kubernetes" and set(service.vcs) == set(_merged(CASES[case])["vcs"])
+    kube = dict(settings["backends"]["kubernetes"])
+    kube.pop("inventory")
+    assert KubeSettings.model_validate(kube).namespace_prefix == "yitong-"
+    assert hub_load(path)["backend"] == "kubernetes"
+    # in-cluster defaults: the fence knows the release's namespace, jobs reach the API through the proxy
+    if settings["backends"]["kubernetes"]["network_policy"] is not None:
+        assert settings["backends"]["kubernetes"]["network_policy"]["hub_namespace"] == NS
+    assert settings["jobs"]["api_url"] == f"http://proxy-public.{NS}.svc.cluster.local/services/yitong/api/v1"
+
+
+def _amounts(quota_items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {r["name"]: parse_amount(r["name"], r["nominalQuota"]) for r in quota_items}
+
+
+def _normal(obj: dict[str, Any]) -> dict[str, Any]:
+    """A ClusterQueue with its quantities parsed (the chart writes them as given, the builder formats them)."""
+    obj = copy.deepcopy(obj)
+    if obj["kind"] == "ClusterQueue":
+        for group in obj["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                flavor["resources"] = _amounts(flavor["resources"])
+    return obj
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_vc_objects_are_the_builders(render, case):
+    """Namespaces, flavors, ClusterQueues, LocalQueues, priority classes and NetworkPolicies: the same
+    objects the platform service creates for a VC (jobs/kueue.py, jobs/netpol.py)."""
+    values = _merged(CASES[case])
+    objects = by_kind(render(CASES[case]))
+    kube = values["backends"]["kubernetes"]
+    devices = {k: DeviceMap.model_validate({**v, "type": k}) for k, v in values["devices"].items()}
+    flavors = default_flavors(devices)
+    # every flavor of the device table, used by a VC here or not (a VC made later through the API may)
+    expected: list[dict[str, Any]] = [*priority_class_manifests(), *map(flavor_manifest, flavors)]
+    for vc, spec in values["vcs"].items():
+        quota = {r: parse_amount(r, a) for r, a in spec["quota"].items()}
+        expected += vc_queue_manifests(vc, quota, kube.get("cohort"), flavors)
+        if kube.get("network_policy") is not None:
+            fence_settings = KubeSettings.model_validate(
+                {"network_policy": {**kube["network_policy"], "hub_namespace": NS}}
+            )
+            expected += vc_network_policies(vc, fence_settings.network_policy.fence())
+    rendered = [
+        o
+        for kind in (
+            "Namespace",
+            "ResourceFlavor",
+            "ClusterQueue",
+            "LocalQueue",
+            "WorkloadPriorityClass",
+            "NetworkPolicy",
+        )
+        for o in objects.get(kind, [])
+        if not (kind == "NetworkPolicy" and o["metadata"]["name"] == "yitong-platform")
+    ]
+    key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
+    assert len({key(o) for o in rendered}) == len(rendered)
+    # the builder repeats the flavors each VC uses
+    assert {key(o): _normal(o) for o in rendered} == {key(o): _normal(o) for o in expected}
+
+
+def test_resource_quota_only_without_a_cohort(render):
+    assert "ResourceQuota" not in by_kind(render({}))
+    (quota,) = by_kind(render({"backends": {"kubernetes": {"cohort": None}}}))["ResourceQuota"]
+    assert quota["metadata"]["namespace"] == "yitong-default"
+    assert quota["spec"]["hard"] == {"requests.cpu": "16", "requests.memory": "64Gi", "requests.nvidia.com/gpu": "2"}
+
+
+def test_values_devices_are_the_default_table():
+    assert VALUES["devices"] == {k: dict(v) for k, v in DEFAULT_DEVICE_SETTINGS.items()}
+
+
+def test_only_the_hub_and_proxy_reach_the_platform(render):
+    objects = by_kind(render({}))
+    (policy,) = [p for p in objects["NetworkPolicy"] if p["metadata"]["name"] == "yitong-platform"]
+    assert policy["metadata"].get("namespace") is None  # the release's namespace
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    (rule,) = policy["spec"]["ingress"]
+    assert [p["podSelector"]["matchLabels"]["component"] for p in rule["from"]] == ["hub", "proxy"]
+    assert all("namespaceSelector" not in p for p in rule["from"])
+    # user pods live in the VCs' namespaces, whose fence lets them out to the proxy's port and DNS only
+    fence = [p for p in objects["NetworkPolicy"] if p["metadata"]["name"] == "yitong-vc-fence"]
+    assert fence
+    for p in fence:
+        ports = [port["port"] for rule in p["spec"]["egress"] for port in rule.get("ports", [])]
+        assert sorted(set(ports)) == [53, 8000]
+
+
+def test_rbac_scopes(render):
+    vcs = by_kind(render({}))
+    bindings = {(b["metadata"]["namespace"], b["subjects"][0]["name"]) for b in vcs["RoleBinding"]}
+    assert bindings == {("yitong-default", "yitong-platform"), ("yitong-default", "hub")}
+    assert {b["metadata"]["name"] for b in vcs["ClusterRoleBinding"]} == {"yitong-jupyterhub-platform-cluster"}
+    cluster = by_kind(render({"platform": {"rbac": {"scope": "cluster"}}}))
+    assert "RoleBinding" not in cluster
+    assert len(cluster["ClusterRoleBinding"]) == 3
+
+
+def test_names_the_hub_config_relies_on(render):
+    from yitong_spawner import z2jh
+
+    objects = by_kind(render({}))
+    assert [s["metadata"]["name"] for s in objects["Service"]] == [z2jh.PLATFORM]
+    hub = VALUES["jupyterhub"]["hub"]
+    (mount,) = hub["extraVolumeMounts"]
+    assert z2jh.SETTINGS_PATH == f"{mount['mountPath']}/settings.yaml"
+    (volume,) = hub["extraVolumes"]
+    assert volume["secret"]["secretName"] in {s["metadata"]["name"] for s in objects["Secret"]}
+    assert "yitong" in hub["services"] and "configure(c)" in hub["extraConfig"]["yitong"]
+    (deploy,) = objects["Deployment"]
+    env = {e["name"]: e for e in deploy["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "hub",
+        "key": "hub.services.yitong.apiToken",
+    }
+
+
+def test_z2jh_values_are_within_its_documented_keys():
+    """Our `jupyterhub:` values over z2jh 4.4.0's defaults pass z2jh 4.4.0's schema; a typo does not."""
+
+    def merged(ours: dict[str, Any]) -> dict[str, Any]:
+        def merge(a: Any, b: Any) -> Any:
+            if isinstance(a, dict) and isinstance(b, dict):
+                return {**a, **{k: merge(a.get(k), v) for k, v in b.items()}}
+            return b
+
+        return merge(z2jh_defaults(), ours)
+
+    validator = jsonschema.Draft7Validator(z2jh_schema())
+    assert list(validator.iter_errors(merged(VALUES["jupyterhub"]))) == []
+    wrong = copy.deepcopy(VALUES["jupyterhub"])
+    wrong["hub"]["extraConfigs"] = wrong["hub"].pop("extraConfig")
+    assert any("extraConfigs" in e.message for e in validator.iter_errors(merged(wrong)))
+
+
+# a wrong value is refused by `helm install` (the schema) at the key the embedded default names
+WRONG = [
+    ({"service": {"port": "x"}}, "service.port", "/service/port"),
+    ({"storage": {"bogus": 1}}, "storage.bogus", "/storage"),
+    ({"storage": {"max_upload_bytes": "10Qi"}}, "storage.max_upload_bytes", "/storage/max_upload_bytes"),
+    ({"vcs": {"Bad_Name": {}}}, "Bad_Name", "Bad_Name"),
+    ({"vcs": {"default": {"quota": {"cpu": "2x"}}}}, "vcs.default.quota", "/vcs/default/quota/cpu"),
+    ({"profiles": {"cpu-small": {"memory": "2Gx"}}}, "profiles.cpu-small.memory", "/profiles/cpu-small/memory"),
+    ({"profiles": {"cpu-small": {"arch": "sparc"}}}, "profiles.cpu-small.arch", "/profiles/cpu-small/arch"),
+    ({"devices": {"nvidia.com/gpu": {"dist_backend": "mpich"}}}, "devices.nvidia.com/gpu.dist_backend", "dist_backend"),
+    ({"jobs": {"poll_interval": 0}}, "jobs.poll_interval", "/jobs/poll_interval"),
+    ({"hub": {"port": "x"}}, "hub.port", "/hub/port"),
+    ({"hub": {"adminusers": ["a"]}}, "hub: ", "/hub"),
+]
+
+
+@pytest.mark.parametrize("patch, service_says, helm_says", WRONG, ids=[w[1] for w in WRONG])
+def test_wrong_values_are_refused_like_the_embedded_default(render, patch, service_says, helm_says, tmp_path):
+    from yitong_services.core.settings import SettingsError, load_settings
+    from yitong_spawner.hubconfig import load_settings as hub_load
+
+    settings = _merged(patch)
+    for key in ("platform", "jupyterhub"):
+        settings.pop(key)
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    with pytest.raises((SettingsError, ValueError)) as embedded:
+        load_settings(path, tmp_path)
+        hub_load(path)
+    assert service_says in str(embedded.value)
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmValuesError) as chart:
+        render(patch)
+    assert helm_says in str(chart.value)
+
+
+@pytest.mark.parametrize(
+    "patch, sentence",
+    [
+        ({"vcs": {"default": {"profiles": ["cpu-small", "nope"]}}}, "VC default offers unknown profiles: nope"),
+        ({"vcs": {"default": {"quota": {"amd.com/gpu": 1}}}}, "no Kueue ResourceFlavor covers amd.com/gpu"),
+    ],
+)
+def test_cross_checks_fail_with_the_services_sentence(render, patch, sentence):
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError, match=sentence):
+        render(patch)
+    values = _merged(patch)
+    with pytest.raises(ValueError, match=sentence):
+        Settings.model_validate({k: values[k] for k in ("profiles", "vcs")})
+        vc = values["vcs"]["default"]
+        vc_queue_manifests("default", {r: parse_amount(r, a) for r, a in vc["quota"].items()})
+
+
+def test_values_schema_is_current():
+    spec = importlib.util.spec_from_file_location("values_schema", CHART.parent / "values_schema.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (CHART / "values.schema.json").read_text() == module.text(), (
+        "helm/yitong/values.schema.json is stale: run .venv/bin/python helm/values_schema.py"
+    )
+    assert module.main(["--check"]) == 0
+
+
+def test_the_embedded_defaults_settings_file_is_valid_values(render):
+    """Same keys: yitong.example.yaml, with the chart's backend, renders as the chart's values."""
+    from helm_helpers import ROOT
+
+    example = yaml.safe_load((ROOT / "yitong.example.yaml").read_text())
+    example["backend"] = "kubernetes"
+    settings = _settings(render(example))
+    assert settings["profiles"]["gpu-1"] == {**example["profiles"]["gpu-1"]}
+    assert settings["backends"]["local"] == example["backends"]["local"]
+    assert settings["ssh"] == example["ssh"]
+
+
+ISSUER = {"kind": "generic", "issuer": "https://sso.example.org"}
+AUTH_CASES = [
+    {"kind": "generic", "tenant_id": "t"},
+    ISSUER,
+    {**ISSUER, "client_id": "yitong"},
+    {"kind": "generic", "client_id": "yitong", "client_secret": "s", "authorize_url": "https://sso.example.org/a"},
+    {"kind": "azuread", "client_id": "yitong", "client_secret": "s"},
+    {**ISSUER, "client_id": "yitong", "client_secret": "s"},
+    {**ISSUER, "client_id": "yitong", "client_secret": "s", "allow_all": True},  # with the default groups
+]
+
+
+@pytest.mark.parametrize("auth", AUTH_CASES)
+def test_auth_is_refused_with_the_hubs_sentence(render, auth):
+    import helm_python as helm
+
+    from yitong_spawner.oauth import AuthSettingsError, validate
+
+    with pytest.raises(AuthSettingsError) as hub:
+        validate(auth, {"groups": VALUES["groups"]})
+    with pytest.raises(helm.HelmError) as chart:
+        render({"auth": auth})
+    assert str(hub.value) in str(chart.value)
+
+
+def test_a_provider_without_groups_renders(render):
+    auth = {**ISSUER, "client_id": "yitong", "client_secret": "s", "allowed_groups": ["staff"]}
+    settings = _settings(render({"auth": auth, "groups": None}))
+    assert settings["auth"] == auth and "groups" not in settings
+
+
+def test_the_platform_may_touch_every_kind_its_runner_uses(render):
+    """Each kind jobs/runner_kube.py calls the API for is granted: cluster-wide kinds by the cluster
+    role, namespaced kinds by the role bound in each VC's namespace."""
+    from yitong_services.jobs.runner_kube import PATHS
+
+    roles = {r["metadata"]["name"]: r for r in by_kind(render({}))["ClusterRole"]}
+    granted = {
+        name: {(g, res) for rule in role["rules"] for g in rule["apiGroups"] for res in rule["resources"]}
+        for name, role in roles.items()
+    }
+    for kind, (prefix, plural, namespaced) in PATHS.items():
+        group = "" if prefix == "/api/v1" else prefix.split("/")[2]
+        role = "yitong-jupyterhub-platform" if namespaced else "yitong-jupyterhub-platform-cluster"
+        assert (group, plural) in granted[role], kind
+    assert ("", "pods/log") in granted["yitong-jupyterhub-platform"]
