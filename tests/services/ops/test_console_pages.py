@@ -153,3 +153,23 @@ def test_hub_page_vars_keep_names_inside_the_script():
     assert "<" not in out["user"]["json_escaped_name"] and '\\"' in out["user"]["json_escaped_name"]
     assert out["static_url"]("css/style.min.css") == "/hub/static/css/style.min.css"
     assert hub_page_vars("/jh/", "a")["base_url"] == "/jh/hub/"
+
+
+def test_the_docs_settings_examples():
+    """docs/operations.md's `culling` and `reclaim` blocks, verbatim: the hub builds the cullers
+    from the first, the service reads the second."""
+    from pathlib import Path
+
+    import yaml
+
+    from yitong_services.ops.schemas import ReclaimSettings
+    from yitong_spawner.hubconfig import idle_cullers
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    culling = next(b for b in blocks if "culling" in b)
+    services, roles = idle_cullers(culling | {"vcs": {"vision": {"groups": ["vision"]}}}, "/venv/bin")
+    assert [s["name"] for s in services] == ["idle-culler", "idle-culler-vision"]
+    assert "--timeout=1800" in services[1]["command"] and "--cull-every=300" in services[0]["command"]
+    reclaim = ReclaimSettings.model_validate(next(b for b in blocks if "reclaim" in b)["reclaim"])
+    assert reclaim.enabled and reclaim.idle == 1800 and reclaim.require_measurement
