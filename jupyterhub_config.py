@@ -23,6 +23,7 @@ data_dir = os.path.abspath(os.environ.get("YITONG_DATA_DIR") or root / ".yitong"
 # the service it starts, <data_dir> 0711 (homes stay reachable by their owners), secrets 0700.
 os.umask(0o077)
 os.makedirs(os.path.join(data_dir, "secrets"), mode=0o700, exist_ok=True)
+os.makedirs(os.path.join(data_dir, "logs"), mode=0o700, exist_ok=True)  # hub.log, yitong-service.log
 os.chmod(data_dir, 0o711)
 os.chmod(os.path.join(data_dir, "secrets"), 0o700)
 

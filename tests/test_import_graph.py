@@ -23,6 +23,7 @@ ALLOWED = {
         "ssh",
         "hpo",
         "models",
+        "ops",
         "alerts",
     },  # app/context/settings/metrics compose the packages
     "vcs": {"core", "vcs"},
@@ -31,8 +32,9 @@ ALLOWED = {
     "ssh": {"core", "vcs", "datasets", "jobs", "ssh"},
     "hpo": {"core", "vcs", "datasets", "jobs", "hpo"},
     "models": {"core", "vcs", "datasets", "jobs", "models"},
+    "ops": {"core", "vcs", "datasets", "jobs", "ops"},
     "alerts": {"core", "vcs", "datasets", "jobs", "alerts"},
-    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "alerts", "routes"},
+    "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "alerts", "ops", "routes"},
 }
 
 

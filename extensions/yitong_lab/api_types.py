@@ -152,6 +152,20 @@ class Component(TypedDict):
     url: str | None
 
 
+class Dashboard(TypedDict):
+    "``GET /dashboard``: the whole cluster at a glance (docs/operations.md)."
+
+    anomalies: int
+    backend: str
+    generated: str
+    history: list[dict[str, Any]]
+    jobs: dict[str, int]
+    nodes: list[NodeOut]
+    queued: int
+    totals: dict[str, dict[str, float | int]]
+    vcs: list[VCLoad]
+
+
 class DatasetIn(TypedDict):
     description: NotRequired[str]
     name: str
@@ -416,6 +430,22 @@ class LocalPlacement(TypedDict):
     visible_env: list[str]
 
 
+class LogLine(TypedDict):
+    at: str | None
+    level: str
+    source: str
+    text: str
+
+
+class LogPage(TypedDict):
+    "``GET /logs``: matching lines, newest first; ``truncated`` when the scan stopped at its bound."
+
+    lines: list[LogLine]
+    scanned_bytes: int
+    sources: dict[str, list[str]]
+    truncated: bool
+
+
 class Manifest(TypedDict):
     files: list[FileEntry]
 
@@ -502,6 +532,30 @@ class ModelVersionOut(TypedDict):
     number: int
     signature: dict[str, Any]
     tags: dict[str, Any]
+
+
+class NodeOut(TypedDict):
+    age: float | None
+    allocatable: dict[str, float | int]
+    allocated: dict[str, float | int]
+    anomalies: list[str]
+    heat: float
+    name: str
+    services: list[ServiceHealth]
+    shown: dict[str, dict[str, str]]
+    source: str
+    used: dict[str, float | int | None]
+
+
+class NodeReport(TypedDict):
+    "What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services."
+
+    allocatable: NotRequired[dict[str, float | str]]
+    allocated: NotRequired[dict[str, float | str]]
+    name: str
+    services: NotRequired[list[ServiceHealth]]
+    source: NotRequired[str]
+    used: NotRequired[dict[str, float | int]]
 
 
 class Placement(TypedDict):
@@ -668,6 +722,12 @@ class SSHKeyOut(TypedDict):
     id: int
 
 
+class ServiceHealth(TypedDict):
+    detail: NotRequired[str]
+    name: str
+    ok: bool
+
+
 class Signature(TypedDict):
     inputs: NotRequired[list[TensorSpec]]
     outputs: NotRequired[list[TensorSpec]]
@@ -754,6 +814,14 @@ class VCIn(TypedDict):
     user_caps: NotRequired[dict[str, float | str]]
 
 
+class VCLoad(TypedDict):
+    name: str
+    queued: int
+    quota: dict[str, float | int]
+    shown: dict[str, str]
+    used: dict[str, float | int]
+
+
 class VCOption(TypedDict):
     description: str
     free: dict[str, float | int]
@@ -835,6 +903,7 @@ __all__ = [
     "CommitIn",
     "Committed",
     "Component",
+    "Dashboard",
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
@@ -861,6 +930,8 @@ __all__ = [
     "KubePlacement",
     "Lineage",
     "LocalPlacement",
+    "LogLine",
+    "LogPage",
     "Manifest",
     "Materialized",
     "Me",
@@ -872,6 +943,8 @@ __all__ = [
     "ModelPatch",
     "ModelVersionIn",
     "ModelVersionOut",
+    "NodeOut",
+    "NodeReport",
     "Placement",
     "ProfileIn",
     "ProfileOption",
@@ -887,6 +960,7 @@ __all__ = [
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",
+    "ServiceHealth",
     "Signature",
     "SilenceIn",
     "SilenceOut",
@@ -900,6 +974,7 @@ __all__ = [
     "UploadState",
     "Usage",
     "VCIn",
+    "VCLoad",
     "VCOption",
     "VCOut",
     "VCPatch",

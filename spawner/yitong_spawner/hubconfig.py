@@ -99,7 +99,8 @@ def hub_config(
             "authenticator_class": "yitong",
             "spawner_class": "yitong",
             "template_paths": [str(HERE / "hub_templates")],
-            "template_vars": {"yitong_admin_url": f"{prefix}admin"},
+            "template_vars": {"yitong_admin_url": f"{prefix}console"},
+            "logging_config": hub_logging(settings, data_dir),
             "load_groups": groups,
             "services": [
                 {
@@ -138,6 +139,8 @@ def hub_config(
                         "read:roles:users",
                         # a job's own short-lived token: minted for its owner, revoked when it ends
                         "tokens",
+                        # the accelerator reclaim stops an idle server that holds an accelerator (settings `reclaim`)
+                        "delete:servers",
                     ],
                     "services": [SERVICE_NAME],
                 },
@@ -169,6 +172,9 @@ def hub_config(
             "start_timeout": 120,
         },
     }
+    cullers, culler_roles = idle_cullers(settings, bin_dir)
+    cfg["JupyterHub"]["services"] += cullers
+    cfg["JupyterHub"]["load_roles"] += culler_roles
     if hub.get("start_concurrency") is not None:
         cfg["YitongSpawner"]["start_concurrency"] = _count(hub["start_concurrency"], "hub.start_concurrency")
     for cls, traits in oauth.authenticator_config(auth, public_url=public_url).items():
@@ -200,6 +206,89 @@ def hub_config(
         if slurm.get("partition"):
             cfg["YitongSpawner"]["slurm_partition"] = slurm["partition"]
     return cfg
+
+
+CULLING_KEYS = {"timeout", "every", "max_age", "vcs"}
+
+
+def idle_cullers(settings: dict[str, Any], bin_dir: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``jupyterhub-idle-culler`` as hub services, from the settings' ``culling`` section:
+
+    ``timeout`` (seconds idle before a server is stopped; 0 or no section: no culling),
+    ``every`` (seconds between passes; default a tenth of the shortest timeout, at least 30),
+    ``max_age`` (seconds after which any server is stopped, idle or not; 0: never) and
+    ``vcs`` (``{vc: seconds}``: a shorter or longer timeout for the members of that VC).
+
+    The hub knows people and groups, not which VC a server serves, so a VC's culler is a second
+    culler whose role only reaches the VC's groups (``list:users!group=...``: the hub's list
+    answers with those members only); a person in several policies meets the shortest.
+    Returns ``(services, roles)``.
+    """
+    culling = settings.get("culling") or {}
+    if not isinstance(culling, dict):
+        raise ValueError("culling: a mapping (timeout, every, max_age, vcs)")
+    unknown = set(culling) - CULLING_KEYS
+    if unknown:
+        raise ValueError(
+            f"culling: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(CULLING_KEYS))})"
+        )
+    timeout = _count(culling.get("timeout", 0), "culling.timeout")
+    per_vc = culling.get("vcs") or {}
+    vcs = settings.get("vcs") or {}
+    policies: list[tuple[str, int, list[str]]] = []
+    if timeout:
+        policies.append(("idle-culler", timeout, []))
+    for vc, seconds in sorted(per_vc.items()):
+        if vc not in vcs:
+            raise ValueError(f"culling.vcs: no VC {vc} in the settings' vcs")
+        groups = list((vcs[vc] or {}).get("groups") or [])
+        if _count(seconds, f"culling.vcs.{vc}") and groups:
+            policies.append((f"idle-culler-{vc}", seconds, groups))
+    if not policies:
+        return [], []
+    every = _count(culling.get("every", max(30, min(t for _, t, _ in policies) // 10)), "culling.every")
+    max_age = _count(culling.get("max_age", 0), "culling.max_age")
+    services, roles = [], []
+    for name, seconds, groups in policies:
+        command = [os.path.join(bin_dir, "python"), "-m", "jupyterhub_idle_culler", f"--timeout={seconds}"]
+        command += [f"--cull-every={every}", f"--max-age={max_age}"]
+        services.append({"name": name, "command": command, "display": False})
+        scopes = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
+        roles.append(
+            {
+                "name": f"{name}-role",
+                "description": f"stop servers idle for {seconds} s"
+                + (f" (groups {', '.join(groups)})" if groups else ""),
+                "scopes": [f"{scope}!group={g}" for scope in scopes for g in groups] if groups else scopes,
+                "services": [name],
+            }
+        )
+    return services, roles
+
+
+HUB_LOG_FORMAT = "[%(levelname)1.1s %(asctime)s.%(msecs).03d %(name)s %(module)s:%(lineno)d] %(message)s"
+
+
+def hub_logging(settings: dict[str, Any], data_dir: str) -> dict[str, Any]:
+    """``JupyterHub.logging_config``: the hub's log also goes to ``<data_dir>/logs/hub.log`` (the
+    admin console's cluster logs), rotated at ``ops.log_max_bytes`` keeping ``ops.log_backups``
+    files like the service's own; the console handler stays."""
+    ops = settings.get("ops") or {}
+    return {
+        "handlers": {
+            "yitong_file": {
+                "class": "logging.handlers.RotatingFileHandler",
+                "filename": os.path.join(data_dir, "logs", "hub.log"),
+                "maxBytes": int(ops.get("log_max_bytes", 10 * 2**20)),
+                "backupCount": int(ops.get("log_backups", 5)),
+                "encoding": "utf8",
+                "formatter": "yitong_file",
+                "level": "INFO",
+            }
+        },
+        "formatters": {"yitong_file": {"format": HUB_LOG_FORMAT, "datefmt": "%Y-%m-%d %H:%M:%S"}},
+        "loggers": {"JupyterHub": {"handlers": ["console", "yitong_file"]}},
+    }
 
 
 def _count(value: Any, key: str) -> int:

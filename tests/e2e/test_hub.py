@@ -224,7 +224,7 @@ def test_admin_vc_crud_shows_at_next_spawn(stack, admin_token, bob_token):
 def test_hub_admin_page_links_to_yitong_admin(stack):
     with stack.login("admin") as browser:
         page = browser.get("/hub/admin").text
-        assert 'id="yitong-admin-link"' in page and "/services/yitong/admin" in page
+        assert 'id="yitong-admin-link"' in page and "/services/yitong/console" in page
         r = browser.get("/services/yitong/admin")  # HubOAuth round trip
         assert r.status_code == 200, r.text[:300]
         assert "vision" in r.text and "nlp" in r.text

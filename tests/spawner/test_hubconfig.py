@@ -118,3 +118,73 @@ def test_start_concurrency_from_settings():
     for bad in (-1, "4", True, 1.5):
         with pytest.raises(ValueError, match="hub.start_concurrency: a whole number of at least 0"):
             build({"hub": {"start_concurrency": bad}})
+
+
+def test_idle_cullers_per_vc():
+    from yitong_spawner.hubconfig import idle_cullers
+
+    settings = {
+        "culling": {"timeout": 3600, "vcs": {"vision": 600}},
+        "vcs": {"vision": {"groups": ["vision", "cv"]}, "nlp": {"groups": ["nlp"]}},
+    }
+    services, roles = idle_cullers(settings, "/venv/bin")
+    assert services == [
+        {
+            "name": "idle-culler",
+            "command": [
+                "/venv/bin/python",
+                "-m",
+                "jupyterhub_idle_culler",
+                "--timeout=3600",
+                "--cull-every=60",
+                "--max-age=0",
+            ],
+            "display": False,
+        },
+        {
+            "name": "idle-culler-vision",
+            "command": [
+                "/venv/bin/python",
+                "-m",
+                "jupyterhub_idle_culler",
+                "--timeout=600",
+                "--cull-every=60",
+                "--max-age=0",
+            ],
+            "display": False,
+        },
+    ]
+    assert roles[0]["scopes"] == ["list:users", "read:users:activity", "read:servers", "delete:servers"]
+    assert roles[1]["services"] == ["idle-culler-vision"]
+    assert roles[1]["scopes"] == [
+        "list:users!group=vision",
+        "list:users!group=cv",
+        "read:users:activity!group=vision",
+        "read:users:activity!group=cv",
+        "read:servers!group=vision",
+        "read:servers!group=cv",
+        "delete:servers!group=vision",
+        "delete:servers!group=cv",
+    ]
+
+
+@pytest.mark.parametrize(
+    "culling,message",
+    [
+        ({"timeout": -1}, "culling.timeout"),
+        ({"timout": 5}, "unknown keys timout"),
+        ({"vcs": {"ghost": 60}}, "no VC ghost"),
+        ("soon", "a mapping"),
+    ],
+)
+def test_idle_culler_settings_refused(culling, message):
+    from yitong_spawner.hubconfig import idle_cullers
+
+    with pytest.raises(ValueError, match=message):
+        idle_cullers({"culling": culling, "vcs": {}}, "/bin")
+
+
+def test_no_culling_by_default():
+    from yitong_spawner.hubconfig import idle_cullers
+
+    assert idle_cullers({}, "/bin") == ([], [])

@@ -319,6 +319,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/dashboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Dashboard
+         * @description Admin: nodes (allocatable, allocated, used, services' health, anomalies; worst first), a
+         *     heat value per node, VC usage and queues (now and over time), jobs by state.
+         */
+        get: operations["dashboard_services_yitong_api_v1_dashboard_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/datasets": {
         parameters: {
             query?: never;
@@ -967,6 +988,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search Logs
+         * @description Admin: cluster and node log lines, newest first, filtered by source, level, time (UTC) and
+         *     text; each search reads at most ``ops.log_scan_bytes`` from the files' ends.
+         */
+        get: operations["search_logs_services_yitong_api_v1_logs_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/me": {
         parameters: {
             query?: never;
@@ -1200,6 +1242,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/nodes/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report Node
+         * @description Admin or the platform's token: a node's agent reports its capacity, reservations, use and
+         *     services (kept in memory, the latest report per node).
+         */
+        post: operations["report_node_services_yitong_api_v1_nodes_report_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/objects/missing": {
         parameters: {
             query?: never;
@@ -1321,6 +1384,28 @@ export interface paths {
          * @description Admin: change a profile (existing allocations keep what they reserved).
          */
         patch: operations["patch_profile_services_yitong_api_v1_profiles__name__patch"];
+        trace?: never;
+    };
+    "/services/yitong/api/v1/reclaim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reclaim Decisions
+         * @description The accelerator reclaim's policy and its latest decision per server holding an
+         *     accelerator (keep, warn, stop, with the reason), and the latest stops; admins see every
+         *     server, others their own.
+         */
+        get: operations["reclaim_decisions_services_yitong_api_v1_reclaim_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/services/yitong/api/v1/runs/{run_id}": {
@@ -1854,6 +1939,38 @@ export interface components {
             state: string;
             /** Url */
             url: string | null;
+        };
+        /**
+         * Dashboard
+         * @description ``GET /dashboard``: the whole cluster at a glance (docs/operations.md).
+         */
+        Dashboard: {
+            /** Anomalies */
+            anomalies: number;
+            /** Backend */
+            backend: string;
+            /** Generated */
+            generated: string;
+            /** History */
+            history: {
+                [key: string]: unknown;
+            }[];
+            /** Jobs */
+            jobs: {
+                [key: string]: number;
+            };
+            /** Nodes */
+            nodes: components["schemas"]["NodeOut"][];
+            /** Queued */
+            queued: number;
+            /** Totals */
+            totals: {
+                [key: string]: {
+                    [key: string]: number;
+                };
+            };
+            /** Vcs */
+            vcs: components["schemas"]["VCLoad"][];
         };
         /** DatasetIn */
         DatasetIn: {
@@ -2459,6 +2576,33 @@ export interface components {
              */
             visible_env: string[];
         };
+        /** LogLine */
+        LogLine: {
+            /** At */
+            at: string | null;
+            /** Level */
+            level: string;
+            /** Source */
+            source: string;
+            /** Text */
+            text: string;
+        };
+        /**
+         * LogPage
+         * @description ``GET /logs``: matching lines, newest first; ``truncated`` when the scan stopped at its bound.
+         */
+        LogPage: {
+            /** Lines */
+            lines: components["schemas"]["LogLine"][];
+            /** Scanned Bytes */
+            scanned_bytes: number;
+            /** Sources */
+            sources: {
+                [key: string]: string[];
+            };
+            /** Truncated */
+            truncated: boolean;
+        };
         /** Manifest */
         Manifest: {
             /** Files */
@@ -2644,6 +2788,66 @@ export interface components {
             /** Tags */
             tags: {
                 [key: string]: unknown;
+            };
+        };
+        /** NodeOut */
+        NodeOut: {
+            /** Age */
+            age: number | null;
+            /** Allocatable */
+            allocatable: {
+                [key: string]: number;
+            };
+            /** Allocated */
+            allocated: {
+                [key: string]: number;
+            };
+            /** Anomalies */
+            anomalies: string[];
+            /** Heat */
+            heat: number;
+            /** Name */
+            name: string;
+            /** Services */
+            services: components["schemas"]["ServiceHealth"][];
+            /** Shown */
+            shown: {
+                [key: string]: {
+                    [key: string]: string;
+                };
+            };
+            /** Source */
+            source: string;
+            /** Used */
+            used: {
+                [key: string]: number | null;
+            };
+        };
+        /**
+         * NodeReport
+         * @description What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services.
+         */
+        NodeReport: {
+            /** Allocatable */
+            allocatable?: {
+                [key: string]: number | string;
+            };
+            /** Allocated */
+            allocated?: {
+                [key: string]: number | string;
+            };
+            /** Name */
+            name: string;
+            /** Services */
+            services?: components["schemas"]["ServiceHealth"][];
+            /**
+             * Source
+             * @default agent
+             */
+            source: string;
+            /** Used */
+            used?: {
+                [key: string]: number;
             };
         };
         /**
@@ -3049,6 +3253,18 @@ export interface components {
             /** Id */
             id: number;
         };
+        /** ServiceHealth */
+        ServiceHealth: {
+            /**
+             * Detail
+             * @default
+             */
+            detail: string;
+            /** Name */
+            name: string;
+            /** Ok */
+            ok: boolean;
+        };
         /** Signature */
         Signature: {
             /** Inputs */
@@ -3205,6 +3421,25 @@ export interface components {
             /** User Caps */
             user_caps?: {
                 [key: string]: number | string;
+            };
+        };
+        /** VCLoad */
+        VCLoad: {
+            /** Name */
+            name: string;
+            /** Queued */
+            queued: number;
+            /** Quota */
+            quota: {
+                [key: string]: number;
+            };
+            /** Shown */
+            shown: {
+                [key: string]: string;
+            };
+            /** Used */
+            used: {
+                [key: string]: number;
             };
         };
         /** VCOption */
@@ -4131,6 +4366,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    dashboard_services_yitong_api_v1_dashboard_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Dashboard"];
                 };
             };
             /** @description refused, with a sentence why */
@@ -5863,6 +6127,51 @@ export interface operations {
             };
         };
     };
+    search_logs_services_yitong_api_v1_logs_get: {
+        parameters: {
+            query?: {
+                source?: string[] | null;
+                level?: string;
+                since?: string | null;
+                until?: string | null;
+                q?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogPage"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     me_services_yitong_api_v1_me_get: {
         parameters: {
             query?: never;
@@ -6555,6 +6864,46 @@ export interface operations {
             };
         };
     };
+    report_node_services_yitong_api_v1_nodes_report_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NodeReport"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     missing_objects_services_yitong_api_v1_objects_missing_post: {
         parameters: {
             query?: never;
@@ -6893,6 +7242,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reclaim_decisions_services_yitong_api_v1_reclaim_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
                 };
             };
             /** @description refused, with a sentence why */

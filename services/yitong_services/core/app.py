@@ -24,9 +24,12 @@ from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
+from ..ops.monitor import Monitor
+from ..ops.reclaim import Reclaimer
 from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
 from ..routes.common import Caller, require_admin
+from ..routes.console import router as console_router
 from ..ssh.gateway import Gateway
 from ..vcs.inventory import inventory as backend_inventory
 from ..vcs.seed import seed
@@ -102,6 +105,15 @@ def create_app(
     gateway = Gateway(ctx, jobs.backend)
     alerts = AlertsManager(settings, db, hub.token, prefix)
     feed = JobFeed(db)
+    monitor = Monitor(
+        db,
+        settings.ops,
+        settings.backend,
+        ctx.inventory,
+        probes=service_probes(hub.api_url, os.environ.get("YITONG_HUB_URL")) if hub.token else {},
+        checks=service_checks(settings, jobs, gateway),
+    )
+    reclaimer = Reclaimer(ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -119,9 +131,13 @@ def create_app(
         if settings.ssh.port and hub.token:
             await gateway.start()
         await alerts.start()
+        await monitor.start()
+        await reclaimer.start()
         try:
             yield
         finally:
+            await reclaimer.stop()
+            await monitor.stop()
             await alerts.stop()
             await hpo.stop()
             await gateway.stop()
@@ -148,6 +164,8 @@ def create_app(
     app.state.ssh = gateway
     app.state.job_feed = feed
     app.state.hpo = hpo
+    app.state.monitor = monitor
+    app.state.reclaimer = reclaimer
     app.state.alerts = alerts
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
@@ -162,6 +180,7 @@ def create_app(
         app.include_router(router, prefix=f"{prefix}api/v1")
     app.include_router(oauth_router, prefix=prefix.rstrip("/"))
     app.include_router(admin_router, prefix=prefix.rstrip("/"))
+    app.include_router(console_router, prefix=prefix.rstrip("/"))
 
     @app.get(f"{prefix}metrics", include_in_schema=False)
     def prometheus(caller: Caller) -> Response:
@@ -174,11 +193,59 @@ def create_app(
     return app
 
 
+def service_probes(hub_api_url: str, public_url: str | None) -> dict[str, str]:
+    """The platform's services this node watches over HTTP: the hub's API, and the proxy (the
+    hub's API through it) where the hub told the service its public URL."""
+    probes = {"hub": hub_api_url.rstrip("/") + "/"}
+    if public_url:
+        probes["proxy"] = public_url.rstrip("/") + "/hub/api/"
+    return probes
+
+
+def service_checks(settings: Settings, jobs: JobManager, gateway: Gateway) -> dict:
+    """In-process services, each ``() -> (ok, detail)``: the job manager's loop, the SSH gateway."""
+
+    def job_manager() -> tuple[bool, str]:
+        if not jobs.running:
+            return False, "the job manager's loop is not running"
+        return True, ""
+
+    def ssh_gateway() -> tuple[bool, str]:
+        up = gateway.server is not None
+        return up, "" if up else f"nothing listens on port {settings.ssh.port}"
+
+    checks = {}
+    if settings.jobs.enabled:
+        checks["job manager"] = job_manager
+    if settings.ssh.port:
+        checks["ssh gateway"] = ssh_gateway
+    return checks
+
+
+def log_to_file(settings: Settings) -> None:
+    """The service's log also goes to ``<data_dir>/logs/yitong-service.log``, rotated at
+    ``ops.log_max_bytes`` keeping ``ops.log_backups`` files (the console's cluster logs)."""
+    from logging.handlers import RotatingFileHandler
+
+    logs = settings.data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    handler = RotatingFileHandler(
+        logs / "yitong-service.log", maxBytes=settings.ops.log_max_bytes, backupCount=settings.ops.log_backups
+    )
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logging.getLogger().addHandler(handler)
+    for name in ("uvicorn", "uvicorn.error"):
+        logging.getLogger(name).addHandler(handler)
+
+
+LOG_FORMAT = "[%(levelname)s %(asctime)s %(name)s] %(message)s"
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="yitong-service",
         description="Yitong's platform service",
-        epilog="subcommand: yitong-service slurm-accounts [--apply] (see --help there)",
+        epilog="subcommands: yitong-service slurm-accounts [--apply], yitong-service node-report (see --help there)",
     )
     p.add_argument("--settings", help="settings YAML (default: $YITONG_SETTINGS or ./yitong.example.yaml)")
     p.add_argument("--data-dir", help="data directory (default: $YITONG_DATA_DIR or ./.yitong)")
@@ -194,6 +261,10 @@ def main(argv: list[str] | None = None) -> None:
         from ..jobs.slurm_accounts import main as slurm_accounts
 
         sys.exit(slurm_accounts(argv[1:]))
+    if argv[:1] == ["node-report"]:  # subcommand: a node's agent for the cluster dashboard
+        from ..ops.agent import main as node_report
+
+        sys.exit(node_report(argv[1:]))
     if argv[:1] == ["verify"]:  # subcommand: rehash the dataset store and the materialise cache
         from ..datasets.cli import main as verify_store
 
@@ -201,11 +272,12 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="[%(levelname)s %(asctime)s %(name)s] %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format=LOG_FORMAT)
     try:
         settings = load_settings(args.settings, args.data_dir)
     except SettingsError as e:
         sys.exit(f"yitong-service: {e}")
+    log_to_file(settings)
     service_url = urlparse(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
     port = args.port or service_url.port or settings.service.port
     ip = args.ip or service_url.hostname or settings.service.ip

@@ -145,6 +145,26 @@ class HubClient:
                 return refs
             offset = nxt["offset"]
 
+    async def users(self, limit: int = 5000) -> list[dict]:
+        """Every hub user with their servers (the admin console), at most ``limit``, 200 a page."""
+        out: list[dict] = []
+        offset = 0
+        while len(out) < limit:
+            r = await self._get(
+                "/users",
+                params={"offset": offset, "limit": 200, "include_stopped_servers": "1"},
+                headers={"Accept": "application/jupyterhub-pagination+json"},
+            )
+            if r.status_code != 200:
+                raise HubError(f"JupyterHub answered {r.status_code} to GET /users: the service token needs list:users")
+            body = r.json()
+            out.extend(body["items"] if isinstance(body, dict) else body)
+            nxt = body.get("_pagination", {}).get("next") if isinstance(body, dict) else None
+            if not nxt:
+                break
+            offset = nxt["offset"]
+        return out[:limit]
+
     # ---- tokens the service mints for a user's jobs (the service's role needs the ``tokens`` scope) ----
 
     async def create_token(self, user: str, scopes: list[str], expires_in: int, note: str) -> tuple[str, str]:

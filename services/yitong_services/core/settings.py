@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``backends.*.inventory``,
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
 ``profiles`` and ``vcs``;
 other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
 here. Inside the sections the service owns, unknown keys are errors.
@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..alerts.settings import AlertsSettings
+from ..ops.schemas import CullingSettings, OpsSettings, ReclaimSettings
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
 from ..vcs.profile_list import expand_profiles
@@ -114,6 +115,9 @@ class Settings(Lenient):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     ssh: SSHSettings = Field(default_factory=SSHSettings)
+    ops: OpsSettings = Field(default_factory=OpsSettings)
+    culling: CullingSettings = Field(default_factory=CullingSettings)
+    reclaim: ReclaimSettings = Field(default_factory=ReclaimSettings)
     alerts: AlertsSettings = Field(
         default_factory=AlertsSettings, description="monitoring and alerts (docs/operations.md)"
     )

@@ -69,6 +69,11 @@ class JobManager:
     def wake(self) -> None:
         self._wake.set()
 
+    @property
+    def running(self) -> bool:
+        """Whether the manager's loop runs (the dashboard's health of the job manager)."""
+        return self._task is not None and not self._task.done()
+
     async def start(self) -> None:
         self._loop_ref = asyncio.get_running_loop()
         await reconcile_jobs(self)

@@ -16,6 +16,7 @@ from . import (
     me,
     models,
     objects,
+    ops,
     profiles,
     runs,
     spawn_options,
@@ -49,5 +50,6 @@ ROUTERS: list[APIRouter] = [
     endpoints.router,
     batch.router,
     audit.router,
+    ops.router,
     alerts.router,
 ]

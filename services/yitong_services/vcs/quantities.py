@@ -114,6 +114,19 @@ def human_amount(resource: str, amount: Amount) -> str:
     return format_amount(resource, amount)
 
 
+def approx_amount(resource: str, amount: Amount) -> str:
+    """For tables of measured amounts: memory in the largest binary unit, 3 significant digits
+    (``25276510208 -> "23.5Gi"``, ``0 -> "0"``); others as :func:`human_amount`. Exact values
+    (quotas, form fields) use :func:`format_amount`, which parses back."""
+    if resource != "memory":
+        return human_amount(resource, amount)
+    value = float(amount)
+    for suffix, factor in _BINARY:
+        if value >= factor:
+            return f"{value / factor:.3g}{suffix}"
+    return str(int(value))
+
+
 def describe(resources: Resources) -> str:
     """The one way people see resources: ``{"cpu": 0.5, "memory": 2**30}`` -> "0.5 cpu, 1Gi memory"."""
     return ", ".join(f"{human_amount(name, amount)} {name}" for name, amount in resources.items()) or "nothing"

@@ -122,6 +122,11 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("DELETE", "api/v1/me/ssh-keys/{key_id}"): (None, row(204, 404, 404)),
     ("GET", "api/v1/ssh"): (None, ALL),
     ("GET", "metrics"): (None, ADMIN_ONLY),
+    ("GET", "api/v1/dashboard"): (None, ADMIN_ONLY),
+    ("POST", "api/v1/nodes/report"): ({"name": "n-{role}", "allocatable": {"cpu": 4}}, row(403, 403, 204)),
+    ("GET", "api/v1/logs"): (None, ADMIN_ONLY),
+    # everyone sees the policy and their own servers' decisions (tests/services/ops/test_reclaim.py)
+    ("GET", "api/v1/reclaim"): (None, ALL),
     # alerts: admins only; the rule p-<role> and route of each role exist; Alertmanager is not
     # running in these tests, so the admin's silence calls meet the 409 that says so
     ("GET", "api/v1/alerts/status"): (None, ADMIN_ONLY),
@@ -143,6 +148,16 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
 
 # query strings some calls need: the event stream ends at once instead of after 5 minutes
 QUERY = {("GET", "api/v1/jobs/events"): "?seconds=0"}
+
+# the admin console's HTML pages: admin / user (403) / anonymous (302) in tests/services/ops/test_console_pages.py
+CONSOLE_PAGES = {
+    ("GET", "console"),
+    ("GET", "console/people"),
+    ("GET", "console/dashboard"),
+    ("GET", "console/logs"),
+    ("GET", "console/vcs/{name}"),
+    ("GET", "console/profiles/{name}"),
+}
 
 # Dataset, object and storage routes: tabled per role and per dataset visibility in
 # test_dataset_authz.py (DATASET_ROUTES, GLOBAL_ROUTES); the browser pages in test_pages.py.
@@ -171,6 +186,7 @@ COVERED_ELSEWHERE = {
     ("POST", "api/v1/storage/verify"),
     ("GET", "admin"),
     ("GET", "oauth_callback"),
+    *CONSOLE_PAGES,
     # a running endpoint needs MLServer: tabled per role in tests/services/models/test_endpoints.py
     # (with its /v2/... pass-through, which is kept out of the OpenAPI document)
     ("GET", "api/v1/endpoints/{name}"),
@@ -178,7 +194,7 @@ COVERED_ELSEWHERE = {
 }
 
 
-HIDDEN = {("GET", "metrics"), ("GET", "admin"), ("GET", "oauth_callback")}  # include_in_schema=False
+HIDDEN = {("GET", "metrics"), ("GET", "admin"), ("GET", "oauth_callback"), *CONSOLE_PAGES}  # include_in_schema=False
 
 
 def route_table(app) -> set[tuple[str, str]]:
