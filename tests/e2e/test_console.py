@@ -21,6 +21,7 @@ import httpx
 import pytest
 from e2e.conftest import PASSWORDS, SETTINGS
 from helpers import free_port
+from lab_browser import log_in
 from stack import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
@@ -59,14 +60,6 @@ def ops_stack(tmp_path_factory, exporter):
     s = Stack(tmp_path_factory.mktemp("ops"), settings, PASSWORDS).start()
     yield s
     s.stop()
-
-
-def log_in(stack, page, user: str) -> None:
-    page.goto(f"{stack.url}/hub/login")
-    page.fill("input[name=username]", user)
-    page.fill("input[name=password]", stack.passwords[user])
-    page.click("input[type=submit], button[type=submit]")
-    page.wait_for_url(lambda url: "/hub/login" not in url)
 
 
 def shot(page, name: str) -> None:

@@ -4,28 +4,19 @@ the list, a row opens the experiment, whose tab follows it live (trials appear, 
 ``done`` without a reload), its charts show every complete trial, the pruned trial is marked on
 the intermediate curves, importance names the parameters, the trials table sorts; a deep link
 opens an experiment, Stop stops it, and a closed tab stops polling. Screenshot:
-docs/img/lab-experiments.png (docs/hpo.md).
-
-``YITONG_TEST_LABEXTENSION=<a labextension build>`` (e.g. a worktree's
-``extensions/yitong_lab/labextension``) makes the user's server load that build before the
-installed one, through ``LabApp.extra_labextensions_path`` in the user's own ``~/.jupyter``
-(the home under the test's data directory): a checkout's views are tested without touching the
-installed labextension."""
+docs/img/lab-experiments.png (docs/hpo.md)."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 from jobs_helpers import PY
+from lab_browser import deep_link, log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 VIEWPORT = (1400, 1000)
 USER = "alice"
 
@@ -68,54 +59,9 @@ def experiment(name: str, code: str, **extra) -> dict:
     }
 
 
-def use_build(stack, user: str) -> None:
-    """The user's server loads $YITONG_TEST_LABEXTENSION's build first (module docstring)."""
-    build = os.environ.get("YITONG_TEST_LABEXTENSION")
-    if not build:
-        return
-    home = stack.data_dir / "home" / user
-    holder = home / ".yt-test-labextensions"
-    holder.mkdir(parents=True, exist_ok=True)
-    link = holder / "yitong-lab"
-    if not link.exists():
-        link.symlink_to(Path(build).resolve(), target_is_directory=True)
-    config = home / ".jupyter" / "jupyter_server_config.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"LabApp": {"extra_labextensions_path": [str(holder)]}}))
-
-
-def view(page, name: str, arg: str = ""):
-    return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
-
-
-def log_in(stack, page) -> str:
-    page.goto(f"{stack.url}/hub/login")
-    page.fill("input[name=username]", USER)
-    page.fill("input[name=password]", stack.passwords[USER])
-    page.click("input[type=submit], button[type=submit]")
-    page.wait_for_url(lambda url: "/hub/login" not in url)
-    return f"{stack.url}/user/{USER}/lab"
-
-
-def deep_link(page, lab: str, route: str):
-    page.goto(f"{lab}?yt={route}")
-    page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
-
-
-def screenshot(page, name: str) -> None:
-    close = page.locator(".jp-Notification-Toast-Close")
-    for i in range(close.count()):
-        close.nth(i).click()
-    if close.count():
-        page.wait_for_timeout(500)
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / name))
-
-
 def test_experiments_view(stack, admin_token, page):
     from playwright.sync_api import expect
 
-    use_build(stack, USER)
     with stack.hub(admin_token) as hub:
         r = hub.post(f"/users/{USER}/server", json={"vc": "vision", "profile": "cpu-small"})
         assert r.status_code in (201, 202, 400), r.text  # 400: already running (another test's)
@@ -126,7 +72,7 @@ def test_experiments_view(stack, admin_token, page):
     exp_id = r.json()["id"]
     sleepy = None
     try:
-        lab = log_in(stack, page)
+        lab = log_in(stack, page, USER)
         polls: list[str] = []
         page.on("request", lambda req: polls.append(req.url) if "/yitong/api/experiments/" in req.url else None)
 

@@ -10,49 +10,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from jobs_helpers import TERMINAL
+from lab_browser import deep_link, log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 VIEWPORT = (1400, 900)  # the conftest's page fixture: a main area wide enough for the form
 USER = "carol"
 LINES = 12
 # prints LINES lines over about 5 s, so the job is seen running and its log seen growing
 PROGRAM = f"import time\nfor i in range({LINES}):\n    print(f'line {{i}}', flush=True)\n    time.sleep(0.4)\n"
-
-
-def view(page, name: str, arg: str = ""):
-    """The main-area tab of a view (views.ts: .yt-view[data-view][data-arg])."""
-    return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
-
-
-def log_in(stack, page) -> str:
-    page.goto(f"{stack.url}/hub/login")
-    page.fill("input[name=username]", USER)
-    page.fill("input[name=password]", stack.passwords[USER])
-    page.click("input[type=submit], button[type=submit]")
-    page.wait_for_url(lambda url: "/hub/login" not in url)
-    return f"{stack.url}/user/{USER}/lab"
-
-
-def deep_link(page, lab: str, route: str):
-    page.goto(f"{lab}?yt={route}")
-    page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
-
-
-def screenshot(page, name: str) -> None:
-    """Into docs/img, without JupyterLab's "news?" toast."""
-    close = page.locator(".jp-Notification-Toast-Close")
-    for i in range(close.count()):
-        close.nth(i).click()
-    if close.count():
-        page.wait_for_timeout(500)
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / name))
 
 
 def test_lab_views(stack, admin_token, page):
@@ -64,7 +33,7 @@ def test_lab_views(stack, admin_token, page):
     stack.wait_ready(admin_token, USER)
     api = stack.platform_client(stack.token(USER))
     try:
-        lab = log_in(stack, page)
+        lab = log_in(stack, page, USER)
 
         # the launcher's Yitong cards open the Jobs and Datasets tabs
         page.goto(lab)
@@ -233,7 +202,7 @@ def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
         base_url=f"{stack.url}/user/{USER}/api", headers={"Authorization": f"token {stack.token(USER)}"}, timeout=60
     )
     try:
-        lab = log_in(stack, page)
+        lab = log_in(stack, page, USER)
         page.goto(lab)
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
         page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create), its Terminal card

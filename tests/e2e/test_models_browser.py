@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
+from lab_browser import log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
 MLSERVER_PY = ROOT / ".venv-mlserver" / "bin" / "python"
-DOCS_IMG = ROOT / "docs" / "img"
 VIEWPORT = (1400, 1000)
 USER = "carol"  # the person in the browser
 SIGNATURE = {
@@ -49,11 +49,6 @@ request = urllib.request.Request(
 urllib.request.urlopen(request, timeout=30).read()
 """
 ROWS = [[0.5, 1.0, 2.0, -1.0], [-2.0, -1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]
-
-
-def view(page, name: str, arg: str = ""):
-    """The main-area tab of a view (views.ts: .yt-view[data-view][data-arg])."""
-    return page.locator(f'.yt-view[data-view="{name}"][data-arg="{arg}"]')
 
 
 def iris_csv(folder: Path) -> None:
@@ -89,18 +84,6 @@ def train(api, c: float) -> int:
     return job
 
 
-def screenshot(page, name: str) -> None:
-    """Into docs/img, without JupyterLab's "news?" toast."""
-    close = page.locator(".jp-Notification-Toast-Close")
-    for i in range(close.count()):
-        close.nth(i).click()
-    if close.count():
-        page.wait_for_timeout(500)
-    DOCS_IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(DOCS_IMG / name))
-
-
-@pytest.mark.skipif(not MLSERVER_PY.exists(), reason="run `make mlserver` (MLServer's own environment)")
 def test_models_view(stack, admin_token, alice_token, page, tmp_path):
     from playwright.sync_api import expect
 
@@ -133,12 +116,7 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
         accuracy = {v["number"]: v["metrics"]["accuracy"] for v in api.get("/models/vision/iris-lab/versions").json()}
 
         stack.wait_ready(admin_token, USER)
-        page.goto(f"{stack.url}/hub/login")
-        page.fill("input[name=username]", USER)
-        page.fill("input[name=password]", stack.passwords[USER])
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(lambda url: "/hub/login" not in url)
-        lab = f"{stack.url}/user/{USER}/lab"
+        lab = log_in(stack, page, USER)
 
         # the launcher's Models card opens the view of this server's VC
         page.goto(lab)
