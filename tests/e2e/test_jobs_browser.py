@@ -24,6 +24,18 @@ LINES = 12
 PROGRAM = f"import time\nfor i in range({LINES}):\n    print(f'line {{i}}', flush=True)\n    time.sleep(0.4)\n"
 
 
+def saved_layout(stack, page, wanted: list[str]) -> None:
+    """Wait until JupyterLab has saved a layout holding these tabs (it saves a moment after the
+    layout changes, and a page load restores the last saved one)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        saved = page.request.get(f"{stack.url}/user/{USER}/lab/api/workspaces/default").text()
+        if all(k in saved for k in wanted):
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the saved layout never held {wanted}: {saved[:2000]}")
+
+
 def test_lab_views(stack, admin_token, page):
     from playwright.sync_api import expect
 
@@ -150,6 +162,7 @@ def test_lab_views(stack, admin_token, page):
         expect(vc.locator(f'.yt-vc-jobs .yt-job[data-job="{sleeper}"]')).to_be_visible(timeout=30_000)
         expect(vc.locator('.yt-vc[data-vc="vision"] .yt-resource[data-resource="cpu"]')).to_be_visible()
         screenshot(page, "lab-vc.png")
+        saved_layout(stack, page, ["yitong:vc/vision"])  # before the next page load replaces the layout
 
         # Cancel the long job from its tab (opened from the Jobs list): the waiting job then runs
         deep_link(page, lab, "jobs")
@@ -169,13 +182,7 @@ def test_lab_views(stack, admin_token, page):
 
         # reloaded without a link, the open tabs come back (the layout restorer); JupyterLab saves
         # the layout to the server a moment after it changes: reload once it has
-        wanted = ["yitong:vc/vision", f"yitong:job/{job_id}", "yitong:datasets/"]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            saved = page.request.get(f"{stack.url}/user/{USER}/lab/api/workspaces/default").text()
-            if all(k in saved for k in wanted):
-                break
-            page.wait_for_timeout(250)
+        saved_layout(stack, page, ["yitong:vc/vision", f"yitong:job/{job_id}", "yitong:datasets/"])
         page.goto(lab)
         expect(view(page, "vc", "vision")).to_have_count(1, timeout=120_000)
         expect(view(page, "job", str(job_id))).to_have_count(1)
