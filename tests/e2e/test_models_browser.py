@@ -118,8 +118,9 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
         stack.wait_ready(admin_token, USER)
         lab = log_in(stack, page, USER)
 
-        # the launcher's Models card opens the view of this server's VC
-        page.goto(lab)
+        # the launcher's Models card opens the view of this server's VC; a fresh layout first (an
+        # earlier browser test may have left carol's workspace with tabs whose updates re-render the launcher)
+        page.goto(f"{lab}?reset")
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
         page.keyboard.press("Control+Shift+L")
         card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text="Models").last
