@@ -107,7 +107,8 @@ def test_console_creates_and_edits_a_vc(ops_stack, page):
 
     expect(page.locator('input[data-part="quota"][data-resource="memory"]')).to_have_value("8Gi")
     page.fill('input[data-part="quota"][data-resource="memory"]', "12Gi")
-    page.click("#vc-save")
+    with page.expect_navigation():  # saved, the page loads again from the service (console.js)
+        page.click("#vc-save")
     page.wait_for_load_state()
     expect(page.locator('input[data-part="quota"][data-resource="memory"]')).to_have_value("12Gi")
     shot(page, "ops-vc.png")
