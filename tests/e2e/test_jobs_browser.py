@@ -210,7 +210,7 @@ def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
     )
     try:
         lab = log_in(stack, page, USER)
-        page.goto(lab)
+        page.goto(f"{lab}?reset")  # a fresh layout: the last test left tabs whose updates re-render the launcher
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
         page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create), its Terminal card
         page.locator(".jp-LauncherCard", has_text="Terminal").last.click()
