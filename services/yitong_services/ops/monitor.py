@@ -10,7 +10,6 @@ route only reads what the last tick left, so it never waits on a probe.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import socket
 import time
@@ -27,6 +26,7 @@ from ..jobs.models import Job
 from ..vcs.quantities import Resources
 from ..vcs.views import usage
 from .nodes import NodeRegistry, local_usage
+from .periodic import Periodic
 from .schemas import OpsSettings
 
 log = logging.getLogger("yitong_services.ops")
@@ -44,7 +44,9 @@ def queued_by_vc(db: Database) -> dict[str, int]:
         return {vc: n for vc, n in rows}
 
 
-class Monitor:
+class Monitor(Periodic):
+    what = "operations monitor"
+
     def __init__(
         self,
         db: Database,
@@ -68,24 +70,10 @@ class Monitor:
         self.history: deque[dict[str, Any]] = deque(maxlen=ops.history)
         self._views: dict[Any, dict[str, Any]] = {}  # the dashboard's rows of unchanged reports
         self.ticks = 0
-        self._task: asyncio.Task | None = None
 
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("operations monitor: tick failed")
-            await asyncio.sleep(self.ops.probe_interval)
+    @property
+    def interval(self) -> float:
+        return self.ops.probe_interval
 
     async def tick(self) -> None:
         self.services = await self.probe_all()

@@ -11,7 +11,6 @@ Decisions are kept in memory (the console's dashboard and ``GET /reclaim`` show 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -27,6 +26,7 @@ from sqlalchemy import select
 from ..core.context import Context
 from ..core.hub import HubError
 from ..vcs.models import Allocation
+from .periodic import Periodic
 from .schemas import ReclaimSettings
 
 log = logging.getLogger("yitong_services.ops.reclaim")
@@ -71,7 +71,9 @@ def decide(seen: Mapping[str, Any], now: float, policy: ReclaimSettings, warned_
     return "stop", f"idle with an accelerator for {round(idle or 0)} s after a warning"
 
 
-class Reclaimer:
+class Reclaimer(Periodic):
+    what = "accelerator reclaim"
+
     def __init__(self, ctx: Context, policy: ReclaimSettings, hub_url: str | None) -> None:
         self.ctx = ctx
         self.policy = policy
@@ -79,25 +81,14 @@ class Reclaimer:
         self.warned: dict[str, float] = {}
         self.decisions: dict[str, dict[str, Any]] = {}  # ref -> the latest decision
         self.stopped: list[dict[str, Any]] = []  # the latest stops, newest last
-        self._task: asyncio.Task | None = None
+
+    @property
+    def interval(self) -> float:
+        return self.policy.interval
 
     async def start(self) -> None:
         if self.policy.enabled and self.ctx.hub.token and self.hub_url:
-            self._task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _loop(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except Exception:
-                log.exception("accelerator reclaim: pass failed")
-            await asyncio.sleep(self.policy.interval)
+            await super().start()
 
     def _holders(self) -> list[dict[str, Any]]:
         with self.ctx.db.session() as s:
