@@ -36,6 +36,54 @@ _steps = 0
 RETRY_FOR = 300.0  # seconds a report is retried while the platform is unreachable (a restart)
 
 
+class ReportError(RuntimeError):
+    """The platform refused a report (4xx): the sentence it gave."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(f"the platform answered {status}: {text}")
+        self.status = status
+
+
+def _http_post(url: str, body: bytes, token: str, timeout: float = 30.0) -> tuple[int, bytes]:
+    """One HTTP/1.1 POST -> (status, body). A plain ``http://`` URL goes over a bare socket:
+    ``http.client`` and ``urllib.request`` cost 50-100 ms to import, more than a no-op trial
+    itself; anything else (``https://``) goes through ``urllib.request``."""
+    if not url.startswith("http://"):
+        import urllib.error
+        import urllib.request
+
+        request = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+    import socket
+
+    hostport, _, path = url[len("http://") :].partition("/")
+    host, _, port = hostport.rpartition(":") if hostport.rpartition(":")[2].isdigit() else (hostport, "", "80")
+    head = (
+        f"POST /{path} HTTP/1.1\r\nHost: {hostport}\r\nAuthorization: token {token}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    status_line, _, rest = raw.partition(b"\r\n")
+    parts = status_line.split()
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        raise ConnectionError(f"not an HTTP answer from {hostport}: {status_line[:80]!r}")
+    return int(parts[1]), rest.partition(b"\r\n\r\n")[2]
+
+
 def _post(kind: str, value: float | dict[str, float]) -> bool:
     """Report over HTTP with the job's token; False when this is not a platform job. Retried
     while the platform restarts; an intermediate result carries its step, so a retry of one the
@@ -45,33 +93,35 @@ def _post(kind: str, value: float | dict[str, float]) -> bool:
     if not (url and token and job and os.environ.get("YT_HPO_PARAMS")) or os.environ.get("YT_HPO_CHANNEL") == "file":
         return False
     import time
-    import urllib.error
-    import urllib.request
 
     doc: dict[str, Any] = {"type": "final" if kind == "FINAL" else "intermediate", "value": value}
     if kind != "FINAL":
         doc["step"] = _steps
         _steps += 1
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}/experiments/trials/{job}/report",
-        data=json.dumps(doc).encode(),
-        method="POST",
-        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
-    )
+    target = f"{url.rstrip('/')}/experiments/trials/{job}/report"
+    body = json.dumps(doc).encode()
     deadline, pause = time.monotonic() + RETRY_FOR, 0.2
     while True:
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                response.read()
-            return True
-        except urllib.error.HTTPError as error:
-            if error.code < 500 or time.monotonic() > deadline:
-                raise
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            status, answer = _http_post(target, body, token)
+            if status < 300:
+                return True
+            if status < 500 or time.monotonic() > deadline:
+                raise ReportError(status, _detail(answer))
+        except (OSError, ConnectionError, TimeoutError):
             if time.monotonic() > deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 5.0)
+
+
+def _detail(answer: bytes) -> str:
+    """The platform's sentence from an error body (``{"detail": ...}``), else the body itself."""
+    try:
+        detail = json.loads(answer).get("detail")
+        return detail if isinstance(detail, str) else json.dumps(detail)
+    except (ValueError, AttributeError):
+        return answer[:300].decode("utf-8", "replace")
 
 
 def _send(kind: str, value: float | dict[str, float]) -> None:

@@ -30,6 +30,9 @@ def _sqlite_events(engine: Engine) -> None:
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
+        # WAL with NORMAL: a commit is not fsynced (the WAL is, at checkpoints), so a commit
+        # survives a killed process (kill -9) and only a power loss may undo the last ones
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")

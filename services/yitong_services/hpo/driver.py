@@ -145,7 +145,7 @@ class Driver:
             if exp is None or exp.state != states.EXP_RUNNING:
                 return [], False
             trials = list(s.scalars(select(Trial).where(Trial.experiment_id == exp_id).order_by(Trial.number)))
-            job_ids = [t.job_id for t in trials if t.job_id is not None]
+            job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
             now = utcnow()
             for t in trials:  # trials whose jobs ended
@@ -167,7 +167,7 @@ class Driver:
             for t in trials:  # the assessor
                 if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
                     continue
-                prune, attrs = engine.prune_decision(exp.config, rows, t.number)
+                prune, attrs = engine.prune_decision(exp.config, rows, t.number, key=exp.id)
                 if attrs != t.internal.get("system_attrs", {}):
                     t.internal = {**t.internal, "system_attrs": attrs}
                     rows = [records.trial_dict(x) for x in trials]
@@ -185,7 +185,7 @@ class Driver:
             budget = 0 if over_time else exp.config["max_trials"] - len(trials)
             room = min(budget, exp.config["concurrency"] - len(active))
             for _ in range(max(room, 0)):
-                params, internal = engine.ask(exp.config, rows)
+                params, internal = engine.ask(exp.config, rows, key=exp.id)
                 trial = records.new_trial(
                     s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name
                 )

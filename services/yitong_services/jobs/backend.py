@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -61,6 +62,13 @@ class Backend(abc.ABC):
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         self.data_dir = Path(data_dir)
         self.settings = settings
+        #: called on the event loop when a backend learns by itself that an attempt ended (the
+        #: local backend waits on its wrapper): the manager polls at once instead of at its next tick
+        self.on_exit: Callable[[str], None] | None = None
+
+    def exited(self, ref: str) -> None:
+        if self.on_exit is not None:
+            self.on_exit(ref)
 
     @property
     def devices(self) -> Devices:

@@ -59,8 +59,11 @@ class JobManager:
         self.data_dir, self.api_url, self.poll_interval = Path(data_dir).absolute(), api_url, poll_interval
         self.tokens = tokens  # None: jobs get no hub token of their own (a service without a hub)
         self._swept = 0.0
+        self._sweep: asyncio.Task | None = None
+        self._sweep_again = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        backend.on_exit = lambda _ref: self.wake()  # an attempt ended: poll now, not at the next tick
         self.on_end: list[Callable[[], None]] = []  # called (in a worker thread) when an attempt ends
 
     def workdir(self, job_id: int) -> Path:
@@ -77,6 +80,9 @@ class JobManager:
     async def start(self) -> None:
         self._loop_ref = asyncio.get_running_loop()
         await reconcile_jobs(self)
+        # the ledger's package list reads every installed distribution's metadata (~0.5 s) once:
+        # read it now, not during the first launch
+        asyncio.get_running_loop().run_in_executor(None, ledger.local_environment)
         await self.sweep_tokens()  # attempts that ended while the service was down
         self._task = asyncio.create_task(self._loop())
 
@@ -94,6 +100,9 @@ class JobManager:
                 log.warning("the job manager's tick did not stop within %s s; leaving it:\n%s", grace, stack.getvalue())
             elif not self._task.cancelled() and self._task.exception() is not None:
                 log.warning("the job manager's loop ended with %r", self._task.exception())
+        if self._sweep is not None and not self._sweep.done():
+            with contextlib.suppress(asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._sweep), 5)
         await self.backend.close()
 
     async def _loop(self) -> None:
@@ -138,7 +147,22 @@ class JobManager:
             }
             await to_thread.run_sync(self._engine_news, seen)
         if ended or to_launch or time.monotonic() - self._swept > 60:
-            await self.sweep_tokens()
+            self.sweep_soon()
+
+    def sweep_soon(self) -> None:
+        """Revoke ended attempts' tokens in the background: a hub call must not hold up the next
+        admission and launch (one sweep at a time; a request during one runs another after it)."""
+        if self._sweep is not None and not self._sweep.done():
+            self._sweep_again = True
+            return
+
+        async def sweeps() -> None:
+            self._sweep_again = True
+            while self._sweep_again:
+                self._sweep_again = False
+                await self.sweep_tokens()
+
+        self._sweep = asyncio.create_task(sweeps())
 
     async def sweep_tokens(self) -> None:
         """Revoke the hub token of every attempt that is no longer admitted or running."""

@@ -1,21 +1,25 @@
 """Process facts from /proc (Linux): start times that survive pid reuse, process groups.
 
-Blocking but cheap (a few small reads); the runner calls them in a worker thread.
+Blocking but cheap (a few small reads); the runner calls them in a worker thread. The job
+wrapper imports this module too, in front of every job: only ``os`` and ``stat``, no pathlib.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
-from pathlib import Path
 
-PROC = Path("/proc")
+PROC = "/proc"
+
+
+def _read(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def _stat_fields(pid: int) -> list[str] | None:
     try:
-        raw = (PROC / str(pid) / "stat").read_text()
+        raw = _read(f"{PROC}/{pid}/stat")
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # "pid (comm) state ppid pgrp ..."; comm may contain spaces and parentheses
@@ -41,7 +45,7 @@ def alive(pid: int, started: int) -> bool:
 def uid(pid: int) -> int | None:
     """The real uid of ``pid`` (None if there is no such process)."""
     try:
-        for line in (PROC / str(pid) / "status").read_text().splitlines():
+        for line in _read(f"{PROC}/{pid}/status").splitlines():
             if line.startswith("Uid:"):
                 return int(line.split()[1])
     except (FileNotFoundError, ProcessLookupError, PermissionError, ValueError):
@@ -49,7 +53,7 @@ def uid(pid: int) -> int | None:
     return None
 
 
-def read_owned(path: Path, owner: int, limit: int = 1 << 20, offset: int = 0) -> bytes | None:
+def read_owned(path: str | os.PathLike[str], owner: int, limit: int = 1 << 20, offset: int = 0) -> bytes | None:
     """Up to ``limit`` bytes of the regular file ``path`` from ``offset`` if ``owner`` owns it;
     None when it is missing. A symlink in the last component, a FIFO, or a file of another account
     (a job pointing its log at a secret or at another job's file) is refused (PermissionError):
@@ -71,27 +75,32 @@ def read_owned(path: Path, owner: int, limit: int = 1 << 20, offset: int = 0) ->
 
 def group_members(pgid: int) -> list[int]:
     out = []
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            fields = _stat_fields(int(entry.name))
+    for name in os.listdir(PROC):
+        if name.isdigit():
+            fields = _stat_fields(int(name))
             if fields and int(fields[2]) == pgid:
-                out.append(int(entry.name))
+                out.append(int(name))
     return out
 
 
 def find_by_argv(needle: str) -> int | None:
     """The pid whose command line contains the argument ``needle`` (the wrapper's attempt dir)."""
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit():
+    for name in os.listdir(PROC):
+        if not name.isdigit():
             continue
-        with contextlib.suppress(OSError):
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            if needle.encode() in args and state(int(entry.name)) not in ("Z", "X", None):
-                return int(entry.name)
+        try:
+            with open(f"{PROC}/{name}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle.encode() in args and state(int(name)) not in ("Z", "X", None):
+            return int(name)
     return None
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    head, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as f:
+        f.write(text)
     os.replace(tmp, path)

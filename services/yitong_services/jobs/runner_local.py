@@ -1,8 +1,10 @@
 """The local backend: each attempt is a process tree on this machine, in its own session.
 
 ``submit`` starts ``wrapper`` (``asyncio.create_subprocess_exec``, ``start_new_session``, no
-pipes) around ``local_command``'s argv, with ``rankshim`` in front of the user's program so
-each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``. The ref is
+pipes) around ``local_command``'s argv; each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``
+(under a launcher, ``rankshim`` in front of the user's program sends each rank's output there;
+a single process gets rank 0's log from the wrapper, one process fewer). Waiting on the wrapper
+tells the manager at once when an attempt ends (``Backend.on_exit``). The ref is
 ``<pid>:<start ticks>:<attempt dir>``: liveness checks compare /proc start times, so a reused
 pid is never mistaken for the job.
 
@@ -33,12 +35,14 @@ from anyio import to_thread
 from ..core.accounts import Account
 from ..core.confinement import account_for, mode_of, private_dir
 from ..datasets.materialize import link_trees
-from . import procs, ranklogs
+from . import procs, ranklogs, wrapper
 from .backend import Backend, Launch, Polled
 from .launch import user_argv
 from .local import local_command
 
 SHIM = [sys.executable, "-m", "yitong_services.jobs.rankshim"]
+#: the directory holding the ``yitong_services`` package (the wrapper starts without site-packages)
+SERVICES_ROOT = str(Path(__file__).resolve().parents[2])
 TORCHRUN = (sys.executable, "-m", "torch.distributed.run")
 
 
@@ -82,6 +86,10 @@ class LocalBackend(Backend):
     name = "local"
     grace = 10.0  # seconds between SIGTERM and SIGKILL on cancel
 
+    def __init__(self, data_dir: Path, settings: Any = None) -> None:
+        super().__init__(data_dir, settings)
+        self._reapers: set[asyncio.Task] = set()
+
     @property
     def multi_user(self) -> bool:
         if not hasattr(self, "_mode"):
@@ -124,7 +132,11 @@ class LocalBackend(Backend):
             devices=self.devices,
         )
         user = user_argv(launch.spec)
-        argv = argv[: len(argv) - len(user)] + [*SHIM, str(here / "logs"), "--", *user]
+        launcher = argv[: len(argv) - len(user)]
+        # a launcher (torchrun, mpirun) starts the ranks: the shim in front of each sends its output
+        # to its rank's log; a single process needs no shim: the wrapper opens rank 0's log for it
+        argv = [*launcher, *SHIM, str(here / "logs"), "--", *user] if launcher else user
+        rank_log = [] if launcher else ["--log", str(here / "logs" / "rank-0.log")]
         limit = str(launch.spec.max_run_time or 0)
         full_env = job_base_env(os.environ)
         full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
@@ -138,14 +150,18 @@ class LocalBackend(Backend):
         outputs = launch.workdir / launch.spec.outputs
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
-            "-m",
-            "yitong_services.jobs.wrapper",
+            "-I",
+            "-S",
+            "-c",
+            wrapper.LAUNCH,
+            SERVICES_ROOT,
             str(here),
             limit,
             "--cwd",
             str(launch.cwd),
             "--mkdir",
             str(outputs),
+            *rank_log,
             "--",
             *argv,
             cwd=str(launch.workdir),
@@ -156,10 +172,22 @@ class LocalBackend(Backend):
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
-        # reap the wrapper when it ends (the exit file is the record; this only avoids zombies)
-        asyncio.get_running_loop().create_task(proc.wait())
         started = await to_thread.run_sync(procs.start_time, proc.pid)
-        return f"{proc.pid}:{started or 0}:{here}"
+        ref = f"{proc.pid}:{started or 0}:{here}"
+        # reap the wrapper when it ends, and say so: the wrapper writes the exit record before it
+        # exits, so the manager can read it at once rather than at its next poll
+        task = asyncio.get_running_loop().create_task(self._reap(proc, ref))
+        self._reapers.add(task)
+        task.add_done_callback(self._reapers.discard)
+        return ref
+
+    async def _reap(self, proc: asyncio.subprocess.Process, ref: str) -> None:
+        await proc.wait()
+        self.exited(ref)
+
+    async def close(self) -> None:
+        for task in list(self._reapers):  # the jobs outlive the service; the next one adopts them
+            task.cancel()
 
     async def adopt(self, job_id: int, attempt: int) -> str | None:
         here = attempt_dir(self.data_dir / "jobs" / str(job_id), attempt)

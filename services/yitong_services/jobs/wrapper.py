@@ -1,11 +1,11 @@
-"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... -- ARGV...``:
+"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV...``:
 one job attempt.
 
 Started by the local runner in its own session, so it outlives a restart of the platform
 service; in multi-user mode it already runs as the job owner's account, so it creates the
 attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itself, and enters
 ``--cwd`` (the submitted code directory) with that account's rights. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
-``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
+``--log FILE``, else ``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
 ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
 A restarted service reads these files to learn what happened while it was down.
 """
@@ -19,9 +19,16 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 from .procs import group_members, start_time, write_atomic
+
+#: how the local runner starts this module: ``python -I -S -c LAUNCH <services root> ARGS...``.
+#: No site (no scan of site-packages, no .pth files) and only the stdlib and this package: it
+#: runs in front of every job, and a trial's whole run may be shorter than a full start.
+LAUNCH = (
+    "import sys; sys.path.append(sys.argv.pop(1)); "
+    "from yitong_services.jobs.wrapper import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def _kill_group(sig: int) -> None:
@@ -36,20 +43,24 @@ def _kill_group(sig: int) -> None:
 
 def main(argv: list[str]) -> int:
     attempt_dir, limit, *rest = argv
-    cwd, make = None, []
-    while rest and rest[0] in ("--cwd", "--mkdir"):
+    cwd, make, log = None, [], "launcher.log"
+    while rest and rest[0] in ("--cwd", "--mkdir", "--log"):
         if rest[0] == "--cwd":
             cwd = rest[1]
+        elif rest[0] == "--log":
+            log = rest[1]
         else:
             make.append(rest[1])
         rest = rest[2:]
     sep, *command = rest
-    assert sep == "--" and command, "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... -- ARGV..."
-    here = Path(attempt_dir)
-    (here / "logs").mkdir(parents=True, exist_ok=True)
+    assert sep == "--" and command, (
+        "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV..."
+    )
+    here = attempt_dir
+    os.makedirs(os.path.join(here, "logs"), exist_ok=True)
     for d in make:
-        Path(d).mkdir(parents=True, exist_ok=True)
-    write_atomic(here / "pid", f"{os.getpid()} {start_time(os.getpid())}\n")
+        os.makedirs(d, exist_ok=True)
+    write_atomic(os.path.join(here, "pid"), f"{os.getpid()} {start_time(os.getpid())}\n")
     cancelled = False
 
     def on_term(_sig, _frame):  # the service signals the whole group; the child stops itself
@@ -58,11 +69,14 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     reason = ""
-    with open(here / "launcher.log", "ab") as out:
+    with open(os.path.join(here, log), "ab") as out:  # ``log`` itself when it is absolute
         try:
             child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
         except OSError as e:
-            write_atomic(here / "exit", json.dumps({"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"}))
+            write_atomic(
+                os.path.join(here, "exit"),
+                json.dumps({"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"}),
+            )
             return 127
         deadline = time.monotonic() + float(limit) if float(limit) > 0 else None
         while True:
@@ -81,7 +95,7 @@ def main(argv: list[str]) -> int:
         reason = f"killed by {signal.Signals(-rc).name}"
     if cancelled and not reason:
         reason = "cancelled"
-    write_atomic(here / "exit", json.dumps({"exit_code": rc, "end": _now(), "reason": reason}))
+    write_atomic(os.path.join(here, "exit"), json.dumps({"exit_code": rc, "end": _now(), "reason": reason}))
     return 0
 
 

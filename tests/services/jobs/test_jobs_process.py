@@ -95,12 +95,15 @@ def test_ddp_job_and_ledger(proc, tmp_path):
 
 
 def test_kill9_restart_accounts_for_every_job(proc, tmp_path):
-    shared = tmp_path / "ran.txt"
+    shared, release = tmp_path / "ran.txt", tmp_path / "release"
     ids = []
     for n in range(24):
+        # each job holds until the test releases it (at most 120 s): 20 must be running at once
+        # however slowly a loaded machine submits 24
         code = (
             f"import os, time; open({str(shared)!r}, 'a').write(os.environ['YITONG_JOB_ID'] + '\\n');"
-            f"time.sleep({4 + n % 3})"
+            f"t = time.monotonic()\nwhile not os.path.exists({str(release)!r}) and time.monotonic() - t < 120:"
+            f" time.sleep(0.05)\ntime.sleep({n % 3})"
         )
         body = {
             "name": f"k{n}",
@@ -124,6 +127,7 @@ def test_kill9_restart_accounts_for_every_job(proc, tmp_path):
     os.killpg(int(victim["backend_ref"].split(":")[0]), signal.SIGKILL)
     time.sleep(1.5)
     proc.start()
+    release.touch()
     jobs = {j: proc.wait("admin", j, timeout=120) for j in ids}
     lines = shared.read_text().split()
     others = [str(j) for j in ids if j != victim["id"]]
