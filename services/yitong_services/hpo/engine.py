@@ -150,7 +150,7 @@ class Replay:
 
     def asked(self, trial: Any, internal: dict[str, Any]) -> None:
         """``study.ask()`` added this trial: it is the row the caller stores (running, no steps)."""
-        row = {"state": states.RUNNING, "value": None, "intermediate": [], "internal": internal}
+        row: dict[str, Any] = {"state": states.RUNNING, "value": None, "intermediate": [], "internal": internal}
         self.seen[trial.number] = _fingerprint(row)
         self.ids[trial.number] = trial._trial_id
 
