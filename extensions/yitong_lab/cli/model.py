@@ -74,10 +74,16 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("compare", compare, "versions' metrics side by side (default: every version)")
     sub.add_argument("model", metavar="VC/NAME")
     sub.add_argument("versions", metavar="REF", nargs="*")
-    sub = verb("convert", convert, "a scikit-learn version to ONNX, checked on sample inputs, as a new version")
+    sub = verb(
+        "convert", convert, "a scikit-learn or PyTorch version to ONNX, checked on sample inputs, as a new version"
+    )
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--to", choices=["onnx"], default="onnx")
-    sub.add_argument("--python", help="an interpreter with scikit-learn, skl2onnx and onnxruntime (default: this one)")
+    sub.add_argument(
+        "--python",
+        help="an interpreter with the framework, its converter (skl2onnx; torch with onnxscript) and onnxruntime "
+        "(default: this one; make mlserver's .venv-mlserver/bin/python has them)",
+    )
     sub = verb("batch", batch, "batch inference: predict over a dataset version's CSV files into a new dataset version")
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--input", required=True, metavar="VC/DATASET[@REF]", help="the dataset version to predict on")
@@ -175,7 +181,7 @@ def convert(args: Any, client: Any, out: Any) -> None:
     out.show(
         v,
         f"registered {v['model']} v{v['number']} (ONNX of {v['lineage']['converted_from']}): "
-        f"{check['rows']} sample rows agree (largest probability difference {check['max_abs_diff']:.2g})",
+        f"{check['rows']} sample rows agree (largest difference {check['max_abs_diff']:.2g})",
     )
 
 
