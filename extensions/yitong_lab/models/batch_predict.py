@@ -20,9 +20,10 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 MODEL_SUFFIXES = (".joblib", ".pkl", ".pickle")
 PART = "part-{:06d}.csv"
@@ -90,7 +91,11 @@ def predict_file(model: Any, src: Path, dest: Path, plan: dict[str, Any], chunks
         return
     columns, keep = list(plan["columns"]), list(plan["keep"])
     by_name = hasattr(model, "feature_names_in_")
-    frames = parquet_frames(src, [*keep, *columns], size, done) if is_parquet(src) else csv_frames(src, keep, columns, size, done)
+    frames = (
+        parquet_frames(src, [*keep, *columns], size, done)
+        if is_parquet(src)
+        else csv_frames(src, keep, columns, size, done)
+    )
     for k, frame in enumerate(frames, start=done):
         features = frame[columns] if by_name else frame[columns].to_numpy()
         result = frame[keep].copy()

@@ -83,7 +83,6 @@ def _tensors(args: Any) -> list[dict[str, Any]]:
 
 def _sample(example: Any, free_batch: bool, rows: int, rng: Any) -> Any:
     """Seeded inputs like ``example`` (a tensor), ``rows`` long where the batch dimension is free."""
-    import numpy as np
 
     shape = list(example.shape)
     if free_batch and shape:
@@ -111,6 +110,7 @@ def pytorch_to_onnx(model_file: str, out_file: str, rows: int = 64) -> dict[str,
     onnx_program = torch.onnx.export(
         program, tuple(example[0]), dynamo=True, input_names=names, output_names=output_names, verbose=False
     )
+    assert onnx_program is not None  # dynamo=True returns the program
     onnx_program.save(out_file)
     session = ort.InferenceSession(out_file, providers=["CPUExecutionProvider"])
     graph_inputs = session.get_inputs()
@@ -124,9 +124,7 @@ def pytorch_to_onnx(model_file: str, out_file: str, rows: int = 64) -> dict[str,
         want = program.module()(*(torch.from_numpy(s) for s in samples))
     want = [want] if isinstance(want, torch.Tensor) else list(want)
     diff = max(float(np.max(np.abs(np.asarray(g, dtype="float64") - w.numpy()))) for g, w in zip(got, want))
-    close = len(got) == len(want) and all(
-        np.allclose(g, w.numpy(), rtol=RTOL, atol=ATOL) for g, w in zip(got, want)
-    )
+    close = len(got) == len(want) and all(np.allclose(g, w.numpy(), rtol=RTOL, atol=ATOL) for g, w in zip(got, want))
     return {
         "converter": f"torch.onnx {torch.__version__} (dynamo, opset {onnx_program.model.opset_imports.get('', '?')})",
         "rows": int(samples[0].shape[0]) if samples and samples[0].ndim else 1,

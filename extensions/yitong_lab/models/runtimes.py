@@ -66,7 +66,9 @@ class OnnxModel(MLModel):
             given = {self._inputs[0].name: payload.inputs[0]}
         missing = [a.name for a in self._inputs if a.name not in given]
         if missing:
-            raise InferenceError(f"the model takes inputs {', '.join(a.name for a in self._inputs)}; missing {', '.join(missing)}")
+            raise InferenceError(
+                f"the model takes inputs {', '.join(a.name for a in self._inputs)}; missing {', '.join(missing)}"
+            )
         feeds = {}
         for arg in self._inputs:
             value = NumpyCodec.decode_input(given[arg.name])

@@ -109,7 +109,11 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
         chosen: list[str] | None = None
         for path, header in _headers(storage, s, files):
             if header is None:
-                what = "is no Parquet file (no footer with a schema)" if path.endswith(".parquet") else "has no header line"
+                what = (
+                    "is no Parquet file (no footer with a schema)"
+                    if path.endswith(".parquet")
+                    else "has no header line"
+                )
                 raise Refusal(422, f"{path} in {where} {what}")
             cols, refused = batch.columns_refusal(path, header, body.columns, body.keep, width)
             if refused:

@@ -100,7 +100,9 @@ def _runtime(storage: Storage, session: Session, what: str, v: ModelVersion) -> 
     uri = runtimes.model_file(runtime, [f["path"] for f in files])
     if uri is None:
         kinds = ", ".join(runtime.suffixes)
-        raise Refusal(422, f"{what} has no single {runtime.name} model file ({kinds}) to load; name it model{runtime.suffixes[0]}")
+        raise Refusal(
+            422, f"{what} has no single {runtime.name} model file ({kinds}) to load; name it model{runtime.suffixes[0]}"
+        )
     if runtime.implementation:
         return runtime.implementation, uri
     module = runtimes.module_name(uri)
@@ -111,7 +113,9 @@ def _runtime(storage: Storage, session: Session, what: str, v: ModelVersion) -> 
         raise Refusal(422, f"{what}: {uri} {classes}")
     if len(classes) != 1:
         found = f" ({', '.join(classes)})" if classes else ""
-        raise Refusal(422, f"{what}: {uri} has {len(classes)} classes deriving from mlserver.MLModel{found}; it needs one")
+        raise Refusal(
+            422, f"{what}: {uri} has {len(classes)} classes deriving from mlserver.MLModel{found}; it needs one"
+        )
     return f"{module}.{classes[0]}", ""
 
 

@@ -78,7 +78,7 @@ class _Reader:
                     self.skip(types >> 4, depth + 1)
                     self.skip(types & 0x0F, depth + 1)
         elif kind == 12:
-            for field, ftype in self.fields():
+            for _field, ftype in self.fields():
                 self.skip(ftype, depth + 1)
         else:
             raise Malformed(f"unknown Thrift type {kind}")

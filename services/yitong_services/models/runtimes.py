@@ -33,7 +33,9 @@ class Runtime:
 
 
 RUNTIMES = (
-    Runtime("scikit-learn", ("sklearn", "scikit-learn"), "mlserver_sklearn.SKLearnModel", (".joblib", ".pkl", ".pickle")),
+    Runtime(
+        "scikit-learn", ("sklearn", "scikit-learn"), "mlserver_sklearn.SKLearnModel", (".joblib", ".pkl", ".pickle")
+    ),
     Runtime("XGBoost", ("xgboost",), "mlserver_xgboost.XGBoostModel", (".json", ".ubj", ".bst")),
     Runtime("LightGBM", ("lightgbm",), "mlserver_lightgbm.LightGBMModel", (".txt", ".bst")),
     Runtime("ONNX", ("onnx",), "yitong_lab.models.runtimes.OnnxModel", (".onnx",)),

@@ -219,7 +219,9 @@ def test_parquet_in_parquet_out(proc, tmp_path):
     assert seen["ids"] == seen["ids_want"] and seen["got"] == seen["want"]
     # a column the file lacks is refused at submit, from the footer
     r = batch(proc, body | {"columns": ["a", "zz", "c", "d"]})
-    assert r.status_code == 422 and r.json()["detail"].startswith("t/rows.parquet has no column zz (it has id, a, b, c, d)")
+    assert r.status_code == 422 and r.json()["detail"].startswith(
+        "t/rows.parquet has no column zz (it has id, a, b, c, d)"
+    )
 
 
 def done_runs(proc, job: int) -> list[int]:

@@ -33,7 +33,10 @@ H = "ab" * 32
     ],
 )
 def test_input_files(path, expected):
-    files = [{"path": p, "size": 1, "hash": H} for p in ("notes.txt", "d/e/c.csv", "a.csv", "d/b.csv", "dd.csv", "d/f.parquet", "x.parq")]
+    files = [
+        {"path": p, "size": 1, "hash": H}
+        for p in ("notes.txt", "d/e/c.csv", "a.csv", "d/b.csv", "dd.csv", "d/f.parquet", "x.parq")
+    ]
     assert [f["path"] for f in batch.input_files(files, path)] == expected
 
 

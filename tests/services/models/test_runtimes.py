@@ -16,7 +16,8 @@ import time
 import numpy as np
 import pytest
 
-from tests.services.models.test_endpoints import MLSERVER_PY, proc  # noqa: F401 (a fixture)
+from tests.services.jobs.test_jobs_process import Proc
+from tests.services.models.test_endpoints import MLSERVER_PY
 
 PROBE = np.array([[0.5, 1.0, 2.0, -1.0], [-2.0, -1.0, 0.0, 0.0], [1, 1, 1, 1]], dtype=np.float32)
 
@@ -53,7 +54,7 @@ with torch.no_grad():
 print(json.dumps(expected))
 """
 
-CUSTOM = '''
+CUSTOM = """
 import json, os
 import numpy as np
 from mlserver import MLModel
@@ -75,7 +76,7 @@ class Scorer(MLModel):
     async def predict(self, payload):
         x = NumpyCodec.decode_input(payload.inputs[0]).astype("float64")
         return InferenceResponse(model_name=self.name, outputs=[NumpyCodec.encode_output("score", x @ self.w)])
-'''
+"""
 WEIGHTS = [0.5, -1.0, 2.0, 0.25]
 
 pytestmark = pytest.mark.skipif(
@@ -87,6 +88,16 @@ pytestmark = pytest.mark.skipif(
     else True,
     reason="the runtimes in MLServer's environment (make mlserver)",
 )
+
+
+@pytest.fixture
+def proc(hub, db_url, tmp_path):
+    p = Proc(hub, db_url, tmp_path)
+    p.start()
+    yield p
+    for e in p.call("admin", "GET", "endpoints").json():
+        p.call("admin", "DELETE", f"endpoints/{e['name']}")
+    p.stop()
 
 
 def client(proc):
@@ -196,7 +207,9 @@ def test_xgboost_lightgbm_onnx_and_custom_python_served_and_refusals(proc, tmp_p
     ), r.text
     (folder / "model.py").write_text("from mlserver import MLModel\nclass A(MLModel): pass\nclass B(MLModel): pass\n")
     register(proc, "vision/custom", folder, "python", "python")
-    r = proc.call("alice", "POST", "endpoints", json={"name": "two", "model": "vision/custom@2", "profile": "cpu-small"})
+    r = proc.call(
+        "alice", "POST", "endpoints", json={"name": "two", "model": "vision/custom@2", "profile": "cpu-small"}
+    )
     assert r.status_code == 422 and r.json()["detail"] == (
         "model vision/custom v2: model.py has 2 classes deriving from mlserver.MLModel (A, B); it needs one"
     ), r.text
