@@ -10,6 +10,7 @@ Nothing is mocked."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.services.jobs.test_jobs_process import Proc
-from tests.services.models.test_endpoints import MLSERVER_PY
+from tests.services.models.test_endpoints import MLSERVER_PY, ROOT
 
 PROBE = np.array([[0.5, 1.0, 2.0, -1.0], [-2.0, -1.0, 0.0, 0.0], [1, 1, 1, 1]], dtype=np.float32)
 
@@ -54,28 +55,10 @@ with torch.no_grad():
 print(json.dumps(expected))
 """
 
-CUSTOM = """
-import json, os
-import numpy as np
-from mlserver import MLModel
-from mlserver.codecs import NumpyCodec
-from mlserver.types import InferenceResponse
-
-# runs only in the endpoint's own process: it says which one
+# appended to the docs' custom model: it says which process imported it
+MARKER = """
 with open(os.path.join(os.environ["HOME"], "imported-by"), "w") as f:
     f.write(str(os.getpid()))
-
-
-class Scorer(MLModel):
-    async def load(self):
-        folder = self.settings.parameters.uri
-        with open(os.path.join(folder, "weights.json")) as f:
-            self.w = np.array(json.load(f), dtype="float64")
-        return True
-
-    async def predict(self, payload):
-        x = NumpyCodec.decode_input(payload.inputs[0]).astype("float64")
-        return InferenceResponse(model_name=self.name, outputs=[NumpyCodec.encode_output("score", x @ self.w)])
 """
 WEIGHTS = [0.5, -1.0, 2.0, 0.25]
 
@@ -98,6 +81,15 @@ def proc(hub, db_url, tmp_path):
     for e in p.call("admin", "GET", "endpoints").json():
         p.call("admin", "DELETE", f"endpoints/{e['name']}")
     p.stop()
+
+
+def docs_custom() -> tuple[str, list[str]]:
+    """docs/models.md's custom-Python model and the commands after it (register, deploy)."""
+    text = (ROOT / "docs" / "models.md").read_text()
+    section = text.split("**Custom Python** serves anything else", 1)[1]
+    source = section.split("```python\n", 1)[1].split("```", 1)[0]
+    block = section.split("```\n", 2)[2].split("```", 1)[0]
+    return source, [line.split("#")[0].strip() for line in block.splitlines() if line.startswith("yt ")]
 
 
 def client(proc):
@@ -185,18 +177,26 @@ def test_xgboost_lightgbm_onnx_and_custom_python_served_and_refusals(proc, tmp_p
     np.testing.assert_allclose(got[output], expected["net"]["output"][:1], rtol=1e-5, atol=1e-5)
     assert proc.call("alice", "DELETE", "endpoints/net").status_code == 204
 
-    # custom Python: the version's own MLModel subclass, imported only by the endpoint's process
-    folder = tmp_path / "custom"
+    # custom Python: docs/models.md's MLModel subclass and commands, verbatim; imported only by
+    # the endpoint's own process
+    source, commands = docs_custom()
+    assert commands == [
+        "yt model register vision/scorer ./scorer --framework python",
+        "yt deploy create scorer vision/scorer --profile cpu-small",
+    ]
+    folder = tmp_path / "scorer"
     folder.mkdir()
-    (folder / "model.py").write_text(CUSTOM)
+    (folder / "model.py").write_text(source + MARKER)
     (folder / "weights.json").write_text(json.dumps(WEIGHTS))
-    register(proc, "vision/custom", folder, "python", "python")
-    deploy(proc, tmp_path, "custom", "vision/custom@1")
-    got = infer(proc, "custom", PROBE, ["score"])
+    monkeypatch.chdir(tmp_path)
+    for line in commands:
+        assert run(shlex.split(line)[1:]) == 0, (line, capsys.readouterr())
+    assert proc.call("alice", "GET", "endpoints/scorer").json()["state"] == "ready"
+    got = infer(proc, "scorer", PROBE, ["score"])
     np.testing.assert_allclose(got["score"].ravel(), PROBE.astype(np.float64) @ np.array(WEIGHTS), rtol=1e-12)
-    importer = int((tmp_path / "data/endpoints/custom/imported-by").read_text())
+    importer = int((tmp_path / "data/endpoints/scorer/imported-by").read_text())
     assert importer != proc.proc.pid  # the platform service never imported it
-    assert proc.call("alice", "DELETE", "endpoints/custom").status_code == 204
+    assert proc.call("alice", "DELETE", "endpoints/scorer").status_code == 204
 
     # refusals, before any allocation or process: a sentence naming the supported runtimes
     register(proc, "vision/tf", tmp_path / "xgb", "tensorflow", "savedmodel")
@@ -206,11 +206,11 @@ def test_xgboost_lightgbm_onnx_and_custom_python_served_and_refusals(proc, tmp_p
         "xgboost (XGBoost), lightgbm (LightGBM), onnx (ONNX), python (custom Python)"
     ), r.text
     (folder / "model.py").write_text("from mlserver import MLModel\nclass A(MLModel): pass\nclass B(MLModel): pass\n")
-    register(proc, "vision/custom", folder, "python", "python")
+    register(proc, "vision/scorer", folder, "python", "")
     r = proc.call(
-        "alice", "POST", "endpoints", json={"name": "two", "model": "vision/custom@2", "profile": "cpu-small"}
+        "alice", "POST", "endpoints", json={"name": "two", "model": "vision/scorer@2", "profile": "cpu-small"}
     )
     assert r.status_code == 422 and r.json()["detail"] == (
-        "model vision/custom v2: model.py has 2 classes deriving from mlserver.MLModel (A, B); it needs one"
+        "model vision/scorer v2: model.py has 2 classes deriving from mlserver.MLModel (A, B); it needs one"
     ), r.text
     assert [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "endpoint"] == []
