@@ -75,12 +75,15 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     }
 
 
-def _source(storage: Storage, session: Session, files: list[dict[str, Any]], path: str) -> bytes:
-    """The bytes of one file of a version, read from the store (at most the size the check takes)."""
+def _source(storage: Storage, session: Session, files: list[dict[str, Any]], path: str) -> bytes | None:
+    """The bytes of one file of a version, read from the store; None when it is larger than
+    the check reads."""
     entry = next(f for f in files if f["path"] == path)
     loc = locate(session, [entry["hash"]]).get(entry["hash"])
-    if loc is None or loc.size > runtimes.MAX_SOURCE:
-        return b"\0" * (runtimes.MAX_SOURCE + 1) if loc is not None else b""
+    if loc is None:
+        return b""
+    if loc.size > runtimes.MAX_SOURCE:
+        return None
     return b"".join(storage.chunks(loc, 0, loc.size))
 
 
@@ -108,7 +111,8 @@ def _runtime(storage: Storage, session: Session, what: str, v: ModelVersion) -> 
     module = runtimes.module_name(uri)
     if module is None:
         raise Refusal(422, f"{what}: {uri} cannot be imported as a module; name it model.py")
-    classes = runtimes.mlmodel_classes(_source(storage, session, files, uri))
+    source = _source(storage, session, files, uri)
+    classes = runtimes.mlmodel_classes(source) if source is not None else runtimes.TOO_LARGE
     if isinstance(classes, str):
         raise Refusal(422, f"{what}: {uri} {classes}")
     if len(classes) != 1:

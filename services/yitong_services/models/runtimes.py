@@ -22,6 +22,7 @@ import keyword
 from dataclasses import dataclass
 
 MAX_SOURCE = 1 << 20  # bytes of a custom runtime's Python file the platform reads
+TOO_LARGE = f"is larger than {MAX_SOURCE >> 10} KiB"
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def mlmodel_classes(source: bytes) -> list[str] | str:
     """The top-level classes of ``source`` deriving from ``MLModel`` (``mlserver.MLModel``), or a
     sentence saying why the text is no Python the platform can read. Never executes it."""
     if len(source) > MAX_SOURCE:
-        return f"is larger than {MAX_SOURCE >> 10} KiB"
+        return TOO_LARGE
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as e:
