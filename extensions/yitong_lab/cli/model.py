@@ -84,7 +84,11 @@ def register(nouns: Any, common: Any) -> None:
         help="an interpreter with the framework, its converter (skl2onnx; torch with onnxscript) and onnxruntime "
         "(default: this one; make mlserver's .venv-mlserver/bin/python has them)",
     )
-    sub = verb("batch", batch, "batch inference: predict over a dataset version's CSV files into a new dataset version")
+    sub = verb(
+        "batch",
+        batch,
+        "batch inference: predict over a dataset version's CSV and Parquet files into a new dataset version",
+    )
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--input", required=True, metavar="VC/DATASET[@REF]", help="the dataset version to predict on")
     sub.add_argument(
@@ -94,7 +98,7 @@ def register(nouns: Any, common: Any) -> None:
         "--columns", metavar="A,B,...", help="feature columns in the model's order (default: all but --keep)"
     )
     sub.add_argument("--keep", metavar="A,B,...", help="columns copied beside each prediction (an id)")
-    sub.add_argument("--path", default="", help="a CSV file or folder in the input version (default: all)")
+    sub.add_argument("--path", default="", help="a CSV or Parquet file or folder in the input version (default: all)")
     sub.add_argument("--chunk-rows", type=int, default=100_000, metavar="N", help="rows per chunk, the unit of resume")
     sub.add_argument("--cpu", default="1", help="CPUs the job holds in the VC")
     sub.add_argument("--memory", default="2Gi", help="memory the job holds in the VC")

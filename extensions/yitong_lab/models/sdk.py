@@ -152,7 +152,7 @@ class Models:
         retries: int = 2,
         wait: float = 0,
     ) -> dict[str, Any]:
-        """Batch inference: a job that runs the version ``ref`` over the CSV files of the dataset
+        """Batch inference: a job that runs the version ``ref`` over the CSV and Parquet files of the dataset
         version ``input`` (``vc/name@ref``) and commits the predictions as the next version of
         ``output`` (``vc/name``, created when missing). With ``wait`` (seconds), poll until the
         job ends (a YitongError 504 past that); the answer says the output version."""
