@@ -73,15 +73,20 @@ code-server-background:
 	    nohup nice -n 19 scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 </dev/null & \
 	fi
 # MLServer (model endpoints) in its own environment: it pins an older FastAPI than the platform.
-# skl2onnx and onnxruntime beside it: `yt model convert --python .venv-mlserver/bin/python`.
+# Its runtimes (scikit-learn, XGBoost, LightGBM; ONNX and custom Python are the platform's own
+# classes, yitong_lab.models.runtimes, run here with onnxruntime), the converters beside it
+# (skl2onnx; torch's CPU build with onnxscript for torch.onnx) and pyarrow for Parquet batch
+# inputs: `yt model convert --python .venv-mlserver/bin/python`. The stamp's name changes when
+# the list does, so an existing environment is brought up to date.
 MLSERVER_VENV := .venv-mlserver
-MLSERVER_STAMP := $(MLSERVER_VENV)/.yitong-installed
+MLSERVER_STAMP := $(MLSERVER_VENV)/.yitong-installed-2
 mlserver: $(MLSERVER_STAMP)
 
 $(MLSERVER_STAMP):
 	test -x $(MLSERVER_VENV)/bin/python || $(PYTHON) -m venv $(MLSERVER_VENV)
 	$(MLSERVER_VENV)/bin/python -m pip install -q 'mlserver==1.7.1' 'mlserver-sklearn==1.7.1' \
-	    'skl2onnx==1.20.0' 'onnxruntime==1.32.0'
+	    'mlserver-xgboost==1.7.1' 'mlserver-lightgbm==1.7.1' 'xgboost==3.2.0' 'lightgbm==4.7.0' \
+	    'skl2onnx==1.20.0' 'onnxruntime==1.32.0' 'onnxscript==0.7.2' 'torch==2.13.0' 'pyarrow==26.0.1'
 	touch $@
 
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in

@@ -57,7 +57,7 @@ class BatchCommitIn(TypedDict):
 
 
 class BatchIn(TypedDict):
-    "Run a model version over a dataset version's CSV files; the predictions become a new"
+    "Run a model version over a dataset version's CSV and Parquet files; the predictions become a new"
 
     chunk_rows: NotRequired[int]
     columns: NotRequired[list[str]]

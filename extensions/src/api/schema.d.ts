@@ -1704,7 +1704,7 @@ export interface components {
         };
         /**
          * BatchIn
-         * @description Run a model version over a dataset version's CSV files; the predictions become a new
+         * @description Run a model version over a dataset version's CSV and Parquet files; the predictions become a new
          *     version of ``output`` (docs/models.md "Batch inference").
          */
         BatchIn: {
@@ -1751,7 +1751,7 @@ export interface components {
             output: string;
             /**
              * Path
-             * @description a CSV file or folder in the input version; '' = all
+             * @description a CSV or Parquet file or folder in the input version; '' = all
              * @default
              */
             path: string;

@@ -74,11 +74,21 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("compare", compare, "versions' metrics side by side (default: every version)")
     sub.add_argument("model", metavar="VC/NAME")
     sub.add_argument("versions", metavar="REF", nargs="*")
-    sub = verb("convert", convert, "a scikit-learn version to ONNX, checked on sample inputs, as a new version")
+    sub = verb(
+        "convert", convert, "a scikit-learn or PyTorch version to ONNX, checked on sample inputs, as a new version"
+    )
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--to", choices=["onnx"], default="onnx")
-    sub.add_argument("--python", help="an interpreter with scikit-learn, skl2onnx and onnxruntime (default: this one)")
-    sub = verb("batch", batch, "batch inference: predict over a dataset version's CSV files into a new dataset version")
+    sub.add_argument(
+        "--python",
+        help="an interpreter with the framework, its converter (skl2onnx; torch with onnxscript) and onnxruntime "
+        "(default: this one; make mlserver's .venv-mlserver/bin/python has them)",
+    )
+    sub = verb(
+        "batch",
+        batch,
+        "batch inference: predict over a dataset version's CSV and Parquet files into a new dataset version",
+    )
     sub.add_argument("ref", metavar="VC/NAME[@REF]")
     sub.add_argument("--input", required=True, metavar="VC/DATASET[@REF]", help="the dataset version to predict on")
     sub.add_argument(
@@ -88,7 +98,7 @@ def register(nouns: Any, common: Any) -> None:
         "--columns", metavar="A,B,...", help="feature columns in the model's order (default: all but --keep)"
     )
     sub.add_argument("--keep", metavar="A,B,...", help="columns copied beside each prediction (an id)")
-    sub.add_argument("--path", default="", help="a CSV file or folder in the input version (default: all)")
+    sub.add_argument("--path", default="", help="a CSV or Parquet file or folder in the input version (default: all)")
     sub.add_argument("--chunk-rows", type=int, default=100_000, metavar="N", help="rows per chunk, the unit of resume")
     sub.add_argument("--cpu", default="1", help="CPUs the job holds in the VC")
     sub.add_argument("--memory", default="2Gi", help="memory the job holds in the VC")
@@ -175,7 +185,7 @@ def convert(args: Any, client: Any, out: Any) -> None:
     out.show(
         v,
         f"registered {v['model']} v{v['number']} (ONNX of {v['lineage']['converted_from']}): "
-        f"{check['rows']} sample rows agree (largest probability difference {check['max_abs_diff']:.2g})",
+        f"{check['rows']} sample rows agree (largest difference {check['max_abs_diff']:.2g})",
     )
 
 

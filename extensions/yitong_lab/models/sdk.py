@@ -152,7 +152,7 @@ class Models:
         retries: int = 2,
         wait: float = 0,
     ) -> dict[str, Any]:
-        """Batch inference: a job that runs the version ``ref`` over the CSV files of the dataset
+        """Batch inference: a job that runs the version ``ref`` over the CSV and Parquet files of the dataset
         version ``input`` (``vc/name@ref``) and commits the predictions as the next version of
         ``output`` (``vc/name``, created when missing). With ``wait`` (seconds), poll until the
         job ends (a YitongError 504 past that); the answer says the output version."""
@@ -229,57 +229,76 @@ class Endpoints:
         return self.client.request("POST", f"/endpoints/{_q(name)}/v2/models/{_q(name)}/infer", json={"inputs": inputs})
 
 
-def _convert_in(python: str, model_file: str, out_file: str, features: int) -> dict[str, Any]:
+SKLEARN = ("sklearn", "scikit-learn")
+PYTORCH = ("pytorch", "torch")
+
+
+def _convert_in(python: str, argv: list[str]) -> dict[str, Any]:
     import subprocess
 
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    argv = [python, "-m", "yitong_lab.models.convert", model_file, out_file, str(features)]
-    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    done = subprocess.run([python, "-m", "yitong_lab.models.convert", *argv], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
         raise YitongError(0, f"conversion to ONNX failed in {python}: {tail[0]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _one(folder: str, suffixes: tuple[str, ...], what: str) -> str:
+    found = sorted(p for p in os.listdir(folder) if p.endswith(suffixes))
+    if not found:
+        raise YitongError(422, f"{what} has no {' or '.join(suffixes)} file to convert")
+    return os.path.join(folder, found[0])
+
+
 def convert(models: Models, ref: str, *, python: str | None = None, progress: Any = None) -> dict[str, Any]:
-    """The version ``ref`` (scikit-learn) converted to ONNX, checked on sample inputs against
-    the original, and registered as a new version of the same model (framework ``onnx``) whose
-    lineage names the source version and the check. ``python``: an interpreter with
-    scikit-learn, skl2onnx and onnxruntime (default: this one)."""
+    """The version ``ref`` converted to ONNX, checked on sample inputs against the original, and
+    registered as a new version of the same model (framework ``onnx``) whose lineage names the
+    source version and the check. scikit-learn versions (a ``.joblib``/``.pkl`` file and a
+    signature giving the input width) go through skl2onnx; PyTorch versions (framework
+    ``pytorch``: a ``torch.export`` program saved with ``torch.export.save``, ``.pt2``) through
+    torch.onnx, the ONNX graph giving the new version's signature. ``python``: an interpreter
+    with the framework, its converter and onnxruntime (default: this one; ``make mlserver``'s
+    ``.venv-mlserver/bin/python`` has them all)."""
     import sys
     import tempfile
 
     v = models.version(ref)
-    if v["framework"].lower() not in ("sklearn", "scikit-learn"):
+    what = f"{v['model']} v{v['number']}"
+    framework = v["framework"].lower()
+    if framework not in SKLEARN + PYTORCH:
         raise YitongError(
-            422, f"{v['model']} v{v['number']} is {v['framework'] or 'of no framework'}; ONNX conversion takes sklearn"
+            422, f"{what} is {v['framework'] or 'of no framework'}; ONNX conversion takes sklearn and pytorch"
         )
     inputs = (v.get("signature") or {}).get("inputs") or []
-    if len(inputs) != 1 or not inputs[0].get("shape") or inputs[0]["shape"][-1] < 1:
-        raise YitongError(
-            422, f"{v['model']} v{v['number']} needs a signature with one input of known width to convert"
-        )
+    if framework in SKLEARN and (len(inputs) != 1 or not inputs[0].get("shape") or inputs[0]["shape"][-1] < 1):
+        raise YitongError(422, f"{what} needs a signature with one input of known width to convert")
     with tempfile.TemporaryDirectory(prefix="yt-convert-") as tmp:
-        models.pull(f"{v['model']}@{v['number']}", os.path.join(tmp, "src"), progress=progress)
-        found = sorted(p for p in os.listdir(os.path.join(tmp, "src")) if p.endswith((".joblib", ".pkl", ".pickle")))
-        if not found:
-            raise YitongError(422, f"{v['model']} v{v['number']} has no .joblib or .pkl file to convert")
+        src = os.path.join(tmp, "src")
+        models.pull(f"{v['model']}@{v['number']}", src, progress=progress)
         os.mkdir(os.path.join(tmp, "onnx"))
         out = os.path.join(tmp, "onnx", "model.onnx")
-        check = _convert_in(python or sys.executable, os.path.join(tmp, "src", found[0]), out, inputs[0]["shape"][-1])
+        if framework in SKLEARN:
+            model_file = _one(src, (".joblib", ".pkl", ".pickle"), what)
+            check = _convert_in(python or sys.executable, [model_file, out, str(inputs[0]["shape"][-1])])
+            signature = v["signature"]
+        else:
+            check = _convert_in(python or sys.executable, ["--pytorch", _one(src, (".pt2",), what), out])
+            signature = check.pop("signature")
         if not check["ok"]:
+            labels = f"labels equal: {check['labels_equal']}, " if "labels_equal" in check else ""
             raise YitongError(
                 422,
-                f"the ONNX model of {v['model']} v{v['number']} disagrees with it on {check['rows']} sample rows "
-                f"(labels equal: {check['labels_equal']}, largest probability difference {check['max_abs_diff']:.3g})",
+                f"the ONNX model of {what} disagrees with it on {check['rows']} sample rows "
+                f"({labels}largest difference {check['max_abs_diff']:.3g})",
             )
         return models.register(
             v["model"],
             os.path.join(tmp, "onnx"),
             framework="onnx",
             format="onnx",
-            signature=v["signature"],
+            signature=signature,
             metrics=v["metrics"],
             tags=v["tags"],
             lineage={"converted_from": f"{v['model']}@{v['number']}", "check": check},

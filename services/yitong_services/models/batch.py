@@ -17,6 +17,8 @@ import json
 from typing import Any
 
 CSV_SUFFIX = ".csv"
+PARQUET_SUFFIX = ".parquet"
+SUFFIXES = (CSV_SUFFIX, PARQUET_SUFFIX)
 MODEL_MOUNT, DATA_MOUNT = "model", "data"
 RUNNER = "yitong_lab.models.batch"
 HEADER_BYTES = 1 << 16
@@ -24,12 +26,13 @@ PREDICTION = "prediction"  # the output column beside the kept ones (yitong_lab.
 
 
 def input_files(files: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
-    """The manifest entries of the CSV files at or under ``path`` ('' = the whole version), sorted."""
+    """The manifest entries of the CSV and Parquet files at or under ``path`` ('' = the whole
+    version), sorted."""
     path = path.strip("/")
     chosen = [
         f
         for f in files
-        if f["path"].endswith(CSV_SUFFIX) and (not path or f["path"] == path or f["path"].startswith(path + "/"))
+        if f["path"].endswith(SUFFIXES) and (not path or f["path"] == path or f["path"].startswith(path + "/"))
     ]
     return sorted(chosen, key=lambda f: f["path"])
 
@@ -45,6 +48,11 @@ def parse_header(first: bytes) -> list[str] | None:
         return None
     rows = list(csv.reader(io.StringIO(text)))
     return [c.strip() for c in rows[0]] if rows else []
+
+
+def parquet_header(names: list[str]) -> list[str]:
+    """A Parquet file's columns as pandas reads them: without the index pandas wrote beside them."""
+    return [n for n in names if not (n.startswith("__index_level_") and n.endswith("__"))]
 
 
 def columns_refusal(

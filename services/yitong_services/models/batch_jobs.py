@@ -36,7 +36,7 @@ from ..jobs import states
 from ..jobs.models import Job, Run
 from ..jobs.spec import spec_from_dict
 from ..vcs.quantities import Resources
-from . import batch, mlserver, records
+from . import batch, mlserver, parquet_footer, records
 from .models import BatchJob, Model, ModelVersion
 from .schemas import BatchIn
 
@@ -60,13 +60,29 @@ def _output(session: Session, person: Person, vc: str, out: str) -> Dataset | No
     return d
 
 
+def _header(storage: Storage, loc: Any, path: str) -> list[str] | None:
+    """The columns of one input file from the store: a CSV file's header line, a Parquet file's
+    schema from its footer (None: neither can be read)."""
+    if not path.endswith(batch.PARQUET_SUFFIX):
+        return batch.parse_header(b"".join(storage.chunks(loc, 0, min(batch.HEADER_BYTES, loc.size))))
+    if loc.size < 2 * parquet_footer.TAIL:
+        return None
+    n = parquet_footer.footer_length(b"".join(storage.chunks(loc, loc.size - parquet_footer.TAIL, loc.size)))
+    if n is None or n > parquet_footer.MAX_FOOTER or n > loc.size - 2 * parquet_footer.TAIL:
+        return None
+    end = loc.size - parquet_footer.TAIL
+    try:
+        return batch.parquet_header(parquet_footer.columns(b"".join(storage.chunks(loc, end - n, end))))
+    except parquet_footer.Malformed:
+        return None
+
+
 def _headers(storage: Storage, session: Session, files: list[dict[str, Any]]) -> list[tuple[str, list[str] | None]]:
     found = locate(session, [f["hash"] for f in files])
     out = []
     for f in files:
         loc = found.get(f["hash"])
-        first = b"".join(storage.chunks(loc, 0, min(batch.HEADER_BYTES, loc.size))) if loc else b""
-        out.append((f["path"], batch.parse_header(first)))
+        out.append((f["path"], _header(storage, loc, f["path"]) if loc else batch.parse_header(b"")))
     return out
 
 
@@ -75,7 +91,7 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
     with storage.db.session() as s:
         m = records.visible(s, person, vc, name)
         v = records.resolve(s, m, ref)
-        if mlserver.runtime_for(v.framework) is None:
+        if v.framework.lower() not in ("sklearn", "scikit-learn"):
             what = v.framework or "of no framework"
             raise Refusal(422, f"{records.full_name(m)} v{v.number} is {what}; batch inference runs sklearn versions")
         ivc, iname, iref = _parts(body.input)
@@ -86,14 +102,19 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
         source = {"dataset": f"{ivc}/{iname}", "version": dv_in.number, "manifest": dv_in.manifest, "path": body.path}
         where = f"{ivc}/{iname}@{dv_in.number}" + (f" under {body.path}" if body.path else "")
         if not files:
-            raise Refusal(422, f"input {where} has no .csv file")
+            raise Refusal(422, f"input {where} has no .csv or .parquet file")
         if len(files) > MAX_FILES:
-            raise Refusal(422, f"input {where} has {len(files)} .csv files; at most {MAX_FILES} (choose a path)")
+            raise Refusal(422, f"input {where} has {len(files)} input files; at most {MAX_FILES} (choose a path)")
         width = batch.signature_width(v.signature)
         chosen: list[str] | None = None
         for path, header in _headers(storage, s, files):
             if header is None:
-                raise Refusal(422, f"{path} in {where} has no header line")
+                what = (
+                    "is no Parquet file (no footer with a schema)"
+                    if path.endswith(".parquet")
+                    else "has no header line"
+                )
+                raise Refusal(422, f"{path} in {where} {what}")
             cols, refused = batch.columns_refusal(path, header, body.columns, body.keep, width)
             if refused:
                 raise Refusal(422, refused)

@@ -30,6 +30,7 @@ from ..core.confinement import account_for
 from ..core.errors import Refusal
 from ..datasets.materialize import materialize
 from ..datasets.models import DatasetVersion
+from ..datasets.objindex import locate
 from ..datasets.storage import Storage
 from ..jobs.runner_local import drop_to
 from ..vcs import catalog
@@ -37,7 +38,7 @@ from ..vcs.allocations import allocate, release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
 from ..vcs.schemas import AllocationIn
-from . import mlserver
+from . import mlserver, runtimes
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
 
@@ -74,23 +75,60 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     }
 
 
+def _source(storage: Storage, session: Session, files: list[dict[str, Any]], path: str) -> bytes | None:
+    """The bytes of one file of a version, read from the store; None when it is larger than
+    the check reads."""
+    entry = next(f for f in files if f["path"] == path)
+    loc = locate(session, [entry["hash"]]).get(entry["hash"])
+    if loc is None:
+        return b""
+    if loc.size > runtimes.MAX_SOURCE:
+        return None
+    return b"".join(storage.chunks(loc, 0, loc.size))
+
+
+def _runtime(storage: Storage, session: Session, what: str, v: ModelVersion) -> tuple[str, str]:
+    """(MLServer's implementation, the file or folder it loads relative to the version's files),
+    or a 422 with a sentence: an unknown framework names the supported ones."""
+    runtime = runtimes.choose(v.framework, v.format)
+    if runtime is None:
+        fmt = f" (format {v.format})" if v.format else ""
+        raise Refusal(
+            422,
+            f"{what} has framework {v.framework or '(none)'}{fmt}; endpoints serve {runtimes.supported()}",
+        )
+    dv = session.get(DatasetVersion, v.dataset_version_id)
+    assert dv is not None
+    files = storage.manifest(dv.manifest)["files"]
+    uri = runtimes.model_file(runtime, [f["path"] for f in files])
+    if uri is None:
+        kinds = ", ".join(runtime.suffixes)
+        raise Refusal(
+            422, f"{what} has no single {runtime.name} model file ({kinds}) to load; name it model{runtime.suffixes[0]}"
+        )
+    if runtime.implementation:
+        return runtime.implementation, uri
+    module = runtimes.module_name(uri)
+    if module is None:
+        raise Refusal(422, f"{what}: {uri} cannot be imported as a module; name it model.py")
+    source = _source(storage, session, files, uri)
+    classes = runtimes.mlmodel_classes(source) if source is not None else runtimes.TOO_LARGE
+    if isinstance(classes, str):
+        raise Refusal(422, f"{what}: {uri} {classes}")
+    if len(classes) != 1:
+        found = f" ({', '.join(classes)})" if classes else ""
+        raise Refusal(
+            422, f"{what}: {uri} has {len(classes)} classes deriving from mlserver.MLModel{found}; it needs one"
+        )
+    return f"{module}.{classes[0]}", ""
+
+
 def _prepare(storage: Storage, session: Session, person: Person, body: Any) -> tuple[Model, ModelVersion, str, str]:
     vc, _, rest = body.model.partition("/")
     name, _, ref = rest.partition("@")
     m = models.visible(session, person, vc, name)
     v = models.resolve(session, m, ref or "latest")
-    runtime = mlserver.runtime_for(v.framework)
-    if runtime is None:
-        known = ", ".join(sorted(mlserver.RUNTIMES))
-        raise Refusal(
-            422, f"model {vc}/{name} v{v.number} has framework {v.framework or '(none)'}; endpoints serve {known}"
-        )
-    dv = session.get(DatasetVersion, v.dataset_version_id)
-    assert dv is not None
-    paths = [f["path"] for f in storage.manifest(dv.manifest)["files"]]
-    uri = mlserver.model_file(paths)
-    if uri is None:
-        raise Refusal(422, f"model {vc}/{name} v{v.number} has no single model file (.joblib, .pkl) to load")
+    runtime, uri = _runtime(storage, session, f"model {vc}/{name} v{v.number}", v)
     if session.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
         raise Refusal(409, f"endpoint {body.name} already exists")
     return m, v, runtime, uri
@@ -151,6 +189,8 @@ def _start(
     port = free_port()
     (root / "settings.json").write_text(json.dumps(mlserver.settings(port)))
     model_settings = mlserver.model_settings(name, runtime, str(root / "model" / uri), f"v{number}")
+    if not uri:  # custom Python: the version's folder is on the path, its class the runtime
+        model_settings["parameters"]["uri"] = str(root / "model")
     (root / "model-settings.json").write_text(json.dumps(model_settings))
     account = account_for(settings, person.name)
     extra: dict[str, Any] = {}
@@ -163,7 +203,7 @@ def _start(
             p.chmod(0o700)
         elif p.is_file() and not p.is_symlink():
             p.chmod(0o600)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(root), "LANG": "C.UTF-8", "PYTHONUNBUFFERED": "1"}
+    env = mlserver.environment(root, custom=not uri)
     with open(root / "mlserver.log", "ab") as log:
         proc = subprocess.Popen(
             [mlserver.executable(), "start", str(root)],

@@ -1,22 +1,17 @@
 """MLServer's files for one endpoint (pure builders) and the command that starts it.
 
 MLServer 1.7.1 pins an older FastAPI than the platform, so it lives in its own virtual
-environment (``make mlserver`` builds ``.venv-mlserver/``); ``YITONG_MLSERVER`` names its
-``mlserver`` executable where it is elsewhere.
+environment with its runtimes (``make mlserver`` builds ``.venv-mlserver/``; runtimes.py says
+which runtime serves what); ``YITONG_MLSERVER`` names its ``mlserver`` executable where it is
+elsewhere.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
-
-#: framework -> MLServer runtime class
-RUNTIMES = {
-    "sklearn": "mlserver_sklearn.SKLearnModel",
-    "scikit-learn": "mlserver_sklearn.SKLearnModel",
-}
-MODEL_SUFFIXES = (".joblib", ".pkl", ".pickle")
 
 
 def executable() -> str:
@@ -24,16 +19,25 @@ def executable() -> str:
     return os.environ.get("YITONG_MLSERVER") or str(here)
 
 
-def runtime_for(framework: str) -> str | None:
-    return RUNTIMES.get(framework.lower())
+def extensions_dir() -> str:
+    """The folder holding ``yitong_lab`` (found, not imported): the ONNX runtime class and the
+    batch predictor are imported from it in the framework's environment."""
+    spec = importlib.util.find_spec("yitong_lab")
+    assert spec is not None and spec.submodule_search_locations
+    return str(Path(list(spec.submodule_search_locations)[0]).parent)
 
 
-def model_file(paths: list[str]) -> str | None:
-    """The one file the runtime loads: the first model-looking file, else the only file."""
-    found = sorted(p for p in paths if p.endswith(MODEL_SUFFIXES))
-    if found:
-        return found[0]
-    return paths[0] if len(paths) == 1 else None
+def environment(root: Path, custom: bool) -> dict[str, str]:
+    """An endpoint's whole environment (never the service's): the platform's runtime classes on
+    the path and, for a custom-Python version, its own files (``root/model``) after them."""
+    path = [extensions_dir()] + ([str(root / "model")] if custom else [])
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(root),
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONPATH": os.pathsep.join(path),
+    }
 
 
 def settings(port: int) -> dict[str, Any]:
@@ -59,6 +63,6 @@ def model_settings(name: str, implementation: str, uri: str, version: str) -> di
 
 
 def framework_python() -> str:
-    """The interpreter of the scikit-learn environment (the one MLServer runs in): batch
+    """The interpreter of the framework environment (the one MLServer runs in): batch
     inference predicts there, as ``yt model convert --python`` converts there."""
     return str(Path(executable()).parent / "python")

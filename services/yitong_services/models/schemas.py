@@ -157,7 +157,7 @@ MAX_CHUNK_ROWS = 10_000_000
 
 
 class BatchIn(Strict):
-    """Run a model version over a dataset version's CSV files; the predictions become a new
+    """Run a model version over a dataset version's CSV and Parquet files; the predictions become a new
     version of ``output`` (docs/models.md "Batch inference")."""
 
     input: str = Field(
@@ -168,7 +168,9 @@ class BatchIn(Strict):
         pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}$",
         description="vc/name: a dataset of the model's VC (created when missing) the predictions become a version of",
     )
-    path: str = Field("", max_length=MAX_SHORT, description="a CSV file or folder in the input version; '' = all")
+    path: str = Field(
+        "", max_length=MAX_SHORT, description="a CSV or Parquet file or folder in the input version; '' = all"
+    )
     columns: list[Column] = Field(
         default_factory=list,
         max_length=MAX_COLUMNS,

@@ -10,6 +10,7 @@ and docs/models.md's "Batch inference" commands run verbatim."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shlex
@@ -166,6 +167,63 @@ def test_batch_predictions_equal_a_direct_predict_with_lineage_and_progress(proc
     assert proc.call("bob", "POST", f"batch/{b['job']}/commit", json={"files": []}).status_code == 404
 
 
+PARQUET = """
+import sys, joblib, numpy as np, pandas as pd, pyarrow as pa, pyarrow.parquet as pq
+out, rows = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(3)
+frame = pd.DataFrame({"id": [f"p{i}" for i in range(rows)], **{c: rng.normal(size=rows) for c in "abcd"}})
+frame.index = frame.index + 100  # pandas writes its index beside the columns: not a feature
+pq.write_table(pa.Table.from_pandas(frame), out, row_group_size=700)  # row groups across chunks
+"""
+# the output parts read back, and the peer: a direct predict over the same rows
+PARQUET_CHECK = """
+import sys, json, glob, joblib, pandas as pd
+model = joblib.load(sys.argv[1])
+frame = pd.read_parquet(sys.argv[2])
+parts = sorted(glob.glob(sys.argv[3] + "/**/part-*.parquet", recursive=True))
+got = pd.concat([pd.read_parquet(p) for p in parts])
+print(json.dumps({"parts": len(parts), "columns": list(got.columns), "ids": got["id"].tolist(),
+    "got": [int(v) for v in got["prediction"]], "want": [int(v) for v in model.predict(frame[list("abcd")].to_numpy())],
+    "ids_want": frame["id"].tolist()}))
+"""
+
+
+def test_parquet_in_parquet_out(proc, tmp_path):
+    from yitong_lab.client import Client
+    from yitong_lab.datasets.sdk import Datasets
+
+    model_file, _ = setup(proc, tmp_path, rows=10)
+    source = tmp_path / "tables" / "t" / "rows.parquet"
+    source.parent.mkdir(parents=True)
+    subprocess.run([MLSERVER_PY, "-c", PARQUET, str(source), "2500"], check=True)
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:
+        Datasets(c).commit(tmp_path / "tables", "vision/tables", progress=None)
+    body = {"input": "vision/tables@1", "output": "vision/tables-preds", "keep": ["id"], "chunk_rows": 1000}
+    r = batch(proc, body)
+    assert r.status_code == 201, r.text
+    assert r.json()["columns"] == FEATURES  # the footer's schema, read by the service without pyarrow
+    done = wait_batch(proc, r.json()["job"])
+    assert done["state"] == "succeeded", (done, proc.call("alice", "GET", f"jobs/{done['job']}/logs").text)
+    assert done["progress"]["rows_total"] == 2500 and done["progress"]["chunks"] == 3
+    files = proc.call("alice", "GET", "datasets/vision/tables-preds/versions/1/manifest").json()["files"]
+    assert sorted(f["path"] for f in files) == [f"t/rows/part-00000{k}.parquet" for k in range(3)]
+    target = tmp_path / "got-tables"
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:
+        Datasets(c).pull("vision/tables-preds@1", target, progress=None)
+    out = subprocess.run(
+        [MLSERVER_PY, "-c", PARQUET_CHECK, str(model_file), str(source), str(target)], capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert (seen["parts"], seen["columns"]) == (3, ["id", "prediction"])
+    assert seen["ids"] == seen["ids_want"] and seen["got"] == seen["want"]
+    # a column the file lacks is refused at submit, from the footer
+    r = batch(proc, body | {"columns": ["a", "zz", "c", "d"]})
+    assert r.status_code == 422 and r.json()["detail"].startswith(
+        "t/rows.parquet has no column zz (it has id, a, b, c, d)"
+    )
+
+
 def done_runs(proc, job: int) -> list[int]:
     return proc.call("alice", "GET", f"jobs/{job}").json()["runs"]
 
@@ -232,7 +290,7 @@ REFUSALS = [
         "vision/iris/versions/1",
         {"path": "README.txt"},
         422,
-        "input vision/flowers@1 under README.txt has no .csv file",
+        "input vision/flowers@1 under README.txt has no .csv or .parquet file",
     ),
     ("alice", "vision/iris/versions/1", {"output": "nlp/preds"}, 422, "the model's VC vision"),
     ("alice", "vision/iris/versions/1", {"output": "vision/model-iris"}, 422, "holds a model's files"),

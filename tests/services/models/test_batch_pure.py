@@ -1,15 +1,22 @@
-"""Batch inference's pure builders (models/batch.py) against literals, and the runner's
-file-level helpers (yitong_lab.models.batch_predict: row counts, file choice, part names)."""
+"""Batch inference's pure builders (models/batch.py) against literals, the Parquet footer
+reader (models/parquet_footer.py) against files pyarrow writes, and the runner's file-level
+helpers (yitong_lab.models.batch_predict: row counts, file choice, part names, Parquet chunks
+in MLServer's environment, where pyarrow is)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from yitong_lab.models import batch_predict
 from yitong_services.jobs.spec import spec_from_dict
-from yitong_services.models import batch
+from yitong_services.models import batch, parquet_footer
+
+MLSERVER_PY = Path(__file__).resolve().parents[3] / ".venv-mlserver" / "bin" / "python"
+HAS_PYARROW = MLSERVER_PY.exists() and subprocess.run([MLSERVER_PY, "-c", "import pyarrow"]).returncode == 0
 
 H = "ab" * 32
 
@@ -17,16 +24,19 @@ H = "ab" * 32
 @pytest.mark.parametrize(
     "path,expected",
     [
-        ("", ["a.csv", "d/b.csv", "d/e/c.csv", "dd.csv"]),
-        ("d", ["d/b.csv", "d/e/c.csv"]),
-        ("d/", ["d/b.csv", "d/e/c.csv"]),
+        ("", ["a.csv", "d/b.csv", "d/e/c.csv", "d/f.parquet", "dd.csv"]),
+        ("d", ["d/b.csv", "d/e/c.csv", "d/f.parquet"]),
+        ("d/", ["d/b.csv", "d/e/c.csv", "d/f.parquet"]),
         ("a.csv", ["a.csv"]),
         ("dd", []),
         ("notes.txt", []),
     ],
 )
 def test_input_files(path, expected):
-    files = [{"path": p, "size": 1, "hash": H} for p in ("notes.txt", "d/e/c.csv", "a.csv", "d/b.csv", "dd.csv")]
+    files = [
+        {"path": p, "size": 1, "hash": H}
+        for p in ("notes.txt", "d/e/c.csv", "a.csv", "d/b.csv", "dd.csv", "d/f.parquet", "x.parq")
+    ]
     assert [f["path"] for f in batch.input_files(files, path)] == expected
 
 
@@ -138,13 +148,72 @@ def test_count_rows(tmp_path, body, rows):
     assert batch_predict.count_rows(tmp_path / "f.csv") == rows
 
 
-def test_csv_files_and_part_names(tmp_path):
-    for p in ("b.csv", "a/z.csv", "a/y.txt", "c/d.csv"):
+def test_input_files_and_part_names(tmp_path):
+    for p in ("b.csv", "a/z.csv", "a/y.txt", "c/d.csv", "c/e.parquet"):
         (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / p).write_text("h\n")
-    assert [rel for _, rel in batch_predict.csv_files(tmp_path, "")] == ["a/z.csv", "b.csv", "c/d.csv"]
-    assert [rel for _, rel in batch_predict.csv_files(tmp_path, "a")] == ["a/z.csv"]
-    assert [rel for _, rel in batch_predict.csv_files(tmp_path, "b.csv")] == ["b.csv"]
+    assert [rel for _, rel in batch_predict.input_files(tmp_path, "")] == ["a/z.csv", "b.csv", "c/d.csv", "c/e.parquet"]
+    assert [rel for _, rel in batch_predict.input_files(tmp_path, "a")] == ["a/z.csv"]
+    assert [rel for _, rel in batch_predict.input_files(tmp_path, "b.csv")] == ["b.csv"]
     assert batch_predict.out_dir(tmp_path / "o", "a/z.csv") / batch_predict.PART.format(3) == (
         tmp_path / "o" / "a" / "z" / "part-000003.csv"
     )
+    assert batch_predict.out_dir(tmp_path / "o", "c/e.parquet") / batch_predict.PART_PARQUET.format(0) == (
+        tmp_path / "o" / "c" / "e" / "part-000000.parquet"
+    )
+
+
+WRITE_PARQUET = """
+import sys, numpy as np, pandas as pd, pyarrow as pa, pyarrow.parquet as pq
+out = sys.argv[1]
+pq.write_table(pa.table({"id": ["a", "b"], "a": [1.0, 2.0], "b": [1, 2]}), out + "/flat.parquet")
+nested = {"s": pa.array([{"x": 1, "y": [1, 2]}]), "l": pa.array([[1, 2]]), "z": [True],
+          "m": pa.array([[("k", 1)]], type=pa.map_(pa.string(), pa.int64()))}
+pq.write_table(pa.table(nested), out + "/nested.parquet")
+pq.write_table(pa.table({f"c{i}": np.arange(3) for i in range(40)}), out + "/wide.parquet", row_group_size=1,
+               compression="zstd")
+frame = pd.DataFrame({"id": ["r1", "r2"], "a": [0.1, 0.2]}, index=[5, 6])
+pq.write_table(pa.Table.from_pandas(frame), out + "/pandas.parquet")
+"""
+
+
+@pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow in MLServer's environment (make mlserver)")
+def test_parquet_columns_from_the_footer_as_pyarrow_writes_them(tmp_path):
+    subprocess.run([MLSERVER_PY, "-c", WRITE_PARQUET, str(tmp_path)], check=True)
+
+    def names(name: str) -> list[str]:
+        data = (tmp_path / name).read_bytes()
+        n = parquet_footer.footer_length(data[-parquet_footer.TAIL :])
+        assert n is not None
+        return batch.parquet_header(parquet_footer.columns(data[-parquet_footer.TAIL - n : -parquet_footer.TAIL]))
+
+    assert names("flat.parquet") == ["id", "a", "b"]
+    assert names("nested.parquet") == ["s", "l", "z", "m"]  # a nested column is one name
+    assert names("wide.parquet") == [f"c{i}" for i in range(40)]  # field ids past 15, zstd, 3 row groups
+    assert names("pandas.parquet") == ["id", "a"]  # without the index pandas wrote
+    assert parquet_footer.footer_length(b"1234PAR2") is None
+    with pytest.raises(parquet_footer.Malformed):
+        parquet_footer.columns(b"\x19\x3c\x15")  # a schema list cut short
+
+
+CHUNKS = """
+import sys, json, pyarrow as pa, pyarrow.parquet as pq
+from pathlib import Path
+from yitong_lab.models.batch_predict import parquet_frames, count_rows
+path = Path(sys.argv[1]) / "t.parquet"
+pq.write_table(pa.table({"i": list(range(2500)), "x": [0.5] * 2500}), path, row_group_size=700)
+print(json.dumps({"rows": count_rows(path), "chunks": [[int(f["i"].iloc[0]), len(f)] for f in parquet_frames(path, ["i"], 1000, 0)],
+                  "resumed": [[int(f["i"].iloc[0]), len(f)] for f in parquet_frames(path, ["i", "i"], 1000, 2)]}))
+"""
+
+
+@pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow in MLServer's environment (make mlserver)")
+def test_parquet_chunks_are_chunk_rows_long_across_row_groups_and_resume(tmp_path):
+    env = {"PYTHONPATH": str(Path(batch_predict.__file__).resolve().parents[2])}
+    out = subprocess.run([MLSERVER_PY, "-c", CHUNKS, str(tmp_path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {
+        "rows": 2500,
+        "chunks": [[0, 1000], [1000, 1000], [2000, 500]],
+        "resumed": [[2000, 500]],  # the first two chunks' rows dropped
+    }
