@@ -118,6 +118,29 @@ def new_trial(
     return trial
 
 
+def revive_trial(session: Session, job_id: int) -> None:
+    """A job being retried that is a trial: the trial runs again (same number, its results so far
+    dropped) and a done experiment runs again until it ends. A stopped experiment, or one whose
+    duration is spent, refuses: its driver would not run the trial (409 with why). Called inside
+    the retry's transaction, before the job changes."""
+    trial = session.scalar(select(Trial).where(Trial.job_id == job_id).with_for_update())
+    if trial is None:
+        return
+    exp = session.get(Experiment, trial.experiment_id)
+    where = f"job {job_id} is trial {trial.number} of experiment {exp.id}"
+    if exp.state == states.EXP_STOPPED:
+        raise Refusal(409, f"{where}, which is stopped; resume the experiment, then retry the trial")
+    limit = exp.config.get("max_duration")
+    if exp.state != states.EXP_RUNNING and limit and exp.used_seconds >= limit:
+        raise Refusal(409, f"{where}, whose duration ({limit} s) is spent; clone it to search again")
+    if trial.state == states.RUNNING:  # its job ended and the driver has not seen it yet: it will
+        return
+    trial.state, trial.reason, trial.finished = states.RUNNING, "", None
+    trial.value, trial.intermediate = None, []  # the file channel's offset stays: old records stay read
+    if exp.state != states.EXP_RUNNING:
+        exp.state, exp.reason, exp.resumed, exp.finished = states.EXP_RUNNING, "", utcnow(), None
+
+
 def rows(session: Session, experiment_id: int) -> list[dict[str, Any]]:
     return [trial_dict(t) for t in session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))]
 

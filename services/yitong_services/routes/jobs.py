@@ -22,6 +22,7 @@ from ..core.errors import Refusal
 from ..core.idempotency import Claim, once
 from ..core.limits import MAX_ID
 from ..core.paging import Page, Paging, bytes_response, encoded, page_content, wants_envelope
+from ..hpo import records as trials
 from ..jobs import records, states
 from ..jobs.events import stream
 from ..jobs.listing import page_of_jobs, watchable
@@ -227,12 +228,13 @@ async def cancel(job_id: Id, caller: Caller, person: Member, ctx: Ctx, request: 
 
 @router.post("/{job_id}/retry", response_model=JobOut)
 def retry(job_id: Id, caller: Caller, person: Member, ctx: Ctx, request: Request, mgr: Jobs) -> dict:
-    """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions)."""
+    """Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions). A trial's job revives its trial (and a done experiment); 409 when its experiment is stopped or out of time."""
     with ctx.db.locked("~jobs") as s:
         job = records.visible(s, person, job_id)
         records.require_owner(person, job, "retry")
         if job.state not in states.RETRYABLE:
             raise Refusal(409, f"job {job_id} is {job.state}; only failed, cancelled or preempted jobs can be retried")
+        trials.revive_trial(s, job_id)  # a trial's job: its trial runs again too
         audit.record(s, caller, request, "job.retry", f"job {job_id}", owner=job.user)
         job.state = states.check_move(job.state, states.QUEUED)
         job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None

@@ -159,3 +159,48 @@ async def test_refusals_are_sentences(svc):
         "alice", "POST", "experiments?from=nni&vc=vision", content=nni, headers={"content-type": "application/yaml"}
     )
     assert r.status_code == 422 and "SMAC" in r.text and "TPE" in r.text, r.text
+
+
+# fails on its first run (no marker yet), succeeds when run again
+FLAKY = """
+import os, pathlib
+from yitong_lab import hpo
+marker = pathlib.Path(os.environ["MARKER"])
+if not marker.exists():
+    marker.write_text("ran once")
+    raise SystemExit(3)
+hpo.report_final(0.5)
+"""
+
+
+async def test_retrying_a_trials_job_revives_the_trial(svc, tmp_path):
+    body = experiment("flaky", FLAKY, max_trials=1)
+    body["template"]["env"]["MARKER"] = str(tmp_path / "marker")
+    exp = (await svc.call("alice", "POST", "experiments", json=body)).json()
+    done = await wait_exp(svc, "alice", exp["id"])
+    assert done["state"] == "done" and done["counts"] == {"failed": 1}, done
+    job_id = done["trials"][0]["job_id"]
+    r = await svc.call("alice", "POST", f"jobs/{job_id}/retry")
+    assert r.status_code == 200, r.text
+    again = await wait_exp(svc, "alice", exp["id"])
+    assert again["counts"] == {"complete": 1}, again
+    trial = again["trials"][0]
+    assert (trial["number"], trial["job_id"], trial["value"]) == (0, job_id, 0.5)
+    assert again["best"]["value"] == 0.5
+
+
+async def test_retrying_a_trial_of_a_stopped_experiment_says_resume_first(svc, tmp_path):
+    body = experiment("stopped", "import time; time.sleep(60)", max_trials=1)
+    exp = (await svc.call("alice", "POST", "experiments", json=body)).json()
+    deadline = time.monotonic() + 60
+    while not (trials := (await svc.call("alice", "GET", f"experiments/{exp['id']}")).json()["trials"]):
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    job_id = trials[0]["job_id"]
+    await wait_state(svc, "alice", job_id, ("running",))
+    assert (await svc.call("alice", "POST", f"experiments/{exp['id']}/stop")).status_code == 200
+    await wait_state(svc, "alice", job_id, ("cancelled",))
+    r = await svc.call("alice", "POST", f"jobs/{job_id}/retry")
+    assert r.status_code == 409, r.text
+    assert "stopped" in r.json()["detail"] and "resume" in r.json()["detail"]
+    assert (await svc.call("alice", "GET", f"jobs/{job_id}")).json()["state"] == "cancelled"  # nothing changed

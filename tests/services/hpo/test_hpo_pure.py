@@ -273,3 +273,59 @@ def test_importance_is_computed_again_only_when_complete_trials_change(monkeypat
     engine.importance_cached(9001, {}, [done, {**running, "state": states.COMPLETE, "value": 2.0}])
     engine.importance_cached(9002, {}, [done])  # another experiment
     assert calls == [1, 2, 1]
+
+
+@pytest.mark.parametrize(
+    "tuner, assessor",
+    [("Random", None), ("TPE", None), ("TPE", "Hyperband"), ("TPE", "Medianstop"), ("GridSearch", None)],
+)
+def test_the_kept_study_decides_as_a_replay_does(tuner, assessor):
+    """engine.ask/prune_decision with a key (the study kept between questions and updated in
+    place) give exactly what a replay of the rows gives, through running -> steps -> pruned or
+    complete, a failed trial, and a row that goes back (a retried trial: rebuilt)."""
+    import random
+
+    grid = {"c": {"_type": "choice", "_value": [1, 2, 3, 4, 5]}, "d": {"_type": "choice", "_value": ["a", "b"]}}
+    body = {
+        "name": "kept",
+        "vc": "v",
+        "space": grid if tuner == "GridSearch" else {"x": {"_type": "uniform", "_value": [0, 1]}, **grid},
+        "tuner": {"name": tuner},
+        "template": {},
+    }
+    if assessor:
+        body["assessor"] = {"name": assessor}
+    config = ExperimentSpec.model_validate(body).model_dump(mode="json")
+    key = f"test-{tuner}-{assessor}"
+    rng = random.Random(7)
+    replayed: list[dict] = []
+    kept: list[dict] = []
+
+    def update(number: int, **fields) -> None:
+        for rows in (replayed, kept):
+            rows[number] = {**rows[number], **fields}
+
+    for n in range(10 if tuner == "GridSearch" else 40):
+        asked = engine.ask(config, replayed)
+        assert engine.ask(config, kept, key=key) == asked, n
+        for rows in (replayed, kept):
+            rows.append({"number": n, "state": states.RUNNING, "value": None, "intermediate": [], "internal": asked[1]})
+        running = [r["number"] for r in replayed if r["state"] == states.RUNNING]
+        if len(running) < 2:
+            continue
+        i = running[0]
+        for _step in range(3):
+            update(i, intermediate=[*replayed[i]["intermediate"], rng.random()])
+            decision = engine.prune_decision(config, replayed, i)
+            assert engine.prune_decision(config, kept, i, key=key) == decision
+            update(i, internal={**replayed[i]["internal"], "system_attrs": decision[1]})
+            if decision[0]:
+                update(i, state=states.PRUNED)
+                break
+        else:
+            end = (states.FAILED, None) if n % 7 == 0 else (states.COMPLETE, rng.random())
+            update(i, state=end[0], value=end[1])
+        if n == 20:  # a failed trial retried: it runs again from nothing
+            j = next((r["number"] for r in replayed if r["state"] == states.FAILED), None)
+            if j is not None:
+                update(j, state=states.RUNNING, value=None, intermediate=[])
