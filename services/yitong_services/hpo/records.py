@@ -38,9 +38,30 @@ def parse(doc: Any) -> ExperimentSpec:
     return spec
 
 
-def trial_spec(config: dict[str, Any], experiment_id: int, number: int, env: dict[str, str] | None = None) -> Any:
+#: backends whose trial processes cannot write files the service reads (a pod's filesystem)
+NO_SHARED_FILES = frozenset({"kube"})
+FORWARD = ["python", "-m", "yitong_lab.hpo.forward", "--"]
+
+
+def forwarded(config: dict[str, Any], backend: str) -> bool:
+    """Whether trials report NNI's file channel through ``yitong_lab.hpo.forward`` (HTTP from the
+    trial's machine): on backends without a shared filesystem, or when the template asks
+    (``env: {YT_HPO_CHANNEL: forward}``)."""
+    return backend in NO_SHARED_FILES or (config["template"].get("env") or {}).get("YT_HPO_CHANNEL") == "forward"
+
+
+def trial_spec(
+    config: dict[str, Any],
+    experiment_id: int,
+    number: int,
+    env: dict[str, str] | None = None,
+    forward: bool = False,
+) -> Any:
     doc = dict(config["template"])
     doc["env"] = {**(doc.get("env") or {}), **(env or {})}
+    if forward and doc.get("command"):
+        command = doc["command"]
+        doc["command"] = [*FORWARD, *(["bash", "-c", command] if isinstance(command, str) else command)]
     doc["name"] = f"hpo{experiment_id}-{number}"[:32]
     doc["vc"] = config["vc"]
     return spec_from_dict(doc)
@@ -104,7 +125,7 @@ def new_trial(
     )
     session.add(trial)
     session.flush()
-    spec = trial_spec(exp.config, exp.id, number)
+    spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
     job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
     # the job's own directory: handed to the job's account at launch in multi-user mode, so the
     # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable

@@ -152,3 +152,38 @@ def test_nni_config_and_unchanged_nni_trial_through_yt(proc, tmp_path):
     assert exp["best"]["params"]["lr"] == max(exp["trials"], key=lambda t: t["value"])["params"]["lr"]
     shown = subprocess.run([str(yt), "hpo", "show", str(exp_id)], capture_output=True, text=True, env=env)
     assert shown.returncode == 0 and "complete" in shown.stdout
+
+
+def test_unchanged_nni_trial_reports_from_a_machine_without_the_shared_files(proc, tmp_path):
+    """``YT_HPO_CHANNEL: forward`` (what a Kubernetes trial gets): the trial runs through
+    ``yitong_lab.hpo.forward``, NNI's runtime writes its file channel in a private directory the
+    service never reads, and the reports reach the platform over HTTP with the job's token."""
+    python = nni_python()
+    code = tmp_path / "mnist-pytorch"
+    code.mkdir()
+    (code / "mnist.py").write_text(NNI_TRIAL)
+    body = {
+        "name": "forwarded",
+        "vc": "vision",
+        "space": NNI_SPACE,
+        "tuner": {"name": "TPE"},
+        "concurrency": 2,
+        "max_trials": 2,
+        "code": {"path": str(code)},
+        "template": {
+            "environment": {"kernel": "python3"},
+            "command": [str(python), "mnist.py"],
+            "cpu": 0.5,
+            "memory": "256Mi",
+            "env": {"YT_HPO_CHANNEL": "forward"},
+        },
+    }
+    r = proc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 201, r.text
+    exp = wait_exp(proc, r.json()["id"], lambda e: e["state"] == "done", timeout=180)
+    assert exp["counts"] == {"complete": 2}, exp
+    for t in exp["trials"]:
+        assert len(t["intermediate"]) == 3 and t["value"] == t["intermediate"][-1]
+        job = proc.call("alice", "GET", f"jobs/{t['job_id']}").json()
+        assert job["spec"]["command"][:4] == ["python", "-m", "yitong_lab.hpo.forward", "--"]
+        assert not (proc.data / "jobs" / str(t["job_id"]) / ".nni" / "metrics").exists()

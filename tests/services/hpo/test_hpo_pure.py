@@ -329,3 +329,22 @@ def test_the_kept_study_decides_as_a_replay_does(tuner, assessor):
             j = next((r["number"] for r in replayed if r["state"] == states.FAILED), None)
             if j is not None:
                 update(j, state=states.RUNNING, value=None, intermediate=[])
+
+
+def test_trials_forward_the_file_channel_where_files_are_not_shared():
+    from yitong_services.hpo.records import forwarded, trial_spec
+
+    config = ExperimentSpec.model_validate(
+        {
+            "name": "f",
+            "vc": "v",
+            "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+            "template": {"command": "python t.py", "environment": {"kernel": "python3"}},
+        }
+    ).model_dump(mode="json")
+    assert forwarded(config, "kube") and not forwarded(config, "local") and not forwarded(config, "slurm")
+    spec = trial_spec(config, 3, 1, forward=forwarded(config, "kube"))
+    assert spec.command == ["python", "-m", "yitong_lab.hpo.forward", "--", "bash", "-c", "python t.py"]
+    config["template"]["env"] = {"YT_HPO_CHANNEL": "forward"}
+    assert forwarded(config, "local")
+    assert trial_spec(config, 3, 1).command == "python t.py"  # unwrapped unless asked
