@@ -67,7 +67,7 @@ class Forwarder:
         for record in found:
             kind = "FINAL" if record.get("type") == "FINAL" else "PERIODICAL"
             try:
-                value = json.loads(record["value"]) if isinstance(record.get("value"), str) else record.get("value")
+                value: Any = json.loads(record["value"]) if isinstance(record.get("value"), str) else record["value"]
                 trial._post(kind, value)
             except (KeyError, ValueError, trial.ReportError) as e:  # a bad record: say so, go on
                 print(f"yitong: a trial report was not taken: {e}", file=sys.stderr, flush=True)

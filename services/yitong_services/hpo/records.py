@@ -148,6 +148,8 @@ def revive_trial(session: Session, job_id: int) -> None:
     if trial is None:
         return
     exp = session.get(Experiment, trial.experiment_id)
+    if exp is None:
+        return
     where = f"job {job_id} is trial {trial.number} of experiment {exp.id}"
     if exp.state == states.EXP_STOPPED:
         raise Refusal(409, f"{where}, which is stopped; resume the experiment, then retry the trial")
