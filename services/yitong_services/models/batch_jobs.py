@@ -75,7 +75,7 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
     with storage.db.session() as s:
         m = records.visible(s, person, vc, name)
         v = records.resolve(s, m, ref)
-        if mlserver.runtime_for(v.framework) is None:
+        if mlserver.runtime_for(v.framework) is None or v.framework.lower() == "python":
             what = v.framework or "of no framework"
             raise Refusal(422, f"{records.full_name(m)} v{v.number} is {what}; batch inference runs sklearn versions")
         ivc, iname, iref = _parts(body.input)

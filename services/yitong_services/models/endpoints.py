@@ -37,7 +37,7 @@ from ..vcs.allocations import allocate, release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
 from ..vcs.schemas import AllocationIn
-from . import mlserver
+from . import endpoint_keys, mlserver
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
 
@@ -88,9 +88,14 @@ def _prepare(storage: Storage, session: Session, person: Person, body: Any) -> t
     dv = session.get(DatasetVersion, v.dataset_version_id)
     assert dv is not None
     paths = [f["path"] for f in storage.manifest(dv.manifest)["files"]]
-    uri = mlserver.model_file(paths)
+    uri = mlserver.model_file(paths, v.framework)
     if uri is None:
-        raise Refusal(422, f"model {vc}/{name} v{v.number} has no single model file (.joblib, .pkl) to load")
+        what = (
+            f"{mlserver.CUSTOM_FILE} (a class Model, an MLServer MLModel)"
+            if v.framework.lower() == "python"
+            else "single model file (.joblib, .pkl)"
+        )
+        raise Refusal(422, f"model {vc}/{name} v{v.number} has no {what} to load")
     if session.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
         raise Refusal(409, f"endpoint {body.name} already exists")
     return m, v, runtime, uri
@@ -213,6 +218,7 @@ def delete(storage: Storage, settings: Any, person: Person, name: str) -> None:
             a = s.get(Allocation, e.allocation_id)
             if a is not None:
                 release(s, a)
+        endpoint_keys.drop_all(s, e.id)
         s.delete(e)
     stop(pid)
     shutil.rmtree(Path(settings.data_dir).absolute() / "endpoints" / name, ignore_errors=True)

@@ -11,12 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-#: framework -> MLServer runtime class
+#: framework -> MLServer runtime class. ``python``: MLServer's custom runtime, the version's own
+#: ``model.py`` with a class ``Model`` (an ``mlserver.MLModel``); the version's files are copied
+#: to ``<endpoint>/model/`` beside ``model-settings.json``, whose folder MLServer puts on the path.
 RUNTIMES = {
     "sklearn": "mlserver_sklearn.SKLearnModel",
     "scikit-learn": "mlserver_sklearn.SKLearnModel",
+    "python": "model.model.Model",
 }
 MODEL_SUFFIXES = (".joblib", ".pkl", ".pickle")
+CUSTOM_FILE = "model.py"
 
 
 def executable() -> str:
@@ -28,8 +32,11 @@ def runtime_for(framework: str) -> str | None:
     return RUNTIMES.get(framework.lower())
 
 
-def model_file(paths: list[str]) -> str | None:
-    """The one file the runtime loads: the first model-looking file, else the only file."""
+def model_file(paths: list[str], framework: str = "sklearn") -> str | None:
+    """The one file the runtime loads: ``model.py`` for the custom runtime; else the first
+    model-looking file, else the only file."""
+    if framework.lower() == "python":
+        return CUSTOM_FILE if CUSTOM_FILE in paths else None
     found = sorted(p for p in paths if p.endswith(MODEL_SUFFIXES))
     if found:
         return found[0]
