@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -270,7 +271,15 @@ ERRORS = [
         400,
         "endpoint echo: the request is not JSON: ",
     ),
-    ("no inputs", "POST", "echo", "/models/echo/infer", {"outputs": []}, 400, "endpoint echo: the request has no inputs"),
+    (
+        "no inputs",
+        "POST",
+        "echo",
+        "/models/echo/infer",
+        {"outputs": []},
+        400,
+        "endpoint echo: the request has no inputs",
+    ),
     # the platform lets this pass; MLServer refuses it with FastAPI's {"detail": [...]}, which the
     # platform answers in the protocol's shape
     (
@@ -386,22 +395,48 @@ def _audit(proc: Proc, action: str) -> list[dict]:
     return proc.call("admin", "GET", "audit", params={"action": action}).json()["items"]
 
 
-def test_endpoint_keys(served, monkeypatch, capsys):
-    # admins only: a member of the VC, another VC's person, anonymous
-    for who, status in (("alice", 403), ("bob", 403)):
-        assert served.call(who, "POST", "endpoints/echo/keys", json={"note": "x"}).status_code == status
-        assert served.call(who, "GET", "endpoints/echo/keys").status_code == status
-    assert httpx.post(served.base + "endpoints/echo/keys", json={}).status_code == 401
-    assert served.call("admin", "POST", "endpoints/nope/keys", json={}).status_code == 404
+def docs_key_commands() -> list[str]:
+    """The commands of docs/models.md's "Keys for outside callers" block."""
+    section = (ROOT / "docs" / "models.md").read_text().split("### Keys for outside callers", 1)[1]
+    block = section.split("```\n", 2)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("yt ")]
 
-    r = served.call("admin", "POST", "endpoints/echo/keys", json={"note": "partner A"})
-    assert r.status_code == 201, r.text
-    made = r.json()
-    key = made["key"]
-    assert key.startswith("yte_") and len(key) == 47 and made["prefix"] == key[:12] and made["revoked"] is None
-    listed = served.call("admin", "GET", "endpoints/echo/keys").json()
-    assert listed == [{k: v for k, v in made.items() if k != "key"}]
-    assert key not in json.dumps(listed)
+
+def test_endpoint_keys(served, monkeypatch, capsys):
+    from yitong_lab.cli.grammar import run
+
+    # admins only: a member of the VC, another VC's person, anonymous
+    for who in ("alice", "bob"):
+        r = served.call(who, "POST", "endpoints/echo/keys", json={"note": "x"})
+        assert (r.status_code, r.json()["detail"]) == (403, "only admins may issue endpoint keys")
+        assert served.call(who, "GET", "endpoints/echo/keys").status_code == 403
+    assert httpx.post(served.base + "endpoints/echo/keys", json={}).status_code == 401
+    r = served.call("admin", "POST", "endpoints/nope/keys", json={})
+    assert (r.status_code, r.json()["detail"]) == (404, "there is no endpoint nope")
+
+    # docs/models.md's commands, verbatim, as an admin
+    create, ls, revoke = docs_key_commands()
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    monkeypatch.setenv("YT_API_URL", served.base.rstrip("/"))
+    monkeypatch.setenv("YT_TOKEN", served.hub.tokens["admin"])
+    assert run(shlex.split(create)[1:]) == 0
+    first, key = capsys.readouterr().out.splitlines()
+    assert first == "key 1 for endpoint echo (shown once, keep it safe):"
+    assert key.startswith("yte_") and len(key) == 47
+    assert run(shlex.split(ls)[1:]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == [
+        "1",
+        f"{key[:12]}...",
+        "partner",
+        "A",
+        "admin",
+        "in",
+        "use",
+    ]
+    [made] = served.call("admin", "GET", "endpoints/echo/keys").json()
+    assert (made["id"], made["prefix"], made["note"], made["revoked"]) == (1, key[:12], "partner A", None)
+    assert key not in json.dumps(made)
     [entry] = _audit(served, "endpoint.key.create")
     assert (entry["actor"], entry["target"], entry["detail"]["note"]) == ("admin", "endpoint echo", "partner A")
     # stored hashed: the database holds the SHA-256, never the key
@@ -428,44 +463,30 @@ def test_endpoint_keys(served, monkeypatch, capsys):
     assert (unknown.status_code, unknown.json()) == (404, {"error": "there is no endpoint nope"})
     for path in ("endpoints/echo", "endpoints", "endpoints/echo/keys"):  # not a hub token
         assert httpx.get(served.base + path, headers={"Authorization": f"Bearer {key}"}).status_code == 401
-    # a key of nlp-echo does not open echo either
-    nlp_key = served.call("admin", "POST", "endpoints/nlp-echo/keys", json={}).json()["key"]
+    # a key of nlp-echo (the SDK's call) does not open echo either
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Endpoints
+
+    with Client(served.base.rstrip("/"), served.hub.tokens["admin"]) as c:
+        nlp_key = Endpoints(c).create_key("nlp-echo", note="nlp partner")["key"]
+        assert [k["note"] for k in Endpoints(c).keys("nlp-echo")] == ["nlp partner"]
     assert v2(served, "GET", "/health/ready", who=nlp_key).json() == {"error": "there is no endpoint echo"}
     assert v2(served, "GET", "/health/ready", who=nlp_key, endpoint="nlp-echo").status_code == 200
 
-    # revoked: refused at once, still listed (revoking again changes nothing)
-    assert served.call("admin", "DELETE", f"endpoints/echo/keys/{made['id']}").status_code == 204
+    # revoked (the docs' command): refused at once, still listed; revoking again changes nothing
+    assert run(shlex.split(revoke)[1:]) == 0
+    assert capsys.readouterr().out == "revoked key 1 of endpoint echo\n"
     r = v2(served, "POST", "/models/echo/infer", who=key, json={"inputs": [FP32]})
     assert r.status_code == 401 and r.json() == {"error": "this endpoint key is not valid (revoked, or never issued)"}
     [k] = served.call("admin", "GET", "endpoints/echo/keys").json()
     assert k["revoked"] is not None
-    assert served.call("admin", "DELETE", f"endpoints/echo/keys/{made['id']}").status_code == 204
-    assert served.call("alice", "DELETE", f"endpoints/echo/keys/{made['id']}").status_code == 403
-    r = served.call("admin", "DELETE", "endpoints/nlp-echo/keys/" + str(made["id"]))  # not nlp-echo's key
-    assert r.status_code == 404 and r.json()["detail"] == f"endpoint nlp-echo has no key {made['id']}"
+    assert served.call("admin", "DELETE", "endpoints/echo/keys/1").status_code == 204
+    assert served.call("alice", "DELETE", "endpoints/echo/keys/1").status_code == 403
+    r = served.call("admin", "DELETE", "endpoints/nlp-echo/keys/1")  # echo's key, not nlp-echo's
+    assert r.status_code == 404 and r.json()["detail"] == "endpoint nlp-echo has no key 1"
     assert len(_audit(served, "endpoint.key.revoke")) == 2
-
-    # the CLI and the SDK (yt deploy key ...), as an admin
-    from yitong_lab.cli.grammar import run
-
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", served.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", served.hub.tokens["admin"])
-    assert run(["deploy", "key", "create", "echo", "--note", "partner B"]) == 0
-    out = capsys.readouterr().out
-    first, new_key = out.splitlines()
-    assert first.startswith("key ") and first.endswith(" for endpoint echo (shown once, keep it safe):")
-    assert v2(served, "GET", "/health/live", who=new_key).json() == {"live": True}
-    new_id = first.split()[1]
     assert run(["deploy", "key", "ls", "echo"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["ID", "PREFIX", "NOTE", "BY", "STATE"]
-    assert [line.split()[-1] for line in lines[1:]] == ["revoked", "use"]
-    assert f"{new_key[:12]}..." in lines[2] and "partner B" in lines[2]
-    assert run(["deploy", "key", "revoke", "echo", new_id]) == 0
-    assert capsys.readouterr().out == f"revoked key {new_id} of endpoint echo\n"
-    assert v2(served, "GET", "/health/live", who=new_key).status_code == 401
+    assert capsys.readouterr().out.splitlines()[1].split()[-1] == "revoked"
     monkeypatch.setenv("YT_TOKEN", served.hub.tokens["alice"])
     assert run(["deploy", "key", "ls", "echo"]) == 1
     assert capsys.readouterr().err == "yt: only admins may list endpoint keys\n"
@@ -476,6 +497,6 @@ def test_deleting_an_endpoint_deletes_its_keys(served):
     assert v2(served, "GET", "/health/ready", who=key, endpoint="nlp-echo").status_code == 200
     assert served.call("bob", "DELETE", "endpoints/nlp-echo").status_code == 204
     db = sqlite3.connect(served.settings.parent / "yitong.sqlite")
-    assert db.execute("select count(*) from endpoint_keys").fetchone() == (2,)  # echo's two, revoked
+    assert db.execute("select count(*) from endpoint_keys").fetchone() == (1,)  # echo's, revoked
     db.close()
     assert v2(served, "GET", "/health/ready", who=key, endpoint="nlp-echo").status_code == 401
