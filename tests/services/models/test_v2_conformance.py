@@ -366,6 +366,38 @@ def test_tritonclient_http(served):
     assert wrong.value.status() == "400" and "has 3 elements; its shape [2, 2] holds 4" in str(wrong.value)
 
 
+def test_tritonclient_binary_tensors(served):
+    """The binary tensor extension: the platform checks the JSON header
+    (``Inference-Header-Content-Length``) and passes the tensors after it through; MLServer
+    1.7.1 does not read them over REST, and its refusal comes back in the protocol's shape."""
+    import tritonclient.http as th
+    from tritonclient.utils import InferenceServerException
+
+    client = th.InferenceServerClient(url=f"127.0.0.1:{served.port}/services/yitong/api/v1/endpoints/echo")
+    auth = {"Authorization": f"token {served.hub.tokens['alice']}"}
+    x = th.InferInput("x", list(NUMPY["FP32"].shape), "FP32")
+    x.set_data_from_numpy(NUMPY["FP32"], binary_data=True)
+    with pytest.raises(InferenceServerException) as refused:
+        client.infer("echo", [x], headers=auth)
+    assert refused.value.status() == "422" and "endpoint echo: the request does not fit the protocol" in str(
+        refused.value
+    )
+    header = json.dumps({"inputs": [FP32 | {"data": [1.0]}]}).encode()  # the platform checks the header
+    r = v2(
+        served,
+        "POST",
+        "/models/echo/infer",
+        content=header + b"\0" * 8,
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
+    assert (
+        r.status_code == 400
+        and "input 'x' has 1 elements; its shape [2] holds 2" in conforms("POST", "/models/echo/infer", r)["error"]
+    )
+    r = v2(served, "POST", "/models/echo/infer", content=header, headers={"Inference-Header-Content-Length": "999"})
+    assert r.status_code == 400 and "is not a length within the body" in r.json()["error"]
+
+
 @pytest.mark.skipif(not KSERVE_PY.exists(), reason="run `make kserve` (the kserve SDK's own environment)")
 def test_kserve_rest_client(served):
     base = f"{served.base}endpoints/echo"
