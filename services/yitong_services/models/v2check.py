@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain
 from typing import Any
 
 #: the protocol's tensor datatypes and the JSON values their data holds
@@ -26,23 +27,29 @@ DATATYPES: dict[str, str] = {
 _JSON_TYPES = {"bool": "true/false", "int": "integers", "number": "numbers", "str": "strings"}
 
 
-def _leaves(data: Any, out: list[Any], depth: int = 0) -> None:
-    """Append the scalars of a (possibly nested) data list to ``out``."""
+#: the Python types (as ``json`` decodes) each kind of data may hold; ``bool`` is no ``int`` here
+_TYPES: dict[str, frozenset[type]] = {
+    "bool": frozenset({bool}),
+    "int": frozenset({int}),
+    "number": frozenset({int, float}),
+    "str": frozenset({str}),
+}
+
+
+def _leaves(data: list[Any], depth: int = 0) -> list[Any]:
+    """The scalars of a (possibly nested) data list, in order (a flat list is returned as it is)."""
+    types = set(map(type, data))
+    if list not in types or depth >= 32:
+        return data
+    if types == {list}:  # rows of a matrix: flattened at C speed
+        return _leaves(list(chain.from_iterable(data)), depth + 1)
+    out: list[Any] = []
     for item in data:
-        if isinstance(item, list) and depth < 32:
-            _leaves(item, out, depth + 1)
+        if isinstance(item, list):
+            out.extend(_leaves(item, depth + 1))
         else:
             out.append(item)
-
-
-def _is(value: Any, kind: str) -> bool:
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, str)
+    return out
 
 
 def tensor_refusal(tensor: Any) -> str | None:
@@ -64,14 +71,13 @@ def tensor_refusal(tensor: Any) -> str | None:
     data = tensor.get("data")
     if not isinstance(data, list):
         return f"input {name!r}: data must be a list"
-    leaves: list[Any] = []
-    _leaves(data, leaves)
+    leaves = _leaves(data)
     if len(leaves) != math.prod(shape):
         return f"input {name!r} has {len(leaves)} elements; its shape {shape} holds {math.prod(shape)}"
     kind = DATATYPES[datatype]
-    for value in leaves:
-        if not _is(value, kind):
-            return f"input {name!r}: {datatype} data must be {_JSON_TYPES[kind]}, not {json.dumps(value)[:40]}"
+    if not set(map(type, leaves)) <= _TYPES[kind]:
+        value = next(v for v in leaves if type(v) not in _TYPES[kind])
+        return f"input {name!r}: {datatype} data must be {_JSON_TYPES[kind]}, not {json.dumps(value)[:40]}"
     return None
 
 

@@ -24,6 +24,7 @@ from .common import Caller, Ctx, as_person
 
 router = APIRouter(prefix="/endpoints", tags=["endpoints"])
 MAX_BODY = 64 << 20
+INLINE_CHECK = 64 << 10  # bytes of an infer request parsed and checked on the event loop
 _client: httpx.AsyncClient | None = None
 
 
@@ -160,7 +161,11 @@ async def _pass(name: str, rest: str, request: Request, who: Person | str, ctx: 
     if len(body) > MAX_BODY:
         raise Refusal(413, f"a request to endpoint {name} is over the {MAX_BODY}-byte limit")
     if request.method == "POST" and rest.endswith("/infer"):
-        refused = _infer_refusal(request, body, signature)
+        # small requests are checked at once; large ones off the event loop
+        if len(body) <= INLINE_CHECK:
+            refused = _infer_refusal(request, body, signature)
+        else:
+            refused = await run_in_threadpool(_infer_refusal, request, body, signature)
         if refused:
             raise Refusal(400, f"endpoint {name}: {refused}")
     headers = {

@@ -211,7 +211,8 @@ TENSORS = {
     "BYTES": {"name": "s", "shape": [2], "datatype": "BYTES", "data": ["hello", "\u4f9d\u77b3"]},
     "nested FP32": {"name": "m", "shape": [2, 2], "datatype": "FP32", "data": [[1.0, 2.0], [3.0, 4.0]]},
 }
-CASES = {k: [v] for k, v in TENSORS.items()} | {"multiple inputs": list(TENSORS.values())}
+BIG = {"name": "big", "shape": [5000, 4], "datatype": "FP32", "data": [i / 4 for i in range(20000)]}  # > 64 KiB
+CASES = {k: [v] for k, v in TENSORS.items()} | {"multiple inputs": list(TENSORS.values()), "large FP32": [BIG]}
 
 
 @pytest.mark.parametrize("rest", ["/models/echo/infer", "/models/echo/versions/v1/infer"])
@@ -270,6 +271,15 @@ ERRORS = [
         b'{"inputs": [{"name": "x", "shape": [2]',
         400,
         "endpoint echo: the request is not JSON: ",
+    ),
+    (
+        "large shape mismatch",
+        "POST",
+        "echo",
+        "/models/echo/infer",
+        {"inputs": [BIG | {"data": BIG["data"][:-1]}]},
+        400,
+        "endpoint echo: input 'big' has 19999 elements; its shape [5000, 4] holds 20000",
     ),
     (
         "no inputs",
