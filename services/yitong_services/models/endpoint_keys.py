@@ -4,7 +4,7 @@ team's service, a partner) may call its Open Inference Protocol routes, and noth
 A key is ``yte_`` and 43 URL-safe characters (256 random bits); only its SHA-256 is stored, so
 it is shown once, when it is made. It answers only for its endpoint's ``/v2/...`` routes: on
 another endpoint it gets the 404 of an unknown endpoint, on every other route the 401 of an
-unknown token. Revoking it marks the row; the next request with it is refused (there is no
+unknown token (it is never sent to the hub). Revoking it marks the row; the next request with it is refused (there is no
 cache). Deleting the endpoint deletes its keys, so a later endpoint of the same name does not
 inherit them.
 """
@@ -18,11 +18,12 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from ..core.auth import ENDPOINT_KEY_PREFIX
 from ..core.errors import Refusal
 from ..core.models import utcnow
 from .models import Endpoint, EndpointKey
 
-PREFIX = "yte_"
+PREFIX = ENDPOINT_KEY_PREFIX
 SHOWN = 12  # characters of a key kept to tell keys apart (the prefix and 8 more)
 MAX_KEYS = 64  # live keys per endpoint
 
