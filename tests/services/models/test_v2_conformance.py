@@ -537,8 +537,11 @@ def test_endpoint_keys(served, monkeypatch, capsys):
 def test_deleting_an_endpoint_deletes_its_keys(served):
     key = served.call("admin", "POST", "endpoints/nlp-echo/keys", json={}).json()["key"]
     assert v2(served, "GET", "/health/ready", who=key, endpoint="nlp-echo").status_code == 200
-    assert served.call("bob", "DELETE", "endpoints/nlp-echo").status_code == 204
     db = sqlite3.connect(served.settings.parent / "yitong.sqlite")
-    assert db.execute("select count(*) from endpoint_keys").fetchone() == (1,)  # echo's, revoked
+    [(nlp_id,)] = db.execute("select id from endpoints where name = 'nlp-echo'").fetchall()
+    others = db.execute("select count(*) from endpoint_keys where endpoint_id != ?", (nlp_id,)).fetchone()
+    assert served.call("bob", "DELETE", "endpoints/nlp-echo").status_code == 204
+    assert db.execute("select count(*) from endpoint_keys where endpoint_id = ?", (nlp_id,)).fetchone() == (0,)
+    assert db.execute("select count(*) from endpoint_keys").fetchone() == others  # echo's stay
     db.close()
     assert v2(served, "GET", "/health/ready", who=key, endpoint="nlp-echo").status_code == 401
