@@ -11,13 +11,13 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy code-server code-server-background mlserver
+.PHONY: run test install labextension docs clean lint mypy code-server code-server-background mlserver kserve
 
 run: install code-server-background
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
 	YITONG_DATA_DIR="$(DATA_DIR)" YITONG_SETTINGS="$(SETTINGS)" exec $(BIN)/jupyterhub -f jupyterhub_config.py
 
-test: install lint mlserver
+test: install lint mlserver kserve
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Linters (ruff.toml, mypy.ini; extensions/eslint.config.mjs, extensions/.prettierrc): `make test`
@@ -89,6 +89,18 @@ $(MLSERVER_STAMP):
 	    'skl2onnx==1.20.0' 'onnxruntime==1.32.0' 'onnxscript==0.7.2' 'torch==2.13.0' 'pyarrow==26.0.1'
 	touch $@
 
+# kserve's Python SDK in its own environment: its REST client is one of the two V2 clients nobody
+# here wrote that tests/services/models/test_v2_conformance.py drives through the platform (in a
+# subprocess); it pins other versions than MLServer's environment and the platform's venv.
+KSERVE_VENV := .venv-kserve
+KSERVE_STAMP := $(KSERVE_VENV)/.yitong-installed
+kserve: $(KSERVE_STAMP)
+
+$(KSERVE_STAMP):
+	test -x $(KSERVE_VENV)/bin/python || $(PYTHON) -m venv $(KSERVE_VENV)
+	$(KSERVE_VENV)/bin/python -m pip install -q 'kserve==0.21.0'
+	touch $@
+
 # Build the JupyterLab extension into extensions/yitong_lab/labextension (needs jupyterlab in
 # the venv for the builder, hence the ordered install).
 labextension:
@@ -101,4 +113,4 @@ docs: install
 	$(BIN)/python helm/values_schema.py
 
 clean:
-	rm -rf $(VENV) $(MLSERVER_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension
+	rm -rf $(VENV) $(MLSERVER_VENV) $(KSERVE_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

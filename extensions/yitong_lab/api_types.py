@@ -204,6 +204,31 @@ class EndpointIn(TypedDict):
     profile: str
 
 
+class EndpointKeyIn(TypedDict):
+    note: NotRequired[str]
+
+
+class EndpointKeyNew(TypedDict):
+    created: str
+    created_by: str
+    endpoint: str
+    id: int
+    key: str
+    note: str
+    prefix: str
+    revoked: str | None
+
+
+class EndpointKeyOut(TypedDict):
+    created: str
+    created_by: str
+    endpoint: str
+    id: int
+    note: str
+    prefix: str
+    revoked: str | None
+
+
 class EndpointOut(TypedDict):
     created: str
     model: str
@@ -909,6 +934,9 @@ __all__ = [
     "DatasetPatch",
     "Diff",
     "EndpointIn",
+    "EndpointKeyIn",
+    "EndpointKeyNew",
+    "EndpointKeyOut",
     "EndpointOut",
     "Environment",
     "Error",

@@ -1,4 +1,5 @@
-"""``yt deploy create|ls|show|delete``: model versions served over the Open Inference Protocol."""
+"""``yt deploy create|ls|show|delete``: model versions served over the Open Inference Protocol;
+``yt deploy key create|ls|revoke``: an admin's keys for callers outside the endpoint's VC."""
 
 from __future__ import annotations
 
@@ -34,6 +35,20 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("name", metavar="ENDPOINT")
     sub = verb("delete", delete, "stop an endpoint and release its allocation")
     sub.add_argument("name", metavar="ENDPOINT")
+    keys = verbs.add_parser("key", help="admin: keys for callers outside the endpoint's VC")
+    key_verbs = keys.add_subparsers(dest="key_verb", metavar="VERB", required=True)
+
+    def key_verb(name: str, func: Callable, help: str) -> Any:
+        sub = key_verbs.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(func=refusing(func))
+        sub.add_argument("name", metavar="ENDPOINT")
+        return sub
+
+    sub = key_verb("create", key_create, "issue a key for one endpoint (shown once)")
+    sub.add_argument("--note", default="", help="who the key is for")
+    key_verb("ls", key_ls, "an endpoint's keys (never the keys themselves)")
+    sub = key_verb("revoke", key_revoke, "revoke a key at once")
+    sub.add_argument("key_id", metavar="ID", type=int)
 
 
 def _text(e: dict[str, Any]) -> str:
@@ -71,3 +86,25 @@ def show(args: Any, client: Any, out: Any) -> None:
 def delete(args: Any, client: Any, out: Any) -> None:
     _endpoints(client).delete(args.name)
     out.show({"deleted": args.name}, f"deleted endpoint {args.name}")
+
+
+def key_create(args: Any, client: Any, out: Any) -> None:
+    k = _endpoints(client).create_key(args.name, note=args.note)
+    out.show(k, f"key {k['id']} for endpoint {k['endpoint']} (shown once, keep it safe):\n{k['key']}")
+
+
+def key_ls(args: Any, client: Any, out: Any) -> None:
+    rows = _endpoints(client).keys(args.name)
+    text = table(
+        ["ID", "PREFIX", "NOTE", "BY", "STATE"],
+        [
+            [str(k["id"]), k["prefix"] + "...", k["note"], k["created_by"], "revoked" if k["revoked"] else "in use"]
+            for k in rows
+        ],
+    )
+    out.show(rows, text if rows else f"endpoint {args.name} has no keys: yt deploy key create {args.name}")
+
+
+def key_revoke(args: Any, client: Any, out: Any) -> None:
+    _endpoints(client).revoke_key(args.name, args.key_id)
+    out.show({"revoked": args.key_id}, f"revoked key {args.key_id} of endpoint {args.name}")

@@ -224,6 +224,19 @@ class Endpoints:
     def delete(self, name: str) -> None:
         self.client.request("DELETE", f"/endpoints/{_q(name)}")
 
+    def create_key(self, name: str, note: str = "") -> dict[str, Any]:
+        """Admin: a key for callers outside the endpoint's VC, good for its ``/v2/...`` routes
+        only (``Authorization: Bearer <key>``); ``["key"]`` is the key, shown this once."""
+        return self.client.request("POST", f"/endpoints/{_q(name)}/keys", json={"note": note})
+
+    def keys(self, name: str) -> builtins.list[dict[str, Any]]:
+        """Admin: the endpoint's keys (id, prefix, note, created_by, created, revoked)."""
+        return self.client.request("GET", f"/endpoints/{_q(name)}/keys")
+
+    def revoke_key(self, name: str, key_id: int) -> None:
+        """Admin: revoke a key; requests with it are refused from now on."""
+        self.client.request("DELETE", f"/endpoints/{_q(name)}/keys/{int(key_id)}")
+
     def infer(self, name: str, inputs: builtins.list[dict[str, Any]]) -> dict[str, Any]:
         """One V2 infer call: ``inputs`` as the protocol writes them ({name, shape, datatype, data})."""
         return self.client.request("POST", f"/endpoints/{_q(name)}/v2/models/{_q(name)}/infer", json={"inputs": inputs})

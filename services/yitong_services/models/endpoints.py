@@ -38,7 +38,7 @@ from ..vcs.allocations import allocate, release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
 from ..vcs.schemas import AllocationIn
-from . import mlserver, runtimes
+from . import endpoint_keys, mlserver, runtimes
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
 
@@ -253,6 +253,7 @@ def delete(storage: Storage, settings: Any, person: Person, name: str) -> None:
             a = s.get(Allocation, e.allocation_id)
             if a is not None:
                 release(s, a)
+        endpoint_keys.drop_all(s, e.id)
         s.delete(e)
     stop(pid)
     shutil.rmtree(Path(settings.data_dir).absolute() / "endpoints" / name, ignore_errors=True)

@@ -96,3 +96,20 @@ class BatchJob(Base):
     output_dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
     plan: Mapped[dict[str, Any]] = mapped_column(default=dict)  # {columns, keep, chunk_rows}
     output_version: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class EndpointKey(Base):
+    """A key an admin issued for outside callers of one endpoint (people who are not of its VC).
+    Only its SHA-256 ``digest`` is kept (the key is shown once); ``prefix`` is its first
+    characters, to tell keys apart. A revoked key stays listed, with ``revoked`` set."""
+
+    __tablename__ = "endpoint_keys"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    endpoint_id: Mapped[int] = mapped_column(ForeignKey("endpoints.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    note: Mapped[str] = mapped_column(String(255), default="")
+    created_by: Mapped[str] = mapped_column(String(255))
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked: Mapped[datetime | None] = mapped_column(UTCDateTime, nullable=True, default=None)

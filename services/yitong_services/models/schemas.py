@@ -151,6 +151,24 @@ class EndpointOut(Strict):
     url: str
 
 
+class EndpointKeyIn(Strict):
+    note: str = Field("", max_length=MAX_SHORT, description="who the key is for (shown in the list)")
+
+
+class EndpointKeyOut(Strict):
+    id: int
+    endpoint: str
+    prefix: str = Field(description="the key's first characters, to tell keys apart")
+    note: str
+    created_by: str
+    created: datetime
+    revoked: datetime | None = Field(description="when it was revoked (null: in use)")
+
+
+class EndpointKeyNew(EndpointKeyOut):
+    key: str = Field(description="the key itself: shown this once (only its hash is kept)")
+
+
 Column = Annotated[str, Field(min_length=1, max_length=MAX_SHORT)]
 MAX_COLUMNS = 4096
 MAX_CHUNK_ROWS = 10_000_000

@@ -115,6 +115,12 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
         {"name": "e-{role}", "model": "t-{role}/p-{role}", "profile": "cpu-small"},
         row(422, 404, 422),
     ),
+    # per-endpoint keys: admins only, checked before the endpoint is looked up (p-<role> is no
+    # endpoint here: the admin passes and meets the 404; issued, used and revoked against a
+    # running endpoint in tests/services/models/test_v2_conformance.py)
+    ("GET", "api/v1/endpoints/{name}/keys"): (None, row(403, 403, 404)),
+    ("POST", "api/v1/endpoints/{name}/keys"): ({"note": "n-{role}"}, row(403, 403, 404)),
+    ("DELETE", "api/v1/endpoints/{name}/keys/{key_id}"): (None, row(403, 403, 404)),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
     # keys are the caller's own: nobody, admins included, reaches another person's
     ("GET", "api/v1/me/ssh-keys"): (None, ALL),
