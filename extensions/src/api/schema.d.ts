@@ -584,9 +584,10 @@ export interface paths {
         put?: never;
         /**
          * Create Endpoint
-         * @description Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
-         *     ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
-         *     until ``GET /endpoints/{name}`` finds it ready.
+         * @description Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
+         *     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
+         *     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
+         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold.
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -604,16 +605,41 @@ export interface paths {
         };
         /**
          * Get Endpoint
-         * @description One endpoint; its state is probed (``starting`` -> ``ready``).
+         * @description One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
+         *     a roll under way), ``failed``; its replicas, their jobs and traffic shares.
          */
         get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
         put?: never;
         post?: never;
         /**
          * Delete Endpoint
-         * @description The owner or an admin: stop the server and release its allocation.
+         * @description The owner or an admin: stop its replicas (their jobs are cancelled, their allocations released).
          */
         delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deploy Endpoint
+         * @description The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
+         *     without an unanswered request (the new replica starts, joins the route once ready, then the
+         *     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+         *     requests; the rest stays with the current version). Deploying the canary's version again
+         *     without ``traffic`` promotes it; deploying the old version rolls back.
+         */
+        post: operations["deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2036,6 +2062,29 @@ export interface components {
             /** Removed */
             removed: components["schemas"]["SizedPath"][];
         };
+        /**
+         * EndpointDeployIn
+         * @description Roll an endpoint to another version of its model, or give that version a canary share.
+         */
+        EndpointDeployIn: {
+            /**
+             * Model
+             * @description vc/name[@ref]: the version to deploy (of the endpoint's model)
+             */
+            model: string;
+            /**
+             * Profile
+             * @description the new replica's profile (default: the current one's)
+             */
+            profile?: string | null;
+            /**
+             * Traffic
+             * @description the deployed version's share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)
+             */
+            traffic?: {
+                [key: string]: number;
+            } | null;
+        };
         /** EndpointIn */
         EndpointIn: {
             /**
@@ -2066,8 +2115,20 @@ export interface components {
             owner: string;
             /** Reason */
             reason: string;
-            /** State */
+            /** Replicas */
+            replicas: components["schemas"]["ReplicaOut"][];
+            /**
+             * State
+             * @description queued, starting, ready or failed
+             */
             state: string;
+            /**
+             * Traffic
+             * @description target shares by version, e.g. {"v1": 90, "v2": 10}
+             */
+            traffic: {
+                [key: string]: number;
+            };
             /** Url */
             url: string;
             /** Vc */
@@ -3003,6 +3064,33 @@ export interface components {
             kernel?: string | null;
             /** Memory */
             memory?: number | null;
+        };
+        /** ReplicaOut */
+        ReplicaOut: {
+            /**
+             * Draining
+             * @description left the route; stops once its requests in flight are answered
+             */
+            draining: boolean;
+            /**
+             * Job
+             * @description the job that runs this replica (its log is the server's)
+             */
+            job: number;
+            /** Job State */
+            job_state: string;
+            /**
+             * Routed
+             * @description the route sends it requests
+             */
+            routed: boolean;
+            /** Version */
+            version: number;
+            /**
+             * Weight
+             * @description share of the endpoint's traffic in percent
+             */
+            weight: number;
         };
         /**
          * RouteIn
@@ -5229,6 +5317,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointDeployIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
             };
             /** @description Validation Error */
             422: {

@@ -114,9 +114,11 @@ def state(replicas: list[dict[str, Any]], jobs: dict[int, tuple[str, str]]) -> t
             if job_state in job_states.TERMINAL or job_state == "gone":
                 return "ready", f"rolling to {version_key(r['number'])} stopped: its replica {job_state}: {why}"
             return "ready", f"rolling to {version_key(r['number'])}: starting"
-        if any(r.get("draining") is not None for r in replicas):
-            gone = sorted({version_key(r["number"]) for r in replicas if r.get("draining") is not None})
-            return "ready", f"draining {', '.join(gone)}"
+        leaving = sorted(
+            {version_key(r["number"]) for r in replicas if r.get("draining") is not None or not r["weight"]}
+        )
+        if leaving:  # left the route (or about to, at the driver's next pass) and not stopped yet
+            return "ready", f"draining {', '.join(leaving)}"
         return "ready", ""
     if not pending:
         return "failed", "no replica runs; deploy a version again"

@@ -299,8 +299,10 @@ def test_endpoint_queues_like_a_job_until_the_quota_frees(proc, tmp_path):
     assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [0], r.text
 
 
-def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path):
+def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypatch, capsys):
     register_constants(proc, tmp_path, 3)
+    r = proc.call("alice", "PUT", "models/vision/const/aliases/production", json={"version": 3})
+    assert r.status_code == 200, r.text
     r = proc.call(
         "alice", "POST", "endpoints", json={"name": "roll", "model": "vision/const@1", "profile": "cpu-small"}
     )
@@ -327,8 +329,12 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path):
     assert proc.wait("alice", v1_job["id"])["state"] == "cancelled"  # drained, then stopped
 
     # a canary: v3 takes 10 of every 100 requests, v2 the rest
-    r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@3", "traffic": {"v3": 10}})
-    assert r.status_code == 200 and r.json()["traffic"] == {"v2": 90, "v3": 10}, r.text
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Endpoints
+
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:  # the SDK sends {"traffic": {"v3": 10}}
+        e = Endpoints(c).deploy("roll", "vision/const@production", canary=10)
+    assert e["traffic"] == {"v2": 90, "v3": 10}, e
     wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 2)
     caller = Caller(proc, "roll")
     caller.start()
@@ -337,12 +343,20 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path):
     assert [s for s in seen if s[0] != 200] == []
     share = [s[2] for s in seen].count(2) / len(seen)
     assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance
-    # promote the canary: v2 drains and stops, every request still answered
+    # promote the canary with `yt deploy roll` (it waits for the drain): every request still answered
+    from yitong_lab.cli.grammar import run
+
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
+    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
     caller = Caller(proc, "roll")
     caller.start()
-    r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@3"})
-    assert r.status_code == 200 and r.json()["traffic"] == {"v3": 100}, r.text
-    wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [3])
+    wait_for(lambda: len(caller.seen) >= 5)
+    assert run(["deploy", "roll", "roll", "vision/const@3"]) == 0
+    assert capsys.readouterr().out == "endpoint roll: v3 100%: ready\n"
+    e = proc.call("alice", "GET", "endpoints/roll").json()
+    assert [x["version"] for x in e["replicas"]] == [3]
     seen = caller.stop()
     assert seen and [s for s in seen if s[0] != 200] == [] and seen[-1][2] == 2
     # refusals with a sentence: another model, a share of another version, another VC's person

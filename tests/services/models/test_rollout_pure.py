@@ -87,6 +87,7 @@ def test_drain_and_stop(replicas, inflight, now, drain, stop):
             ("failed", "replica v1 (job 1) failed: exit code 1"),
         ),
         ([rep(1, 1, 100)], {1: ("running", "")}, ("ready", "")),
+        ([rep(1, 1, 0), rep(2, 2, 100)], {1: ("running", ""), 2: ("running", "")}, ("ready", "draining v1")),
         (
             [rep(1, 1, 0), rep(2, 2, 100, routed=False)],
             {1: ("running", ""), 2: ("queued", "waiting: x")},
