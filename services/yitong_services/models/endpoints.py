@@ -121,9 +121,17 @@ def _replica(number: int, version_id: int, job: int, port: int, root: Path, prof
     }
 
 
+KUBERNETES_REFUSAL = (
+    "on Kubernetes an endpoint is a KServe InferenceService (models/kserve.py); this service does"
+    " not create them from this route yet"
+)
+
+
 def create(
     storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
+    if backend == "kubernetes":  # a replica job's pod would have no MLServer environment
+        raise Refusal(422, KUBERNETES_REFUSAL)
     with storage.db.session() as s:
         m, v, runtime, uri, manifest = _version(storage, s, person, body.model)
         if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
@@ -170,6 +178,8 @@ def deploy(
     storage: Storage, settings: Any, person: Person, name: str, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
     """Roll endpoint ``name`` to a version of its model, or give that version ``share`` percent."""
+    if backend == "kubernetes":
+        raise Refusal(422, KUBERNETES_REFUSAL)
     with storage.db.session() as s:
         e = visible(s, person, name)
         if not (person.admin or person.name == e.owner):

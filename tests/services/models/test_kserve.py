@@ -356,3 +356,16 @@ async def test_deploy_roll_canary_and_delete_against_the_emulator(cluster, tmp_p
             }
         )
     assert [m for m in cluster.sent if m["kind"] != "InferenceService"] == []
+
+
+async def test_the_service_on_kubernetes_refuses_process_endpoints(service_factory, cluster, tmp_path):
+    """Until the routes create InferenceServices, a service on Kubernetes refuses an endpoint with
+    a sentence (a replica job's pod has no MLServer environment) instead of failing later."""
+    settings = {
+        "backend": "kubernetes",
+        "backends": {"kubernetes": {"inventory": {"nvidia.com/gpu": 4}, "images": {"python3": "python:3.12-slim"}}},
+    }
+    async with service_factory(**settings) as svc:
+        body = {"name": "iris", "model": "vision/iris@1", "profile": "cpu-small"}
+        r = await svc.call("alice", "POST", "endpoints", json=body)
+        assert r.status_code == 422 and r.json()["detail"].startswith("on Kubernetes an endpoint is a KServe"), r.text
