@@ -80,28 +80,35 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     }
 
 
-def _version(storage: Storage, session: Session, person: Person, ref: str) -> tuple[Model, ModelVersion, str, str, str]:
-    """The model version ``vc/name@ref`` with its runtime, model file and manifest (422 otherwise)."""
+def files(storage: Storage, session: Session, person: Person, ref: str) -> tuple[Model, ModelVersion, str, str]:
+    """The model version ``vc/name@ref`` with its model file and manifest (422 without one file)."""
     vc, _, rest = ref.partition("/")
     name, _, at = rest.partition("@")
     m = models.visible(session, person, vc, name)
     v = models.resolve(session, m, at or "latest")
-    runtime = mlserver.runtime_for(v.framework)
-    if runtime is None:
-        known = ", ".join(sorted(mlserver.RUNTIMES))
-        raise Refusal(
-            422, f"model {vc}/{name} v{v.number} has framework {v.framework or '(none)'}; endpoints serve {known}"
-        )
     dv = session.get(DatasetVersion, v.dataset_version_id)
     assert dv is not None
     paths = [f["path"] for f in storage.manifest(dv.manifest)["files"]]
     uri = mlserver.model_file(paths)
     if uri is None:
         raise Refusal(422, f"model {vc}/{name} v{v.number} has no single model file (.joblib, .pkl) to load")
-    return m, v, runtime, uri, dv.manifest
+    return m, v, uri, dv.manifest
 
 
-def _profile(session: Session, vc: str, name: str) -> None:
+def _version(storage: Storage, session: Session, person: Person, ref: str) -> tuple[Model, ModelVersion, str, str, str]:
+    """:func:`files` and the MLServer runtime of the version's framework (422 without one)."""
+    m, v, uri, manifest = files(storage, session, person, ref)
+    runtime = mlserver.runtime_for(v.framework)
+    if runtime is None:
+        known = ", ".join(sorted(mlserver.RUNTIMES))
+        raise Refusal(
+            422,
+            f"model {models.full_name(m)} v{v.number} has framework {v.framework or '(none)'}; endpoints serve {known}",
+        )
+    return m, v, runtime, uri, manifest
+
+
+def check_profile(session: Session, vc: str, name: str) -> None:
     profile = catalog.get_profile(session, name)
     if profile.name not in catalog.get_vc(session, vc).profiles:
         raise Refusal(422, f"VC {vc} does not offer profile {profile.name}")
@@ -121,22 +128,14 @@ def _replica(number: int, version_id: int, job: int, port: int, root: Path, prof
     }
 
 
-KUBERNETES_REFUSAL = (
-    "on Kubernetes an endpoint is a KServe InferenceService (models/kserve.py); this service does"
-    " not create them from this route yet"
-)
-
-
 def create(
     storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
-    if backend == "kubernetes":  # a replica job's pod would have no MLServer environment
-        raise Refusal(422, KUBERNETES_REFUSAL)
     with storage.db.session() as s:
         m, v, runtime, uri, manifest = _version(storage, s, person, body.model)
         if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
             raise Refusal(409, f"endpoint {body.name} already exists")
-        _profile(s, m.vc, body.profile)
+        check_profile(s, m.vc, body.profile)
         vc, model_id, version_id, number = m.vc, m.id, v.id, v.number
     root, port = replicas.prepare_dir(storage, settings, person.name, body.name, number, manifest, runtime, uri)
     try:
@@ -163,7 +162,7 @@ def create(
         raise
 
 
-def _share(body: Any, number: int) -> int:
+def share_of(body: Any, number: int) -> int:
     """The new version's share from ``traffic`` (``{"v2": 10}``; none: 100)."""
     if not body.traffic:
         return 100
@@ -178,8 +177,6 @@ def deploy(
     storage: Storage, settings: Any, person: Person, name: str, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
     """Roll endpoint ``name`` to a version of its model, or give that version ``share`` percent."""
-    if backend == "kubernetes":
-        raise Refusal(422, KUBERNETES_REFUSAL)
     with storage.db.session() as s:
         e = visible(s, person, name)
         if not (person.admin or person.name == e.owner):
@@ -190,13 +187,13 @@ def deploy(
                 422,
                 f"endpoint {name} serves model {models.full_name(s.get(Model, e.model_id))}, not {models.full_name(m)}",
             )
-        share = _share(body, v.number)
+        share = share_of(body, v.number)
         reps = list(e.replicas or [])
         last = rollout.primary(reps)
         profile_name = body.profile or (last["profile"] if last else "")
         if not profile_name:
             raise Refusal(422, f"endpoint {name} has no replica to take the profile from; give profile")
-        _profile(s, e.vc, profile_name)
+        check_profile(s, e.vc, profile_name)
         running = any(r["number"] == v.number and r.get("draining") is None for r in reps)
         vc, number, version_id = e.vc, v.number, v.id
     root = None

@@ -121,10 +121,11 @@ def merge_patch(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def status(obj: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``{state, reason, url, traffic}`` of a live InferenceService (``traffic``: ``latest`` and
-    ``previous`` percent from the predictor's component status)."""
+    """``{state, reason, url, address, traffic}`` of a live InferenceService (``address``: its
+    cluster-local URL; ``traffic``: ``latest`` and ``previous`` percent from the predictor's
+    component status)."""
     if obj is None:
-        return {"state": "failed", "reason": "the InferenceService is gone", "url": "", "traffic": {}}
+        return {"state": "failed", "reason": "the InferenceService is gone", "url": "", "address": "", "traffic": {}}
     st = obj.get("status") or {}
     ready = next((c for c in st.get("conditions") or [] if c.get("type") == "Ready"), None)
     traffic: dict[str, int] = {}
@@ -139,4 +140,5 @@ def status(obj: Mapping[str, Any] | None) -> dict[str, Any]:
         state, reason = "starting", ready.get("message") or ready.get("reason") or ""
     else:
         state, reason = "starting", ""
-    return {"state": state, "reason": reason, "url": st.get("url") or "", "traffic": traffic}
+    address = (st.get("address") or {}).get("url") or ""
+    return {"state": state, "reason": reason, "url": st.get("url") or "", "address": address, "traffic": traffic}

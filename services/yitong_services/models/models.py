@@ -83,6 +83,8 @@ class Endpoint(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # [{job, version_id, number, port, dir, weight, routed, draining}] (models/rollout.py)
     replicas: Mapped[list[dict[str, Any]]] = mapped_column(default=list)
+    # on Kubernetes: {kind: kserve, namespace, name, latest, previous, canary, profile, url} (models/endpoints_kube.py)
+    engine: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class BatchJob(Base):

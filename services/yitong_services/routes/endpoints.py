@@ -17,7 +17,9 @@ from ..core.context import Context
 from ..core.errors import Refusal
 from ..core.limits import load_json
 from ..models import endpoints as ep
+from ..models import endpoints_kube as kube
 from ..models import v2check
+from ..models.kserve_client import KServeEndpoints
 from ..models.models import Endpoint, ModelVersion
 from ..models.rollout import Router
 from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut
@@ -43,6 +45,17 @@ def traffic_router(request: Request) -> Router:
     return found
 
 
+def kserve(request: Request) -> KServeEndpoints | None:
+    """The InferenceService client where the job backend is Kubernetes (endpoints are KServe's there)."""
+    backend = request.app.state.jobs.backend
+    if backend.name != "kubernetes":
+        return None
+    found = getattr(request.app.state, "kserve", None)
+    if found is None:
+        found = request.app.state.kserve = KServeEndpoints(backend)
+    return found
+
+
 @router.get("", response_model=list[EndpointOut])
 def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
     """Endpoints of the caller's VCs."""
@@ -53,41 +66,62 @@ def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
 
 
 @router.post("", response_model=EndpointOut, status_code=201)
-def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-    ``ready`` once the server answers; 422 for a request the VC's quota can never hold."""
-    mgr = request.app.state.jobs
-    out = ep.create(ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory, mgr.backend.name)
-    mgr.wake_threadsafe()
+    ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
+    Kubernetes the endpoint is a KServe InferenceService in the VC's namespace."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        return await kube.create(ctx.storage, ctx.settings, as_person(caller), body, client)
+    args = (ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory, mgr.backend.name)
+    out = await run_in_threadpool(ep.create, *args)
+    mgr.wake()
     return out
 
 
 @router.post("/{name}/deploy", response_model=EndpointOut)
-def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
     without an unanswered request (the new replica starts, joins the route once ready, then the
     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
     requests; the rest stays with the current version). Deploying the canary's version again
-    without ``traffic`` promotes it; deploying the old version rolls back."""
-    mgr = request.app.state.jobs
-    out = ep.deploy(ctx.storage, ctx.settings, as_person(caller), name, body, ctx.inventory, mgr.backend.name)
-    mgr.wake_threadsafe()
+    without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
+    rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        return await kube.deploy(ctx.storage, ctx.settings, as_person(caller), name, body, client)
+    args = (ctx.storage, ctx.settings, as_person(caller), name, body, ctx.inventory, mgr.backend.name)
+    out = await run_in_threadpool(ep.deploy, *args)
+    mgr.wake()
     return out
 
 
 @router.get("/{name}", response_model=EndpointOut)
-def get_endpoint(name: str, caller: Caller, ctx: Ctx) -> dict:
+async def get_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
-    a roll under way), ``failed``; its replicas, their jobs and traffic shares."""
-    with ctx.db.session() as s:
-        return ep.endpoint_dict(s, ep.visible(s, as_person(caller), name))
+    a roll under way), ``failed``; its replicas, their jobs and traffic shares (on Kubernetes:
+    the InferenceService's status)."""
+    client = kserve(request)
+    if client is not None:
+        return await kube.show(ctx.storage, as_person(caller), name, client)
+
+    def read() -> dict:
+        with ctx.db.session() as s:
+            return ep.endpoint_dict(s, ep.visible(s, as_person(caller), name))
+
+    return await run_in_threadpool(read)
 
 
 @router.delete("/{name}", status_code=204)
 async def delete_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request) -> Response:
-    """The owner or an admin: stop its replicas (their jobs are cancelled, their allocations released)."""
+    """The owner or an admin: stop its replicas (their jobs are cancelled, their allocations
+    released); on Kubernetes, delete its InferenceService."""
+    client = kserve(request)
+    if client is not None:
+        await kube.delete(ctx.storage, ctx.settings, as_person(caller), name, client)
+        return Response(status_code=204)
     jobs = await run_in_threadpool(ep.delete, ctx.storage, ctx.settings, as_person(caller), name)
     for job in jobs:
         await request.app.state.jobs.cancel(job)
@@ -105,15 +139,18 @@ async def v2(name: str, rest: str, request: Request, caller: Caller, ctx: Ctx) -
         return JSONResponse({"error": refused.detail}, status_code=refused.status)
 
 
-def _target(ctx: Context, person: Person, name: str) -> tuple[list[dict[str, Any]], int, dict]:
+def _target(ctx: Context, person: Person, name: str) -> tuple[list[dict[str, Any]], str, dict]:
+    """Replicas, the one address of an endpoint without replicas (KServe's predictor, or a
+    process endpoint made before replicas), the version's signature."""
     with ctx.db.session() as s:
         e = ep.visible(s, person, name)
         v = s.get(ModelVersion, e.version_id)
-        return list(e.replicas or []), e.port, (v.signature if v else {})
+        single = (e.engine or {}).get("url") or (f"http://127.0.0.1:{e.port}" if e.port else "")
+        return list(e.replicas or []), single, (v.signature if v else {})
 
 
 async def _pass(name: str, rest: str, request: Request, caller: Caller, ctx: Ctx) -> Response:
-    reps, legacy_port, signature = await run_in_threadpool(_target, ctx, as_person(caller), name)
+    reps, single, signature = await run_in_threadpool(_target, ctx, as_person(caller), name)
     size = int(request.headers.get("content-length") or 0)
     if size > MAX_BODY:
         raise Refusal(413, f"a request to endpoint {name} of {size} bytes is over the {MAX_BODY}-byte limit")
@@ -135,8 +172,8 @@ async def _pass(name: str, rest: str, request: Request, caller: Caller, ctx: Ctx
     tried: set[int] = set()
     while True:
         replica = traffic.choose(name, reps, tried) if reps else None
-        port = replica["port"] if replica else (legacy_port if not reps and not tried else 0)
-        if not port:
+        base = f"http://127.0.0.1:{replica['port']}" if replica else (single if not reps and not tried else "")
+        if not base:
             raise Refusal(503, f"endpoint {name} is not answering (queued, starting, or stopped): try again shortly")
         job = replica["job"] if replica else 0
         tried.add(job)
@@ -144,7 +181,7 @@ async def _pass(name: str, rest: str, request: Request, caller: Caller, ctx: Ctx
         try:
             r = await client().request(
                 request.method,
-                f"http://127.0.0.1:{port}/v2/{rest}",
+                f"{base.rstrip('/')}/v2/{rest}",
                 content=body,
                 headers=headers,
                 params=request.query_params,

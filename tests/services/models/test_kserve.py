@@ -275,6 +275,7 @@ class KServeStandIn:
                 "url": f"http://{meta['name']}.{meta['namespace']}.example.com",
                 "conditions": [{"type": "Ready", "status": "True"}],
                 "components": {"predictor": {"traffic": traffic}},
+                "address": {"url": f"http://{meta['name']}-predictor.{meta['namespace']}.svc.cluster.local"},
             }
             if "generation" in meta:
                 status["observedGeneration"] = meta["generation"]
@@ -358,14 +359,62 @@ async def test_deploy_roll_canary_and_delete_against_the_emulator(cluster, tmp_p
     assert [m for m in cluster.sent if m["kind"] != "InferenceService"] == []
 
 
-async def test_the_service_on_kubernetes_refuses_process_endpoints(service_factory, cluster, tmp_path):
-    """Until the routes create InferenceServices, a service on Kubernetes refuses an endpoint with
-    a sentence (a replica job's pod has no MLServer environment) instead of failing later."""
+async def test_the_service_on_kubernetes_serves_endpoints_as_inference_services(service_factory, cluster, tmp_path):
+    """Through the service's routes (``backend: kubernetes``): create, ready, a 10% canary,
+    promotion and delete become the InferenceService's create, status and patches."""
     settings = {
         "backend": "kubernetes",
-        "backends": {"kubernetes": {"inventory": {"nvidia.com/gpu": 4}, "images": {"python3": "python:3.12-slim"}}},
+        "jobs": {"poll_interval": 0.1},
+        "backends": {
+            "kubernetes": {
+                "inventory": {"nvidia.com/gpu": 4},
+                "images": {"python3": "python:3.12-slim"},
+                "data_volume": {"persistentVolumeClaim": {"claimName": "yitong-data"}},
+            }
+        },
     }
     async with service_factory(**settings) as svc:
+        r = await svc.call("alice", "POST", "models", json={"vc": "vision", "name": "iris"})
+        assert r.status_code == 201, r.text
+        for i in (1, 2):
+            blob = bytes([i]) * 64
+            await svc.data.upload("alice", [blob])
+            body = {"files": svc.data.entries({"model.joblib": blob}), "framework": "sklearn", "format": "joblib"}
+            r = await svc.call("alice", "POST", "models/vision/iris/versions", json=body)
+            assert r.status_code == 201, r.text
+
+        async def wait(expected: dict[str, int]) -> dict[str, Any]:
+            for _ in range(100):
+                e = (await svc.call("alice", "GET", "endpoints/iris")).json()
+                if e["state"] == "ready" and e["traffic"] == expected:
+                    return e
+                await asyncio.sleep(0.1)
+            raise AssertionError(e)
+
         body = {"name": "iris", "model": "vision/iris@1", "profile": "cpu-small"}
         r = await svc.call("alice", "POST", "endpoints", json=body)
-        assert r.status_code == 422 and r.json()["detail"].startswith("on Kubernetes an endpoint is a KServe"), r.text
+        assert r.status_code == 201 and r.json()["state"] == "starting", r.text
+        [isvc] = cluster.objects("inferenceservices", "yitong-vision")
+        uri = isvc["spec"]["predictor"]["model"]["storageUri"]
+        assert uri.startswith("pvc://yitong-data/endpoints/iris/v1-") and uri.endswith("/model/model.joblib"), uri
+        assert isvc["spec"]["predictor"]["model"]["resources"]["limits"] == {"cpu": "1", "memory": "2Gi"}
+        await wait({"v1": 100})
+        r = await svc.call(
+            "alice", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@2", "traffic": {"v2": 10}}
+        )
+        assert r.status_code == 200, r.text
+        await wait({"v1": 90, "v2": 10})
+        r = await svc.call("alice", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@2"})
+        assert r.status_code == 200, r.text
+        e = await wait({"v2": 100})
+        assert e["version"] == 2
+        r = await svc.call("bob", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@1"})
+        assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint iris"
+        assert (await svc.call("alice", "DELETE", "endpoints/iris")).status_code == 204
+        assert cluster.objects("inferenceservices") == []
+        assert (await svc.call("alice", "GET", "endpoints/iris")).status_code == 404
+    sent = [m for m in cluster.sent if m["kind"] == "InferenceService"]
+    assert len(sent) == 5  # the create; each deploy's create (409: it exists) and merge patch
+    for manifest in sent:
+        predictor = {k: v for k, v in manifest["spec"]["predictor"].items() if v is not None}
+        assert_valid({**manifest, "spec": {"predictor": predictor}})
