@@ -51,7 +51,7 @@ def _prepare(
             raise Refusal(422, f"endpoint {existing} serves another model, not {m.vc}/{m.name}")
         if e is None and s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
             raise Refusal(409, f"endpoint {body.name} already exists")
-        profile_name = body.profile or (e.engine.get("profile") if e is not None else "")
+        profile_name = str(body.profile or (e.engine.get("profile") if e is not None else "") or "")
         ep.check_profile(s, m.vc, profile_name)
         profile = catalog.get_profile(s, profile_name)
         try:
