@@ -587,7 +587,8 @@ export interface paths {
          * @description Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
          *     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
          *     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold.
+         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
+         *     Kubernetes the endpoint is a KServe InferenceService in the VC's namespace.
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -606,14 +607,16 @@ export interface paths {
         /**
          * Get Endpoint
          * @description One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
-         *     a roll under way), ``failed``; its replicas, their jobs and traffic shares.
+         *     a roll under way), ``failed``; its replicas, their jobs and traffic shares (on Kubernetes:
+         *     the InferenceService's status).
          */
         get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
         put?: never;
         post?: never;
         /**
          * Delete Endpoint
-         * @description The owner or an admin: stop its replicas (their jobs are cancelled, their allocations released).
+         * @description The owner or an admin: stop its replicas (their jobs are cancelled, their allocations
+         *     released); on Kubernetes, delete its InferenceService.
          */
         delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
         options?: never;
@@ -636,7 +639,8 @@ export interface paths {
          *     without an unanswered request (the new replica starts, joins the route once ready, then the
          *     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
          *     requests; the rest stays with the current version). Deploying the canary's version again
-         *     without ``traffic`` promotes it; deploying the old version rolls back.
+         *     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
+         *     rolls the InferenceService (``canaryTrafficPercent`` for a share).
          */
         post: operations["deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post"];
         delete?: never;
