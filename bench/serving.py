@@ -213,7 +213,7 @@ def serving(args, stack, c, auth: dict[str, str], work: Path) -> None:
         if i < args.deploys - 1:
             Endpoints(c).delete(name)
     name = f"small{args.deploys - 1}"
-    endpoint_dir = stack.data_dir / "endpoints" / name
+    [endpoint_dir] = (stack.data_dir / "endpoints" / name).glob("v1-*")  # its one replica's directory
     port = json.loads((endpoint_dir / "settings.json").read_text())["http_port"]
     # the peer for (b): the same MLServer on the same files, started by hand
     peer_dir = work / "peer"

@@ -255,9 +255,14 @@ export class ModelDetail {
       row.dataset.endpoint = e.name;
       row.dataset.state = e.state;
       const state = el('span', `yt-endpoint-state yt-state-${e.state}`, e.state);
+      const shares = Object.entries(e.traffic ?? {});
+      const version =
+        shares.length > 1 // a canary: every version with its share of the traffic
+          ? shares.map(([v, percent]) => `${v} ${percent}%`).join(' · ')
+          : `v${e.version}`;
       row.append(
         el('span', 'yt-endpoint-name', e.name),
-        el('span', 'yt-endpoint-version', `v${e.version}`),
+        el('span', 'yt-endpoint-version', version),
         state,
         el('span', 'yt-endpoint-meta', `${e.owner} · since ${when(e.created)}`),
         ...(e.reason ? [el('span', 'yt-endpoint-reason', e.reason)] : [])

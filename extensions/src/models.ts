@@ -106,7 +106,10 @@ export class ModelsView extends YitongView {
           this._detailBox.replaceChildren(this._detail.node);
         }
         this._detail.update(picked, versions, endpoints);
-        starting = endpoints.some(e => e.state === 'starting');
+        // sooner while one starts or rolls (a ready endpoint with a reason is rolling or draining)
+        starting = endpoints.some(
+          e => e.state === 'starting' || (e.state === 'ready' && e.reason !== '')
+        );
       }
     } catch (error) {
       this._error.textContent = error instanceof Error ? error.message : String(error);

@@ -12,7 +12,7 @@ export type IModelVersion = Schemas['ModelVersionOut'];
 /** Versions' metrics side by side (generated `ModelComparison`); each of `versions` is
  * `{number, aliases, metrics: {name: value | null}}`. */
 export type IComparison = Schemas['ModelComparison'];
-/** An endpoint (generated `EndpointOut`); `state` is starting, ready or unavailable. */
+/** An endpoint (generated `EndpointOut`); `state` is queued, starting, ready or failed. */
 export type IEndpoint = Schemas['EndpointOut'];
 
 /** `vision/iris` -> `yitong/api/models/vision/iris` with each part escaped. */
@@ -36,7 +36,7 @@ export const fetchComparison = (model: string, refs: (number | string)[]): Promi
 export const fetchEndpoints = (): Promise<IEndpoint[]> =>
   getJSON<IEndpoint[]>('yitong/api/endpoints');
 
-/** One endpoint, its state probed by the platform (starting -> ready). */
+/** One endpoint: queued (the quota's reason), starting, ready (a roll under way in `reason`), failed. */
 export const fetchEndpoint = (name: string): Promise<IEndpoint> =>
   getJSON<IEndpoint>(`yitong/api/endpoints/${encodeURIComponent(name)}`);
 

@@ -198,6 +198,14 @@ class Diff(TypedDict):
     removed: list[SizedPath]
 
 
+class EndpointDeployIn(TypedDict):
+    "Roll an endpoint to another version of its model, or give that version a canary share."
+
+    model: str
+    profile: NotRequired[str | None]
+    traffic: NotRequired[dict[str, Any] | None]
+
+
 class EndpointIn(TypedDict):
     model: str
     name: str
@@ -235,7 +243,9 @@ class EndpointOut(TypedDict):
     name: str
     owner: str
     reason: str
+    replicas: list[ReplicaOut]
     state: str
+    traffic: dict[str, int]
     url: str
     vc: str
     version: int
@@ -643,6 +653,15 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
+class ReplicaOut(TypedDict):
+    draining: bool
+    job: int
+    job_state: str
+    routed: bool
+    version: int
+    weight: int
+
+
 class RouteIn(TypedDict):
     "Email addresses for a VC's alerts (``vc`` null: every alert), optionally only some severities."
 
@@ -933,6 +952,7 @@ __all__ = [
     "DatasetOut",
     "DatasetPatch",
     "Diff",
+    "EndpointDeployIn",
     "EndpointIn",
     "EndpointKeyIn",
     "EndpointKeyNew",
@@ -978,6 +998,7 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "ReplicaOut",
     "RouteIn",
     "RouteOut",
     "RuleIn",

@@ -1,4 +1,4 @@
-"""``yt deploy create|ls|show|delete``: model versions served over the Open Inference Protocol;
+"""``yt deploy create|roll|ls|show|delete``: model versions served over the Open Inference Protocol;
 ``yt deploy key create|ls|revoke``: an admin's keys for callers outside the endpoint's VC."""
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ def register(nouns: Any, common: Any) -> None:
     sub.add_argument("model", metavar="VC/NAME[@REF]")
     sub.add_argument("--profile", default="cpu-small", help="the resources it holds in the VC (a profile)")
     sub.add_argument("--wait", type=float, default=60, metavar="SECONDS", help="wait until ready (0: do not)")
+    sub = verb("roll", roll, "roll an endpoint to another version of its model, or give it a canary share")
+    sub.add_argument("name", metavar="ENDPOINT")
+    sub.add_argument("model", metavar="VC/NAME[@REF]")
+    sub.add_argument("--canary", type=int, metavar="PERCENT", help="the new version's share (1-100); default: all")
+    sub.add_argument("--profile", help="the new replica's resources (default: the current replica's)")
+    sub.add_argument("--wait", type=float, default=120, metavar="SECONDS", help="wait until rolled (0: do not)")
     verb("ls", ls, "endpoints of your VCs")
     sub = verb("show", show, "one endpoint and its state")
     sub.add_argument("name", metavar="ENDPOINT")
@@ -59,6 +65,7 @@ def _text(e: dict[str, Any]) -> str:
             ("VC", e["vc"]),
             ("Owner", e["owner"]),
             ("State", e["state"] + (f" ({e['reason']})" if e.get("reason") else "")),
+            ("Traffic", ", ".join(f"{v} {p}%" for v, p in sorted(e.get("traffic", {}).items())) or "-"),
             ("URL", e["url"]),
         ]
     )
@@ -67,6 +74,12 @@ def _text(e: dict[str, Any]) -> str:
 def create(args: Any, client: Any, out: Any) -> None:
     e = _endpoints(client).create(args.name, args.model, args.profile, wait=args.wait)
     out.show(e, f"endpoint {e['name']} serves {e['model']} v{e['version']}: {e['state']}")
+
+
+def roll(args: Any, client: Any, out: Any) -> None:
+    e = _endpoints(client).deploy(args.name, args.model, canary=args.canary, profile=args.profile, wait=args.wait)
+    shares = ", ".join(f"{v} {p}%" for v, p in sorted(e["traffic"].items()))
+    out.show(e, f"endpoint {e['name']}: {shares}: {e['state']}" + (f" ({e['reason']})" if e["reason"] else ""))
 
 
 def ls(args: Any, client: Any, out: Any) -> None:

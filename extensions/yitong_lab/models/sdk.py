@@ -221,6 +221,38 @@ class Endpoints:
             e = self.get(name)
         return e
 
+    def deploy(
+        self,
+        name: str,
+        model: str,
+        canary: int | None = None,
+        profile: str | None = None,
+        wait: float = 0,
+    ) -> dict[str, Any]:
+        """Roll endpoint ``name`` to ``model`` (``vc/name@ref``, a version of its model): the new
+        replica starts, takes the traffic once ready, the old one drains and stops; with
+        ``canary`` (percent) the new version takes only that share. With ``wait`` (seconds), poll
+        until the roll is done (a YitongError 504 past that)."""
+        import time
+
+        vc, mname, ref = parse_ref(model)
+        body: dict[str, Any] = {"model": model}
+        if canary is not None:
+            number = self.client.request("GET", f"/models/{_q(vc)}/{_q(mname)}/versions/{_q(ref or 'latest')}")[
+                "number"
+            ]
+            body["traffic"] = {f"v{number}": canary}
+        if profile:
+            body["profile"] = profile
+        e = self.client.request("POST", f"/endpoints/{_q(name)}/deploy", json=body)
+        deadline = time.monotonic() + wait
+        while wait and (e["state"] != "ready" or e["reason"]):
+            if time.monotonic() > deadline:
+                raise YitongError(504, f"endpoint {name} has not rolled after {wait:g} s ({e['state']}: {e['reason']})")
+            time.sleep(0.2)
+            e = self.get(name)
+        return e
+
     def delete(self, name: str) -> None:
         self.client.request("DELETE", f"/endpoints/{_q(name)}")
 

@@ -24,6 +24,8 @@ from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
+from ..models.driver import EndpointDriver
+from ..models.rollout import Router
 from ..ops.monitor import Monitor
 from ..ops.reclaim import Reclaimer
 from ..routes import ROUTERS
@@ -101,6 +103,8 @@ def create_app(
         else None,
     )
     hpo = Driver(db, jobs, ctx.inventory, settings.jobs.poll_interval)
+    endpoint_router = Router()
+    endpoints = EndpointDriver(db, jobs, endpoint_router, min(settings.jobs.poll_interval, 0.5))
 
     gateway = Gateway(ctx, jobs.backend)
     alerts = AlertsManager(settings, db, hub.token, prefix)
@@ -128,6 +132,7 @@ def create_app(
         if settings.jobs.enabled:
             await jobs.start()
             await hpo.start()
+            await endpoints.start()
         if settings.ssh.port and hub.token:
             await gateway.start()
         await alerts.start()
@@ -139,6 +144,7 @@ def create_app(
             await reclaimer.stop()
             await monitor.stop()
             await alerts.stop()
+            await endpoints.stop()
             await hpo.stop()
             await gateway.stop()
             await feed.close()
@@ -164,6 +170,8 @@ def create_app(
     app.state.ssh = gateway
     app.state.job_feed = feed
     app.state.hpo = hpo
+    app.state.endpoints = endpoints
+    app.state.endpoint_router = endpoint_router
     app.state.monitor = monitor
     app.state.reclaimer = reclaimer
     app.state.alerts = alerts

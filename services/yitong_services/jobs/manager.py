@@ -269,7 +269,7 @@ class JobManager:
     async def launch(self, job_id: int) -> None:
         try:
             launch, facts = await to_thread.run_sync(self._prepare, job_id)
-            if self.tokens is not None:  # the owner's own short-lived token, never the service's
+            if self.tokens is not None and launch.spec.hub_token:  # the owner's short-lived token, never the service's
                 launch.env.update(await self.tokens.mint(job_id, facts["attempt"], launch.user, launch.spec))
             ref = await self.backend.submit(launch)
         except Exception as e:

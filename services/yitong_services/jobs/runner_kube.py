@@ -68,6 +68,7 @@ PATHS = {  # kind -> (API prefix, plural, namespaced)
     "ClusterQueue": (KUEUE, "clusterqueues", False),
     "WorkloadPriorityClass": (KUEUE, "workloadpriorityclasses", False),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
+    "InferenceService": ("/apis/serving.kserve.io/v1beta1", "inferenceservices", True),  # models/kserve.py
 }
 
 

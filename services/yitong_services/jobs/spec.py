@@ -54,6 +54,12 @@ class JobSpec(StrictModel):
     retries: int = Field(0, ge=0, le=100)
     priority: int | str = "normal"
     max_run_time: int | None = None
+    hub_token: bool = Field(
+        True,
+        description="give the job a short-lived hub token of its owner (JUPYTERHUB_API_TOKEN, YT_TOKEN) so "
+        "yt, %yt and the SDK act as the owner inside it; false for a job that never calls the platform "
+        "(a model server): its code then cannot act as the owner",
+    )
 
     @field_validator("command", mode="before")
     @classmethod

@@ -1,24 +1,19 @@
-"""Endpoints: a model version served by MLServer as the VC owner's process (I/O; call from a
-worker thread).
+"""Endpoints: a model version served by MLServer replicas, each a job of the endpoint's VC (I/O;
+call from a worker thread).
 
-Create: the version must have a runtime (its framework) and one model file; an allocation of
-the endpoint's profile is taken in the VC (refused with the quota sentence when full); the
-version's files are materialised and copied into ``<data_dir>/endpoints/<name>/`` with MLServer's
-``settings.json`` and ``model-settings.json``, and ``mlserver start`` runs there on a free
-loopback port, in its own session, as the owner's account in multi-user mode (never with the
-service's token or environment). Delete stops the process group and releases the allocation.
-The server outlives a restart of the service (its port and pid are in the row), like a job does.
+Create: the version must have a runtime (its framework) and one model file, the VC must offer the
+profile; a replica is prepared (models/replicas.py) and its job queued like any job of the owner:
+it waits, with the queue's reason, while the VC's quota is full and starts when capacity frees
+(jobs/queue.py admits it; no second quota check here). Deploy: a replica of another version joins
+and takes its share of traffic (models/rollout.py); the endpoint driver (models/driver.py) routes
+it once ready and drains the replicas whose share went to 0. Delete cancels every replica's job.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +21,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..core.authz import Person, is_member
-from ..core.confinement import account_for
 from ..core.errors import Refusal
-from ..datasets.materialize import materialize
 from ..datasets.models import DatasetVersion
 from ..datasets.objindex import locate
 from ..datasets.storage import Storage
-from ..jobs.runner_local import drop_to
+from ..jobs.models import Job
 from ..vcs import catalog
-from ..vcs.allocations import allocate, release
+from ..vcs.allocations import release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
-from ..vcs.schemas import AllocationIn
-from . import endpoint_keys, mlserver, runtimes
+from . import endpoint_keys, replicas, rollout, runtimes
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
-
-KIND = "endpoint"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def visible(session: Session, person: Person, name: str) -> Endpoint:
@@ -58,20 +42,42 @@ def visible(session: Session, person: Person, name: str) -> Endpoint:
     return e
 
 
+def job_states(session: Session, reps: list[dict[str, Any]]) -> dict[int, tuple[str, str]]:
+    ids = [r["job"] for r in reps]
+    return {
+        i: (st, why) for i, st, why in session.execute(select(Job.id, Job.state, Job.reason).where(Job.id.in_(ids)))
+    }
+
+
 def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     m = session.get(Model, e.model_id)
     v = session.get(ModelVersion, e.version_id)
     assert m is not None and v is not None
+    reps = list(e.replicas or [])
+    jobs = job_states(session, reps)
+    state, reason = rollout.state(reps, jobs) if reps else (e.state, e.reason)
     return {
         "name": e.name,
         "vc": e.vc,
         "owner": e.owner,
         "model": models.full_name(m),
         "version": v.number,
-        "state": e.state,
-        "reason": e.reason,
+        "state": state,
+        "reason": reason,
         "created": e.created,
         "url": f"endpoints/{e.name}/v2/models/{e.name}",
+        "traffic": rollout.traffic(reps),
+        "replicas": [
+            {
+                "version": r["number"],
+                "job": r["job"],
+                "job_state": jobs.get(r["job"], ("gone", ""))[0],
+                "weight": r["weight"],
+                "routed": bool(r.get("routed")),
+                "draining": r.get("draining") is not None,
+            }
+            for r in reps
+        ],
     }
 
 
@@ -123,113 +129,131 @@ def _runtime(storage: Storage, session: Session, what: str, v: ModelVersion) -> 
     return f"{module}.{classes[0]}", ""
 
 
-def _prepare(storage: Storage, session: Session, person: Person, body: Any) -> tuple[Model, ModelVersion, str, str]:
-    vc, _, rest = body.model.partition("/")
-    name, _, ref = rest.partition("@")
+def files(storage: Storage, session: Session, person: Person, ref: str) -> tuple[Model, ModelVersion, str, str, str]:
+    """The model version ``vc/name@ref``, MLServer's runtime for it, the file it loads and the
+    version's manifest (422 with a sentence when no runtime serves it)."""
+    vc, _, rest = ref.partition("/")
+    name, _, at = rest.partition("@")
     m = models.visible(session, person, vc, name)
-    v = models.resolve(session, m, ref or "latest")
+    v = models.resolve(session, m, at or "latest")
     runtime, uri = _runtime(storage, session, f"model {vc}/{name} v{v.number}", v)
-    if session.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
-        raise Refusal(409, f"endpoint {body.name} already exists")
-    return m, v, runtime, uri
+    dv = session.get(DatasetVersion, v.dataset_version_id)
+    assert dv is not None
+    return m, v, runtime, uri, dv.manifest
 
 
-def create(storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources) -> dict[str, Any]:
+def check_profile(session: Session, vc: str, name: str) -> None:
+    profile = catalog.get_profile(session, name)
+    if profile.name not in catalog.get_vc(session, vc).profiles:
+        raise Refusal(422, f"VC {vc} does not offer profile {profile.name}")
+
+
+def _replica(number: int, version_id: int, job: int, port: int, root: Path, profile: str) -> dict[str, Any]:
+    return {
+        "job": job,
+        "version_id": version_id,
+        "number": number,
+        "port": port,
+        "dir": str(root),
+        "profile": profile,
+        "weight": 0,
+        "routed": False,
+        "draining": None,
+    }
+
+
+def create(
+    storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
+) -> dict[str, Any]:
     with storage.db.session() as s:
-        m, v, runtime, uri = _prepare(storage, s, person, body)
+        m, v, runtime, uri, manifest = files(storage, s, person, body.model)
+        if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
+            raise Refusal(409, f"endpoint {body.name} already exists")
+        check_profile(s, m.vc, body.profile)
         vc, model_id, version_id, number = m.vc, m.id, v.id, v.number
-        manifest = s.get(DatasetVersion, v.dataset_version_id).manifest  # type: ignore[union-attr]
-    alloc_in = AllocationIn.model_construct(
-        user=None, vc=vc, profile=body.profile, kind=KIND, ref=f"endpoint/{body.name}"
-    )
-    allocation, created = allocate(storage.db, person, alloc_in, inventory)
-    if not created:  # another create of the same name got there first
-        raise Refusal(409, f"endpoint {body.name} already exists")
+    root, port = replicas.prepare_dir(storage, settings, person.name, body.name, number, manifest, runtime, uri)
     try:
-        return _start(
-            storage,
-            settings,
-            person,
-            body.name,
-            vc,
-            model_id,
-            version_id,
-            number,
-            manifest,
-            runtime,
-            uri,
-            allocation["id"],
-        )
+        with storage.db.locked("~jobs") as s:
+            if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
+                raise Refusal(409, f"endpoint {body.name} already exists")
+            profile = catalog.get_profile(s, body.profile)
+            job = replicas.submit(s, person, body.name, vc, number, root, profile, inventory, backend, runtime)
+            first = _replica(number, version_id, job, port, root, profile.name) | {"weight": 100}
+            e = Endpoint(
+                name=body.name,
+                vc=vc,
+                owner=person.name,
+                model_id=model_id,
+                version_id=version_id,
+                state="queued",
+                replicas=[first],
+            )
+            s.add(e)
+            s.flush()
+            return endpoint_dict(s, e)
     except BaseException:
-        with storage.db.writing() as s:
-            a = s.get(Allocation, allocation["id"])
-            if a is not None:
-                release(s, a)
+        shutil.rmtree(root, ignore_errors=True)
         raise
 
 
-def _start(
-    storage: Storage,
-    settings: Any,
-    person: Person,
-    name: str,
-    vc: str,
-    model_id: int,
-    version_id: int,
-    number: int,
-    manifest: str,
-    runtime: str,
-    uri: str,
-    allocation_id: int,
+def share_of(body: Any, number: int) -> int:
+    """The new version's share from ``traffic`` (``{"v2": 10}``; none: 100)."""
+    if not body.traffic:
+        return 100
+    key = rollout.version_key(number)
+    other = sorted(set(body.traffic) - {key})
+    if other:
+        raise Refusal(422, f"traffic names {', '.join(other)}; give the share of the deployed version {key} only")
+    return int(body.traffic[key])
+
+
+def deploy(
+    storage: Storage, settings: Any, person: Person, name: str, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
-    root = Path(settings.data_dir).absolute() / "endpoints" / name
-    shutil.rmtree(root, ignore_errors=True)
-    (root / "model").parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(materialize(storage, manifest), root / "model")
-    port = free_port()
-    (root / "settings.json").write_text(json.dumps(mlserver.settings(port)))
-    model_settings = mlserver.model_settings(name, runtime, str(root / "model" / uri), f"v{number}")
-    if not uri:  # custom Python: the version's folder is on the path, its class the runtime
-        model_settings["parameters"]["uri"] = str(root / "model")
-    (root / "model-settings.json").write_text(json.dumps(model_settings))
-    account = account_for(settings, person.name)
-    extra: dict[str, Any] = {}
-    if account is not None:
-        for p in [root, *root.rglob("*")]:
-            os.chown(p, account["uid"], account["gid"], follow_symlinks=False)
-        extra["preexec_fn"] = partial(drop_to, account["uid"], account["gid"])
-    for p in [root, *root.rglob("*")]:
-        if p.is_dir() and not p.is_symlink():
-            p.chmod(0o700)
-        elif p.is_file() and not p.is_symlink():
-            p.chmod(0o600)
-    env = mlserver.environment(root, custom=not uri)
-    with open(root / "mlserver.log", "ab") as log:
-        proc = subprocess.Popen(
-            [mlserver.executable(), "start", str(root)],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            **extra,
-        )
-    with storage.db.writing() as s:
-        e = Endpoint(
-            name=name,
-            vc=vc,
-            owner=person.name,
-            model_id=model_id,
-            version_id=version_id,
-            allocation_id=allocation_id,
-            port=port,
-            pid=proc.pid,
-            state="starting",
-        )
-        s.add(e)
-        s.flush()
-        return endpoint_dict(s, e)
+    """Roll endpoint ``name`` to a version of its model, or give that version ``share`` percent."""
+    with storage.db.session() as s:
+        e = visible(s, person, name)
+        if not (person.admin or person.name == e.owner):
+            raise Refusal(403, f"{person.name} may not deploy to endpoint {name} of {e.owner}")
+        m, v, runtime, uri, manifest = files(storage, s, person, body.model)
+        if m.id != e.model_id:
+            raise Refusal(
+                422,
+                f"endpoint {name} serves model {models.full_name(s.get(Model, e.model_id))}, not {models.full_name(m)}",
+            )
+        share = share_of(body, v.number)
+        reps = list(e.replicas or [])
+        last = rollout.primary(reps)
+        profile_name = body.profile or (last["profile"] if last else "")
+        if not profile_name:
+            raise Refusal(422, f"endpoint {name} has no replica to take the profile from; give profile")
+        check_profile(s, e.vc, profile_name)
+        running = any(r["number"] == v.number and r.get("draining") is None for r in reps)
+        vc, number, version_id = e.vc, v.number, v.id
+    root = None
+    if not running:
+        root, port = replicas.prepare_dir(storage, settings, person.name, name, number, manifest, runtime, uri)
+    try:
+        with storage.db.locked("~jobs") as s:
+            e = visible(s, person, name)
+            reps = [dict(r) for r in e.replicas or []]
+            if root is not None and not any(r["number"] == number and r.get("draining") is None for r in reps):
+                profile = catalog.get_profile(s, profile_name)
+                job = replicas.submit(s, person, name, vc, number, root, profile, inventory, backend, runtime)
+                reps.append(_replica(number, version_id, job, port, root, profile.name))
+                root = None  # in use
+            weights = rollout.target_weights(reps, number, share)
+            for r in reps:
+                r["weight"] = weights.get(r["job"], 0)
+            e.replicas = reps
+            top = rollout.primary(reps)
+            if top is not None:
+                e.version_id = top["version_id"]
+            s.flush()
+            return endpoint_dict(s, e)
+    finally:
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def stop(pid: int) -> None:
@@ -243,17 +267,23 @@ def stop(pid: int) -> None:
         pass
 
 
-def delete(storage: Storage, settings: Any, person: Person, name: str) -> None:
-    with storage.db.writing() as s:
+def delete(storage: Storage, settings: Any, person: Person, name: str) -> list[int]:
+    """Forget the endpoint; the jobs of its replicas, for the caller to cancel."""
+    with storage.db.locked("~jobs") as s:
         e = visible(s, person, name)
         if not (person.admin or person.name == e.owner):
             raise Refusal(403, f"{person.name} may not delete endpoint {name} of {e.owner}")
-        pid = e.pid
+        pid, jobs = e.pid, [r["job"] for r in e.replicas or []]
         if e.allocation_id is not None:
             a = s.get(Allocation, e.allocation_id)
             if a is not None:
                 release(s, a)
         endpoint_keys.drop_all(s, e.id)
         s.delete(e)
-    stop(pid)
+    if pid:
+        stop(pid)
+    return jobs
+
+
+def remove_files(settings: Any, name: str) -> None:
     shutil.rmtree(Path(settings.data_dir).absolute() / "endpoints" / name, ignore_errors=True)

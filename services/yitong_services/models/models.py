@@ -62,8 +62,10 @@ class ModelAlias(Base):
 
 
 class Endpoint(Base):
-    """A deployed model version: an MLServer process of the VC owner's account on ``port``,
-    holding ``allocation_id`` in its VC while it exists."""
+    """A deployed model: ``replicas`` are MLServer processes, each a job of the VC's queue (so it
+    holds a job allocation under the VC's quota while it runs), each serving one version with a
+    share (``weight``) of the endpoint's traffic (models/rollout.py). ``version_id`` is the version
+    with the largest share. ``allocation_id``/``pid``/``port``: endpoints made before replicas."""
 
     __tablename__ = "endpoints"
 
@@ -79,6 +81,10 @@ class Endpoint(Base):
     state: Mapped[str] = mapped_column(String(16), default="starting")
     reason: Mapped[str] = mapped_column(Text, default="")
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # [{job, version_id, number, port, dir, weight, routed, draining}] (models/rollout.py)
+    replicas: Mapped[list[dict[str, Any]]] = mapped_column(default=list)
+    # on Kubernetes: {kind: kserve, namespace, name, latest, previous, canary, profile, url} (models/endpoints_kube.py)
+    engine: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
 class BatchJob(Base):

@@ -136,10 +136,13 @@ def _drop_refs(session: Session, m: Model, versions: list[ModelVersion]) -> None
 
 def refuse_if_served(session: Session, m: Model, version_ids: list[int] | None = None) -> None:
     """409 naming the endpoints that serve the model (or one of ``version_ids``)."""
-    query = select(Endpoint.name).where(Endpoint.model_id == m.id)
-    if version_ids is not None:
-        query = query.where(Endpoint.version_id.in_(version_ids))
-    names = sorted(session.scalars(query))
+    names = sorted(
+        e.name
+        for e in session.scalars(select(Endpoint).where(Endpoint.model_id == m.id))
+        if version_ids is None
+        or e.version_id in version_ids
+        or any(r.get("version_id") in version_ids for r in e.replicas or [])
+    )
     if names:
         raise Refusal(409, f"model {full_name(m)} is served by endpoint {', '.join(names)}; delete it first")
 

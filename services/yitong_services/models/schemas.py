@@ -139,16 +139,42 @@ class EndpointIn(Strict):
     profile: Name = Field(description="the resources the endpoint holds in the VC, as a profile the VC offers")
 
 
+class EndpointDeployIn(Strict):
+    """Roll an endpoint to another version of its model, or give that version a canary share."""
+
+    model: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9-]{0,31}/[a-z0-9][a-z0-9-]{0,31}(@[A-Za-z0-9._-]{1,64})?$",
+        description="vc/name[@ref]: the version to deploy (of the endpoint's model)",
+    )
+    traffic: dict[Annotated[str, Field(pattern=r"^v[0-9]{1,9}$")], Annotated[int, Field(ge=1, le=100)]] | None = Field(
+        None,
+        max_length=1,
+        description='the deployed version\'s share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)',
+    )
+    profile: Name | None = Field(None, description="the new replica's profile (default: the current one's)")
+
+
+class ReplicaOut(Strict):
+    version: int
+    job: int = Field(description="the job that runs this replica (its log is the server's)")
+    job_state: str
+    weight: int = Field(description="share of the endpoint's traffic in percent")
+    routed: bool = Field(description="the route sends it requests")
+    draining: bool = Field(description="left the route; stops once its requests in flight are answered")
+
+
 class EndpointOut(Strict):
     name: str
     vc: str
     owner: str
     model: str
     version: int
-    state: str
+    state: str = Field(description="queued, starting, ready or failed")
     reason: str
     created: datetime
     url: str
+    traffic: dict[str, int] = Field(description='target shares by version, e.g. {"v1": 90, "v2": 10}')
+    replicas: list[ReplicaOut]
 
 
 class EndpointKeyIn(Strict):

@@ -1,7 +1,10 @@
-"""Endpoints: deploy a model version (Open Inference Protocol, served by MLServer), list, show,
-delete; ``/endpoints/{name}/v2/...`` passes health, metadata and infer through to it."""
+"""Endpoints: deploy a model version (Open Inference Protocol, served by MLServer replicas that
+queue like jobs), roll to another version or give it a canary share, list, show, delete;
+``/endpoints/{name}/v2/...`` passes health, metadata and infer through to a routed replica."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request, Response
@@ -16,9 +19,12 @@ from ..core.errors import Refusal
 from ..core.limits import DocumentError, load_json
 from ..models import endpoint_keys as keys
 from ..models import endpoints as ep
+from ..models import endpoints_kube as kube
 from ..models import v2check
+from ..models.kserve_client import KServeEndpoints
 from ..models.models import Endpoint, ModelVersion
-from ..models.schemas import EndpointIn, EndpointOut
+from ..models.rollout import Router
+from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut
 from ..vcs.models import VC
 from .common import Caller, Ctx, as_person
 
@@ -35,6 +41,24 @@ def client() -> httpx.AsyncClient:
     return _client
 
 
+def traffic_router(request: Request) -> Router:
+    found = getattr(request.app.state, "endpoint_router", None)
+    if found is None:
+        found = request.app.state.endpoint_router = Router()
+    return found
+
+
+def kserve(request: Request) -> KServeEndpoints | None:
+    """The InferenceService client where the job backend is Kubernetes (endpoints are KServe's there)."""
+    backend = request.app.state.jobs.backend
+    if backend.name != "kubernetes":
+        return None
+    found = getattr(request.app.state, "kserve", None)
+    if found is None:
+        found = request.app.state.kserve = KServeEndpoints(backend)
+    return found
+
+
 @router.get("", response_model=list[EndpointOut])
 def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
     """Endpoints of the caller's VCs."""
@@ -45,58 +69,77 @@ def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
 
 
 @router.post("", response_model=EndpointOut, status_code=201)
-def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx) -> dict:
-    """Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
-    ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
-    until ``GET /endpoints/{name}`` finds it ready."""
-    return ep.create(ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory)
+async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
+    ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
+    queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
+    ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
+    Kubernetes the endpoint is a KServe InferenceService in the VC's namespace."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        return await kube.create(ctx.storage, ctx.settings, as_person(caller), body, client)
+    args = (ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory, mgr.backend.name)
+    out = await run_in_threadpool(ep.create, *args)
+    mgr.wake()
+    return out
 
 
-async def _ready(port: int) -> bool:
-    try:
-        r = await client().get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200
-
-
-def _read(ctx: Context, person: Person, name: str) -> tuple[dict, int]:
-    with ctx.db.session() as s:
-        e = ep.visible(s, person, name)
-        return ep.endpoint_dict(s, e), e.port
-
-
-def _write_state(ctx: Context, person: Person, name: str, state: str) -> None:
-    with ctx.db.writing() as s:
-        ep.visible(s, person, name).state = state
+@router.post("/{name}/deploy", response_model=EndpointOut)
+async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
+    without an unanswered request (the new replica starts, joins the route once ready, then the
+    old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+    requests; the rest stays with the current version). Deploying the canary's version again
+    without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
+    rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        return await kube.deploy(ctx.storage, ctx.settings, as_person(caller), name, body, client)
+    args = (ctx.storage, ctx.settings, as_person(caller), name, body, ctx.inventory, mgr.backend.name)
+    out = await run_in_threadpool(ep.deploy, *args)
+    mgr.wake()
+    return out
 
 
 @router.get("/{name}", response_model=EndpointOut)
-async def get_endpoint(name: str, caller: Caller, ctx: Ctx) -> dict:
-    """One endpoint; its state is probed (``starting`` -> ``ready``)."""
-    person = as_person(caller)
-    out, port = await run_in_threadpool(_read, ctx, person, name)
-    state = "ready" if await _ready(port) else ("starting" if out["state"] == "starting" else "unavailable")
-    if state != out["state"]:
-        await run_in_threadpool(_write_state, ctx, person, name, state)
-    return out | {"state": state}
+async def get_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
+    a roll under way), ``failed``; its replicas, their jobs and traffic shares (on Kubernetes:
+    the InferenceService's status)."""
+    client = kserve(request)
+    if client is not None:
+        return await kube.show(ctx.storage, as_person(caller), name, client)
+
+    def read() -> dict:
+        with ctx.db.session() as s:
+            return ep.endpoint_dict(s, ep.visible(s, as_person(caller), name))
+
+    return await run_in_threadpool(read)
 
 
 @router.delete("/{name}", status_code=204)
-def delete_endpoint(name: str, caller: Caller, ctx: Ctx) -> Response:
-    """The owner or an admin: stop the server and release its allocation."""
-    ep.delete(ctx.storage, ctx.settings, as_person(caller), name)
+async def delete_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request) -> Response:
+    """The owner or an admin: stop its replicas (their jobs are cancelled, their allocations
+    released); on Kubernetes, delete its InferenceService."""
+    client = kserve(request)
+    if client is not None:
+        await kube.delete(ctx.storage, ctx.settings, as_person(caller), name, client)
+        return Response(status_code=204)
+    jobs = await run_in_threadpool(ep.delete, ctx.storage, ctx.settings, as_person(caller), name)
+    for job in jobs:
+        await request.app.state.jobs.cancel(job)
+    await run_in_threadpool(ep.remove_files, ctx.settings, name)
     return Response(status_code=204)
 
 
 @router.api_route("/{name}/v2", methods=["GET"], include_in_schema=False)
 @router.api_route("/{name}/v2/{rest:path}", methods=["GET", "POST"], include_in_schema=False)
 async def v2(name: str, request: Request, ctx: Ctx, rest: str = "") -> Response:
-    """Open Inference Protocol calls, passed through to the endpoint's server for members of its
-    VC (a hub token) and for holders of one of its keys (``models/endpoint_keys.py``). Every
-    refusal and every error of the model server is answered in the protocol's error shape,
-    ``{"error": sentence}``: the caller's own (401, 404 as for an unknown endpoint), a request
-    that breaks the protocol or the version's signature (400), a server that is not up (503)."""
+    """Open Inference Protocol calls, passed through to a routed replica for members of its VC (a
+    hub token) and for holders of one of its keys (``models/endpoint_keys.py``). Every refusal and
+    every error of the model server is answered in the protocol's error shape, ``{"error":
+    sentence}``: the caller's own (401, 404 as for an unknown endpoint), a request that breaks the
+    protocol or the version's signature (400), no replica answering (503)."""
     try:
         who = await _caller(request, ctx)
         return await _pass(name, rest, request, who, ctx)
@@ -121,7 +164,9 @@ async def _caller(request: Request, ctx: Context) -> Person | str:
     return as_person(identity)
 
 
-def _target(ctx: Context, who: Person | str, name: str) -> tuple[int, dict]:
+def _target(ctx: Context, who: Person | str, name: str) -> tuple[list[dict[str, Any]], str, dict]:
+    """Replicas, the one address of an endpoint without replicas (KServe's predictor, or a
+    process endpoint made before replicas), the version's signature."""
     with ctx.db.session() as s:
         if isinstance(who, str):
             opens = keys.endpoint_of(s, who)
@@ -133,7 +178,8 @@ def _target(ctx: Context, who: Person | str, name: str) -> tuple[int, dict]:
         else:
             e = ep.visible(s, who, name)
         v = s.get(ModelVersion, e.version_id)
-        return e.port, (v.signature if v else {})
+        single = (e.engine or {}).get("url") or (f"http://127.0.0.1:{e.port}" if e.port else "")
+        return list(e.replicas or []), single, (v.signature if v else {})
 
 
 def _infer_refusal(request: Request, body: bytes, signature: dict) -> str | None:
@@ -153,7 +199,7 @@ def _infer_refusal(request: Request, body: bytes, signature: dict) -> str | None
 
 
 async def _pass(name: str, rest: str, request: Request, who: Person | str, ctx: Context) -> Response:
-    port, signature = await run_in_threadpool(_target, ctx, who, name)
+    reps, single, signature = await run_in_threadpool(_target, ctx, who, name)
     size = int(request.headers.get("content-length") or 0)
     if size > MAX_BODY:
         raise Refusal(413, f"a request to endpoint {name} of {size} bytes is over the {MAX_BODY}-byte limit")
@@ -171,23 +217,37 @@ async def _pass(name: str, rest: str, request: Request, who: Person | str, ctx: 
     headers = {
         k: v for k, v in request.headers.items() if k.lower() in ("content-type", "inference-header-content-length")
     }
-    try:
-        r = await client().request(
-            request.method,
-            f"http://127.0.0.1:{port}/v2" + (f"/{rest}" if rest else ""),
-            content=body,
-            headers=headers,
-            params=request.query_params,
-        )
-    except httpx.HTTPError:
-        raise Refusal(503, f"endpoint {name} is not answering (starting, or stopped): try again shortly") from None
-    if r.status_code >= 400:
-        sentence = v2check.error_sentence(r.status_code, r.content)
-        if sentence:
-            return JSONResponse({"error": f"endpoint {name}: {sentence}"}, status_code=r.status_code)
-    if r.status_code == 200 and not r.content and request.method == "GET":
-        filled = v2check.health_body(rest)
-        if filled is not None:
-            return JSONResponse(filled)
-    keep = {k: v for k, v in r.headers.items() if k.lower() in ("content-type", "inference-header-content-length")}
-    return Response(content=r.content, status_code=r.status_code, headers=keep)
+    traffic = traffic_router(request)
+    tried: set[int] = set()
+    while True:
+        replica = traffic.choose(name, reps, tried) if reps else None
+        base = f"http://127.0.0.1:{replica['port']}" if replica else (single if not reps and not tried else "")
+        if not base:
+            raise Refusal(503, f"endpoint {name} is not answering (queued, starting, or stopped): try again shortly")
+        job = replica["job"] if replica else 0
+        tried.add(job)
+        traffic.enter(job)
+        try:
+            r = await client().request(
+                request.method,
+                f"{base.rstrip('/')}/v2" + (f"/{rest}" if rest else ""),
+                content=body,
+                headers=headers,
+                params=request.query_params,
+            )
+        except httpx.ConnectError:
+            continue  # that replica stopped meanwhile: the next routed one answers
+        except httpx.HTTPError:
+            raise Refusal(503, f"endpoint {name} is not answering (starting, or stopped): try again shortly") from None
+        finally:
+            traffic.leave(job)
+        if r.status_code >= 400:
+            sentence = v2check.error_sentence(r.status_code, r.content)
+            if sentence:
+                return JSONResponse({"error": f"endpoint {name}: {sentence}"}, status_code=r.status_code)
+        if r.status_code == 200 and not r.content and request.method == "GET":
+            filled = v2check.health_body(rest)
+            if filled is not None:
+                return JSONResponse(filled)
+        keep = {k: v for k, v in r.headers.items() if k.lower() in ("content-type", "inference-header-content-length")}
+        return Response(content=r.content, status_code=r.status_code, headers=keep)

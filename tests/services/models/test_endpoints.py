@@ -7,6 +7,7 @@ and BOOL inputs, health and metadata, error shapes, the VC boundary and the VC's
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -68,10 +69,24 @@ def deploy(proc, tmp_path) -> tuple[dict, float, list[str]]:
     started = time.monotonic()
     r = proc.call("alice", "POST", "endpoints", json={"name": "iris", "model": "vision/iris@1", "profile": "cpu-small"})
     assert r.status_code == 201, r.text
-    while (e := proc.call("alice", "GET", "endpoints/iris").json())["state"] != "ready":
-        assert time.monotonic() - started < 60, (e, (tmp_path / "data/endpoints/iris/mlserver.log").read_text()[-3000:])
-        time.sleep(0.2)
+    e = wait_endpoint(proc, "iris", lambda e: e["state"] == "ready")
     return e, time.monotonic() - started, expected
+
+
+def wait_endpoint(proc, name: str, done, timeout: float = 90, who: str = "alice") -> dict:
+    started = time.monotonic()
+    while not done(e := proc.call(who, "GET", f"endpoints/{name}").json()):
+        assert time.monotonic() - started < timeout, (e, proc.log.read_text()[-3000:])
+        time.sleep(0.2)
+    return e
+
+
+def wait_for(what, timeout: float = 60):
+    started = time.monotonic()
+    while not (got := what()):
+        assert time.monotonic() - started < timeout
+        time.sleep(0.2)
+    return got
 
 
 def test_v2_conformance_through_the_platform(proc, tmp_path):
@@ -126,13 +141,17 @@ def test_v2_conformance_through_the_platform(proc, tmp_path):
     r = proc.call("alice", "GET", "endpoints/nope/v2/health/ready")
     assert r.status_code == 404 and r.json() == {"error": "there is no endpoint nope"}
 
-    # the endpoint holds an allocation in its VC; a VC whose quota is full refuses with the sentence
-    allocs = [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "endpoint"]
-    assert [(a["vc"], a["ref"]) for a in allocs] == [("vision", "endpoint/iris")]
-    r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 1, "memory": "2Gi"}})
+    # the endpoint's replica is a job of alice in its VC, holding the job's allocation
+    [replica] = e["replicas"]
+    allocs = [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"]
+    assert [(a["vc"], a["ref"], a["user"]) for a in allocs] == [("vision", str(replica["job"]), "alice")]
+    assert (replica["version"], replica["weight"], replica["routed"]) == (1, 100, True)
+    assert e["traffic"] == {"v1": 100}
+    # a request the VC's quota can never hold is refused at once; nothing is queued
+    r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 1, "memory": "1Gi"}})
     assert r.status_code == 200, r.text
     r = proc.call("alice", "POST", "endpoints", json={"name": "iris2", "model": "vision/iris", "profile": "cpu-small"})
-    assert r.status_code == 409 and "cpu" in r.json()["detail"], r.text
+    assert r.status_code == 422 and "VC vision's quota is 1Gi memory" in r.json()["detail"], r.text
     assert proc.call("bob", "DELETE", "endpoints/iris").status_code == 404
     for path in ("models/vision/iris/versions/1", "models/vision/iris"):  # not from under a running endpoint
         r = proc.call("alice", "DELETE", path)
@@ -169,7 +188,7 @@ def test_yt_deploy_and_magic(proc, tmp_path, monkeypatch, capsys):
     assert run(["deploy", "delete", "iris"]) == 0
     assert capsys.readouterr().out == "deleted endpoint iris\n"
     assert proc.call("alice", "DELETE", "endpoints/iris").status_code == 404
-    assert [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "endpoint"] == []
+    wait_for(lambda: [a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"] == [])
     r = proc.call("alice", "GET", "endpoints/iris/v2/health/ready")
     assert r.status_code == 404
 
@@ -201,3 +220,151 @@ def test_convert_to_onnx_checked_and_registered_with_lineage(proc, tmp_path, mon
     # converting the ONNX version again is refused with a sentence
     assert run(["model", "convert", "vision/iris@2", "--python", str(MLSERVER_PY)]) == 1
     assert "ONNX conversion takes sklearn" in capsys.readouterr().err
+
+
+CONSTANT = """
+import sys, joblib, numpy as np
+from sklearn.dummy import DummyClassifier
+x = np.zeros((4, 4), dtype="float32")
+for n, out in enumerate(sys.argv[1:]):
+    joblib.dump(DummyClassifier(strategy="constant", constant=n).fit(x, [0, 1, 2, n]), out + "/model.joblib")
+"""
+INFER = {"inputs": [{"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
+
+
+def register_constants(proc, tmp_path, count: int) -> None:
+    """vision/const v1..v<count>: version n predicts n - 1 for every row."""
+    dirs = [tmp_path / f"const{n}" for n in range(1, count + 1)]
+    for d in dirs:
+        d.mkdir()
+    subprocess.run([MLSERVER_PY, "-c", CONSTANT, *map(str, dirs)], capture_output=True, text=True, check=True)
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Models
+
+    signature = {"inputs": [{"name": "predict", "datatype": "FP32", "shape": [-1, 4]}], "outputs": []}
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:
+        for d in dirs:
+            Models(c).register(
+                "vision/const", d, framework="sklearn", format="joblib", signature=signature, progress=None
+            )
+
+
+class Caller(threading.Thread):
+    """Sends infer requests one after another until stopped; keeps (status, model_version, prediction)."""
+
+    def __init__(self, proc, name: str) -> None:
+        super().__init__(daemon=True)
+        self.url = proc.base + f"endpoints/{name}/v2/models/{name}/infer"
+        self.headers = {"Authorization": f"token {proc.hub.tokens['alice']}"}
+        self.seen: list[tuple[int, str, int | None]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(headers=self.headers, timeout=30) as c:
+            while not self.halt.is_set():
+                try:
+                    r = c.post(self.url, json=INFER)
+                except httpx.HTTPError as e:
+                    self.seen.append((0, repr(e), None))
+                    continue
+                doc = r.json() if r.status_code == 200 else {}
+                data = doc.get("outputs", [{}])[0].get("data", [None])
+                self.seen.append((r.status_code, doc.get("model_version", r.text), data[0]))
+
+    def stop(self) -> list[tuple[int, str, int | None]]:
+        self.halt.set()
+        self.join(30)
+        return self.seen
+
+
+def test_endpoint_queues_like_a_job_until_the_quota_frees(proc, tmp_path):
+    register_constants(proc, tmp_path, 1)
+    r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 1, "memory": "4Gi"}})
+    assert r.status_code == 200, r.text
+    job = {"name": "hog", "vc": "vision", "environment": {"kernel": "python3"}, "command": ["sleep", "600"], "cpu": 1}
+    r = proc.call("alice", "POST", "jobs", json=job)
+    assert r.status_code == 201, r.text
+    hog = r.json()["id"]
+    proc.wait("alice", hog, states=("running",))
+    r = proc.call("alice", "POST", "endpoints", json={"name": "q", "model": "vision/const@1", "profile": "cpu-small"})
+    assert r.status_code == 201, r.text
+    e = wait_endpoint(proc, "q", lambda e: e["reason"].startswith("waiting: VC vision"))
+    assert e["state"] == "queued" and "cpu" in e["reason"], e
+    assert e["replicas"][0]["job_state"] == "queued"
+    queued = proc.call("alice", "GET", f"jobs/{e['replicas'][0]['job']}").json()
+    assert (queued["state"], queued["reason"]) == ("queued", e["reason"])  # the same words as the job's
+    assert proc.call("alice", "POST", f"jobs/{hog}/cancel").status_code == 202
+    e = wait_endpoint(proc, "q", lambda e: e["state"] == "ready")
+    r = proc.call("alice", "POST", "endpoints/q/v2/models/q/infer", json=INFER)
+    assert r.status_code == 200 and r.json()["outputs"][0]["data"] == [0], r.text
+
+
+def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypatch, capsys):
+    register_constants(proc, tmp_path, 3)
+    r = proc.call("alice", "PUT", "models/vision/const/aliases/production", json={"version": 3})
+    assert r.status_code == 200, r.text
+    r = proc.call(
+        "alice", "POST", "endpoints", json={"name": "roll", "model": "vision/const@1", "profile": "cpu-small"}
+    )
+    assert r.status_code == 201, r.text
+    wait_endpoint(proc, "roll", lambda e: e["state"] == "ready")
+
+    # a full roll to v2 while a client calls without a pause
+    caller = Caller(proc, "roll")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 20)
+    r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@2"})
+    assert r.status_code == 200, r.text
+    assert r.json()["traffic"] == {"v2": 100} and r.json()["state"] == "ready"  # v1 answers meanwhile
+    e = wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [2] and e["reason"] == "")
+    count = len(caller.seen)
+    wait_for(lambda: len(caller.seen) >= count + 20)
+    seen = caller.stop()
+    assert [s for s in seen if s[0] != 200] == []  # zero failures
+    predictions = [s[2] for s in seen]
+    first_v2 = predictions.index(1)
+    assert set(predictions[:first_v2]) == {0} and set(predictions[first_v2:]) == {1}, predictions
+    assert {s[1] for s in seen} == {"v1", "v2"} and e["version"] == 2
+    v1_job = next(j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "roll-v1")
+    assert proc.wait("alice", v1_job["id"])["state"] == "cancelled"  # drained, then stopped
+
+    # a canary: v3 takes 10 of every 100 requests, v2 the rest
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Endpoints
+
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:  # the SDK sends {"traffic": {"v3": 10}}
+        e = Endpoints(c).deploy("roll", "vision/const@production", canary=10)
+    assert e["traffic"] == {"v2": 90, "v3": 10}, e
+    wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 2)
+    caller = Caller(proc, "roll")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 300)
+    seen = caller.stop()[:300]
+    assert [s for s in seen if s[0] != 200] == []
+    share = [s[2] for s in seen].count(2) / len(seen)
+    assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance
+    # promote the canary with `yt deploy roll` (it waits for the drain): every request still answered
+    from yitong_lab.cli.grammar import run
+
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
+    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    caller = Caller(proc, "roll")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 5)
+    assert run(["deploy", "roll", "roll", "vision/const@3"]) == 0
+    assert capsys.readouterr().out == "endpoint roll: v3 100%: ready\n"
+    e = proc.call("alice", "GET", "endpoints/roll").json()
+    assert [x["version"] for x in e["replicas"]] == [3]
+    seen = caller.stop()
+    assert seen and [s for s in seen if s[0] != 200] == [] and seen[-1][2] == 2
+    # refusals with a sentence: another model, a share of another version, another VC's person
+    r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/iris@1"})
+    assert r.status_code == 404, r.text
+    r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@1", "traffic": {"v2": 5}})
+    assert r.status_code == 422 and r.json()["detail"] == (
+        "traffic names v2; give the share of the deployed version v1 only"
+    )
+    r = proc.call("bob", "POST", "endpoints/roll/deploy", json={"model": "vision/const@1"})
+    assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint roll"

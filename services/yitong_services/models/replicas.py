@@ -1,0 +1,133 @@
+"""One replica of an endpoint: its directory (the version's files, MLServer's settings) and the
+job that runs MLServer there (I/O apart from :func:`replica_spec`; call from a worker thread).
+
+The job is an ordinary job of the endpoint's owner in the endpoint's VC (jobs/records.py
+``create``): it queues when the VC's quota is full, holds a job allocation of the profile's
+resources while it runs, and its log is MLServer's. The port is chosen when the replica is made
+and saved in the replica (never recomputed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from ..core.authz import Person
+from ..core.confinement import account_for
+from ..datasets.materialize import materialize
+from ..datasets.storage import Storage
+from ..jobs import records as jobs
+from ..jobs.spec import spec_from_dict
+from ..vcs.models import Profile
+from ..vcs.quantities import Resources
+from . import mlserver, runtimes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def job_name(endpoint: str, number: int) -> str:
+    """``<endpoint>-v<n>``, cut to a job name's 32 characters."""
+    suffix = f"-v{number}"
+    return endpoint[: 32 - len(suffix)].rstrip("-") + suffix
+
+
+def replica_spec(
+    *,
+    endpoint: str,
+    number: int,
+    vc: str,
+    root: str,
+    profile: dict[str, Any],
+    executable: str,
+    python_path: str = "",
+) -> dict[str, Any]:
+    """The job spec of a replica: ``mlserver start <root>`` with the profile's resources, the
+    platform's runtime classes (and a custom version's own folder) on ``PYTHONPATH``, and no hub
+    token: a model server never calls the platform, and a version's code must not act as its owner."""
+    spec: dict[str, Any] = {
+        "name": job_name(endpoint, number),
+        "vc": vc,
+        "environment": {"kernel": profile.get("kernel") or "python3"},
+        "command": [executable, "start", root],
+        "cpu": profile["cpu"],
+        "memory": profile["memory"],
+        "env": {"PYTHONUNBUFFERED": "1", **({"PYTHONPATH": python_path} if python_path else {})},
+        "hub_token": False,
+    }
+    if profile.get("accelerator"):
+        spec["accelerator"] = profile["accelerator"]
+    return spec
+
+
+def prepare_dir(
+    storage: Storage, settings: Any, owner: str, endpoint: str, number: int, manifest: str, runtime: str, uri: str
+) -> tuple[Path, int]:
+    """``<data_dir>/endpoints/<endpoint>/v<n>-<random>/``: the version's files and MLServer's
+    settings on a free loopback port; owned by the owner's account in multi-user mode."""
+    base = Path(settings.data_dir).absolute() / "endpoints" / endpoint
+    root = base / f"v{number}-{secrets.token_hex(4)}"
+    root.mkdir(parents=True)
+    shutil.copytree(materialize(storage, manifest), root / "model")
+    port = free_port()
+    (root / "settings.json").write_text(json.dumps(mlserver.settings(port)))
+    # custom Python (no file): the version's folder is on the path and its class is the runtime
+    model_settings = mlserver.model_settings(endpoint, runtime, str(root / "model" / uri), f"v{number}")
+    (root / "model-settings.json").write_text(json.dumps(model_settings))
+    account = account_for(settings, owner)
+    for p in [base, root, *root.rglob("*")]:
+        if account is not None:
+            os.chown(p, account["uid"], account["gid"], follow_symlinks=False)
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(0o700)
+        elif p.is_file() and not p.is_symlink():
+            p.chmod(0o600)
+    return root, port
+
+
+def submit(
+    session: Session,
+    person: Person,
+    endpoint: str,
+    vc: str,
+    number: int,
+    root: Path,
+    profile: Profile,
+    inventory: Resources,
+    backend: str,
+    runtime: str = "",
+) -> int:
+    """Queue the replica's job (the caller holds the ``~jobs`` lock); its id."""
+    spec = replica_spec(
+        endpoint=endpoint,
+        number=number,
+        vc=vc,
+        root=str(root),
+        profile={
+            "cpu": profile.cpu,
+            "memory": profile.memory,
+            "accelerator": profile.accelerator,
+            "kernel": profile.kernel,
+        },
+        executable=mlserver.executable(),
+        python_path=python_path(root, runtime),
+    )
+    return jobs.create(session, person, spec_from_dict(spec), {}, inventory, backend).id
+
+
+def python_path(root: Path, runtime: str) -> str:
+    """What a replica imports beside MLServer: the platform's runtime classes (``yitong_lab``:
+    ONNX) and, for a custom-Python version (an implementation that is not one of the known
+    runtimes'), the version's own folder after them."""
+    custom = not any(runtime == r.implementation for r in runtimes.RUNTIMES if r.implementation)
+    return mlserver.environment(root, custom)["PYTHONPATH"]
