@@ -403,6 +403,7 @@ class JobSubmission(TypedDict):
     env: NotRequired[dict[str, str]]
     environment: Environment
     framework: NotRequired[Framework]
+    hub_token: NotRequired[bool]
     inputs: NotRequired[list[Input]]
     max_run_time: NotRequired[int | None]
     memory: NotRequired[int]

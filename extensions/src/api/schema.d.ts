@@ -649,6 +649,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/endpoints/{name}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Keys
+         * @description Admin: the endpoint's keys, revoked ones included (never the keys themselves).
+         */
+        get: operations["list_keys_services_yitong_api_v1_endpoints__name__keys_get"];
+        put?: never;
+        /**
+         * Create Key
+         * @description Admin: a new key for callers outside the VC, for this endpoint's ``/v2/...`` routes only
+         *     (``Authorization: Bearer <key>``). The answer holds the key; only its hash is kept.
+         */
+        post: operations["create_key_services_yitong_api_v1_endpoints__name__keys_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Key
+         * @description Admin: revoke a key; requests with it are refused from now on (it stays listed).
+         */
+        delete: operations["revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/experiments": {
         parameters: {
             query?: never;
@@ -1009,7 +1054,7 @@ export interface paths {
         put?: never;
         /**
          * Retry
-         * @description Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions).
+         * @description Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions). A trial's job revives its trial (and a done experiment); 409 when its experiment is stopped or out of time.
          */
         post: operations["retry_services_yitong_api_v1_jobs__job_id__retry_post"];
         delete?: never;
@@ -1734,7 +1779,7 @@ export interface components {
         };
         /**
          * BatchIn
-         * @description Run a model version over a dataset version's CSV files; the predictions become a new
+         * @description Run a model version over a dataset version's CSV and Parquet files; the predictions become a new
          *     version of ``output`` (docs/models.md "Batch inference").
          */
         BatchIn: {
@@ -1781,7 +1826,7 @@ export interface components {
             output: string;
             /**
              * Path
-             * @description a CSV file or folder in the input version; '' = all
+             * @description a CSV or Parquet file or folder in the input version; '' = all
              * @default
              */
             path: string;
@@ -2103,6 +2148,72 @@ export interface components {
              * @description the resources the endpoint holds in the VC, as a profile the VC offers
              */
             profile: string;
+        };
+        /** EndpointKeyIn */
+        EndpointKeyIn: {
+            /**
+             * Note
+             * @description who the key is for (shown in the list)
+             * @default
+             */
+            note: string;
+        };
+        /** EndpointKeyNew */
+        EndpointKeyNew: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Created By */
+            created_by: string;
+            /** Endpoint */
+            endpoint: string;
+            /** Id */
+            id: number;
+            /**
+             * Key
+             * @description the key itself: shown this once (only its hash is kept)
+             */
+            key: string;
+            /** Note */
+            note: string;
+            /**
+             * Prefix
+             * @description the key's first characters, to tell keys apart
+             */
+            prefix: string;
+            /**
+             * Revoked
+             * @description when it was revoked (null: in use)
+             */
+            revoked: string | null;
+        };
+        /** EndpointKeyOut */
+        EndpointKeyOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Created By */
+            created_by: string;
+            /** Endpoint */
+            endpoint: string;
+            /** Id */
+            id: number;
+            /** Note */
+            note: string;
+            /**
+             * Prefix
+             * @description the key's first characters, to tell keys apart
+             */
+            prefix: string;
+            /**
+             * Revoked
+             * @description when it was revoked (null: in use)
+             */
+            revoked: string | null;
         };
         /** EndpointOut */
         EndpointOut: {
@@ -2476,6 +2587,12 @@ export interface components {
             environment: components["schemas"]["Environment"];
             /** @default plain */
             framework: components["schemas"]["Framework"];
+            /**
+             * Hub Token
+             * @description give the job a short-lived hub token of its owner (JUPYTERHUB_API_TOKEN, YT_TOKEN) so yt, %yt and the SDK act as the owner inside it; false for a job that never calls the platform (a model server): its code then cannot act as the owner
+             * @default true
+             */
+            hub_token: boolean;
             /**
              * Inputs
              * @default []
@@ -5365,6 +5482,130 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["EndpointOut"];
                 };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_keys_services_yitong_api_v1_endpoints__name__keys_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointKeyOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_key_services_yitong_api_v1_endpoints__name__keys_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointKeyIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointKeyNew"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                /** @description an id: 1 to 2**63-1 */
+                key_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Validation Error */
             422: {
