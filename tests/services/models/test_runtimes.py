@@ -57,7 +57,7 @@ print(json.dumps(expected))
 
 # appended to the docs' custom model: it says which process imported it
 MARKER = """
-with open(os.path.join(os.environ["HOME"], "imported-by"), "w") as f:
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "imported-by"), "w") as f:
     f.write(str(os.getpid()))
 """
 WEIGHTS = [0.5, -1.0, 2.0, 0.25]
@@ -194,7 +194,8 @@ def test_xgboost_lightgbm_onnx_and_custom_python_served_and_refusals(proc, tmp_p
     assert proc.call("alice", "GET", "endpoints/scorer").json()["state"] == "ready"
     got = infer(proc, "scorer", PROBE, ["score"])
     np.testing.assert_allclose(got["score"].ravel(), PROBE.astype(np.float64) @ np.array(WEIGHTS), rtol=1e-12)
-    importer = int((tmp_path / "data/endpoints/scorer/imported-by").read_text())
+    (marker,) = (tmp_path / "data/endpoints/scorer").glob("*/model/imported-by")  # the replica's copy
+    importer = int(marker.read_text())
     assert importer != proc.proc.pid  # the platform service never imported it
     assert proc.call("alice", "DELETE", "endpoints/scorer").status_code == 204
 
