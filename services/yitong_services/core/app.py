@@ -113,7 +113,9 @@ def create_app(
         probes=service_probes(hub.api_url, os.environ.get("YITONG_HUB_URL")) if hub.token else {},
         checks=service_checks(settings, jobs, gateway),
     )
-    reclaimer = Reclaimer(ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"))
+    reclaimer = Reclaimer(
+        ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"), monitor.devices_of, settings.ops.node_stale
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -131,6 +131,14 @@ class AllocationIn(Strict):
     ref: str = Field(min_length=1, max_length=255, description="server: 'user/servername'")
 
 
+class DevicePlacement(Strict):
+    """Where a server's accelerators are, when the platform placed them (local backend)."""
+
+    node: str = Field(description="the machine, as node reports name it")
+    type: str = Field(description="the device type, e.g. nvidia.com/gpu")
+    visible: list[int] = Field(description="its device indices on that node (the visible-device variable's value)")
+
+
 class AllocationOut(Strict):
     id: int
     user: str
@@ -139,6 +147,9 @@ class AllocationOut(Strict):
     kind: str
     ref: str
     resources: dict[str, float | int]
+    devices: DevicePlacement | None = Field(
+        None, description="the device indices a server got (local backend); null where the engine picks them"
+    )
     created: datetime
 
 

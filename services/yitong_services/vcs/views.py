@@ -67,6 +67,7 @@ def allocation_dict(a: Allocation) -> dict:
         "kind": a.kind,
         "ref": a.ref,
         "resources": a.resources,
+        "devices": a.devices,
         "created": a.created,
     }
 

@@ -34,7 +34,7 @@ def seen(states=("idle",), activity=LONG_AGO, busy=0.0, terminals=()):
             seen(busy=None),
             MEASURED,
             None,
-            ("keep", "its accelerator's use is not measured here (no NVML): not reclaimed on idle kernels alone"),
+            ("keep", "its accelerator's use is not measured (no NVML): not reclaimed on idle kernels alone"),
         ),
         (seen(busy=None), UNMEASURED_OK, None, ("warn", "idle with an accelerator: stopped in 300 s unless used")),
         # recent activity (kernel, terminal) keeps it
