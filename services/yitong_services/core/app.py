@@ -24,6 +24,7 @@ from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
+from ..ops.culler import VCCuller
 from ..ops.monitor import Monitor
 from ..ops.reclaim import Reclaimer
 from ..routes import ROUTERS
@@ -117,6 +118,8 @@ def create_app(
         ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"), monitor.devices_of, settings.ops.node_stale
     )
 
+    culler = VCCuller(ctx, settings.culling)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # Worker threads for blocking work: the plain ``def`` routes, ``run_in_threadpool`` in the
@@ -135,9 +138,11 @@ def create_app(
         await alerts.start()
         await monitor.start()
         await reclaimer.start()
+        await culler.start()
         try:
             yield
         finally:
+            await culler.stop()
             await reclaimer.stop()
             await monitor.stop()
             await alerts.stop()
@@ -168,6 +173,7 @@ def create_app(
     app.state.hpo = hpo
     app.state.monitor = monitor
     app.state.reclaimer = reclaimer
+    app.state.culler = culler
     app.state.alerts = alerts
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)

@@ -201,10 +201,13 @@ class Reclaimer(Periodic):
         }
 
     async def stop_server(self, holder: dict[str, Any]) -> None:
-        user, name = holder["ref"].split("/", 1)
-        path = f"/users/{quote(user, safe='')}/" + (f"servers/{quote(name, safe='')}" if name else "server")
-        r = await self.ctx.hub.client.delete(
-            self.ctx.hub.api_url + path, headers={"Authorization": f"token {self.ctx.hub.token}"}
-        )
-        if r.status_code not in (202, 204, 404):
-            raise HubError(f"JupyterHub answered {r.status_code} stopping {holder['ref']}: {r.text[:300]}")
+        await stop_server(self.ctx, holder["ref"])
+
+
+async def stop_server(ctx: Context, ref: str) -> None:
+    """Stop ``user/name`` through the hub (which releases its allocation); gone already is fine."""
+    user, name = ref.split("/", 1)
+    path = f"/users/{quote(user, safe='')}/" + (f"servers/{quote(name, safe='')}" if name else "server")
+    r = await ctx.hub.client.delete(ctx.hub.api_url + path, headers={"Authorization": f"token {ctx.hub.token}"})
+    if r.status_code not in (202, 204, 404):
+        raise HubError(f"JupyterHub answered {r.status_code} stopping {ref}: {r.text[:300]}")

@@ -62,8 +62,9 @@ class OpsSettings(BaseModel):
 
 
 class CullingSettings(BaseModel):
-    """``culling``: idle servers stopped by ``jupyterhub-idle-culler`` hub services (the hub's
-    config builds them, ``yitong_spawner.hubconfig.idle_cullers``); the console shows the policy."""
+    """``culling``: idle servers stopped by the ``jupyterhub-idle-culler`` hub service (``timeout``:
+    the hub's config builds it, ``yitong_spawner.hubconfig.idle_cullers``) and, per VC, by the
+    platform service (``vcs`` seeds each VC's ``idle_timeout``; ops/culler.py); the console shows the policy."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,7 +74,9 @@ class CullingSettings(BaseModel):
     )
     max_age: int = Field(0, ge=0, description="seconds after which any server is stopped, idle or not (0: never)")
     vcs: dict[Short, Annotated[int, Field(ge=0)]] = Field(
-        default_factory=dict, description="per-VC timeouts, e.g. {vision: 1800}: for the members of the VC's groups"
+        default_factory=dict,
+        description="per-VC timeouts, e.g. {vision: 1800}, for the VC's servers: seeds each VC's idle_timeout"
+        " on first start; afterwards the console's value wins",
     )
 
 

@@ -96,12 +96,24 @@ class ProfilePatch(Strict):
     arch: Arch = None
 
 
+IdleTimeout = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=366 * 86400,
+        description="seconds idle before the platform stops this VC's notebook servers (ops/culler.py),"
+        " read on every pass; null: only the hub's culling.timeout",
+    ),
+]
+
+
 class VCSpec(Strict):
     description: Text = ""
     quota: Resources = Field(default_factory=dict)
     groups: list[Short] = Field(default_factory=list, max_length=MAX_ITEMS)
     profiles: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
     user_caps: Resources = Field(default_factory=dict)
+    idle_timeout: IdleTimeout = None
 
 
 class VCIn(VCSpec, _Named):
@@ -114,6 +126,7 @@ class VCPatch(Strict):
     groups: list[Short] | None = Field(None, max_length=MAX_ITEMS)
     profiles: list[Name] | None = Field(None, max_length=MAX_ITEMS)
     user_caps: Resources | None = None
+    idle_timeout: IdleTimeout = None  # null here clears it
 
 
 class VCOut(VCIn):
