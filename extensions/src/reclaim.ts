@@ -12,10 +12,13 @@ export const RECLAIM_POLL_MS = 30000;
 
 export const reclaimPlugin: JupyterFrontEndPlugin<void> = {
   id: 'yitong-lab:reclaim-notice',
-  description: "Notifies when the platform will stop this server to reclaim its idle accelerator.",
+  description: 'Notifies when the platform will stop this server to reclaim its idle accelerator.',
   autoStart: true,
   activate: (app: JupyterFrontEnd) => {
-    const path = warningsPath(PageConfig.getOption('hubUser'), PageConfig.getOption('hubServerName'));
+    const path = warningsPath(
+      PageConfig.getOption('hubUser'),
+      PageConfig.getOption('hubServerName')
+    );
     let shown = new Set<string>();
     const ids = new Map<string, string>(); // warning key -> notification id
     const poll = async (): Promise<void> => {

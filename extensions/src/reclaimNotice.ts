@@ -1,18 +1,10 @@
 // The accelerator reclaim's warnings as JupyterLab notifications: pure helpers (tested by node,
 // tests/extensions/test_reclaim_notice.py) for what to show and when; reclaim.ts polls
 // `yitong/api/reclaim/warnings` (the server extension forwards it to the platform) and shows them.
+import type { Schemas } from './api';
 
-/** One pending warning (`GET /reclaim/warnings`). */
-export interface IReclaimWarning {
-  ref: string;
-  server: string;
-  vc: string;
-  devices: Record<string, number>;
-  reason: string;
-  measured: string;
-  warned_at: number;
-  stop_at: number;
-}
+/** One pending warning (`GET /reclaim/warnings`; generated from the service's OpenAPI). */
+export type IReclaimWarning = Schemas['ReclaimWarning'];
 
 /** A warning's identity: a new warning of the same server (after it was used again) shows anew. */
 export function warningKey(w: IReclaimWarning): string {

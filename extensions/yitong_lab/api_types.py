@@ -33,6 +33,7 @@ class AllocationIn(TypedDict):
 
 class AllocationOut(TypedDict):
     created: str
+    devices: NotRequired[DevicePlacement | None]
     id: int
     kind: str
     profile: str
@@ -190,6 +191,31 @@ class DatasetOut(TypedDict):
 class DatasetPatch(TypedDict):
     description: NotRequired[str | None]
     visibility: NotRequired[Literal["private", "vc"] | None]
+
+
+class DevicePlacement(TypedDict):
+    "Where a server's accelerators are, when the platform placed them (local backend)."
+
+    node: str
+    type: str
+    visible: list[int]
+
+
+class DeviceProcess(TypedDict):
+    memory: NotRequired[int | None]
+    pid: int
+
+
+class DeviceUse(TypedDict):
+    "One accelerator's use as NVML read it on its node (ops/usage.py)."
+
+    index: int
+    memory_total: NotRequired[int]
+    memory_used: NotRequired[int]
+    processes: NotRequired[list[DeviceProcess]]
+    type: NotRequired[str]
+    utilization: float
+    uuid: NotRequired[str]
 
 
 class Diff(TypedDict):
@@ -552,6 +578,8 @@ class NodeReport(TypedDict):
 
     allocatable: NotRequired[dict[str, float | str]]
     allocated: NotRequired[dict[str, float | str]]
+    devices: NotRequired[list[DeviceUse] | None]
+    devices_note: NotRequired[str]
     name: str
     services: NotRequired[list[ServiceHealth]]
     source: NotRequired[str]
@@ -616,6 +644,23 @@ class ProfilePatch(TypedDict):
     image: NotRequired[str | None]
     kernel: NotRequired[str | None]
     memory: NotRequired[int | None]
+
+
+class ReclaimWarning(TypedDict):
+    devices: dict[str, float | int]
+    measured: str
+    reason: str
+    ref: str
+    server: str
+    stop_at: float
+    vc: str
+    warned_at: float
+
+
+class ReclaimWarnings(TypedDict):
+    "``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim."
+
+    warnings: list[ReclaimWarning]
 
 
 class RouteIn(TypedDict):
@@ -808,6 +853,7 @@ class Usage(TypedDict):
 class VCIn(TypedDict):
     description: NotRequired[str]
     groups: NotRequired[list[str]]
+    idle_timeout: NotRequired[int | None]
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | str]]
@@ -838,6 +884,7 @@ class VCOut(TypedDict):
     description: NotRequired[str]
     free: dict[str, float | int]
     groups: NotRequired[list[str]]
+    idle_timeout: NotRequired[int | None]
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | int]]
@@ -848,6 +895,7 @@ class VCOut(TypedDict):
 class VCPatch(TypedDict):
     description: NotRequired[str | None]
     groups: NotRequired[list[str] | None]
+    idle_timeout: NotRequired[int | None]
     profiles: NotRequired[list[str] | None]
     quota: NotRequired[dict[str, float | str] | None]
     user_caps: NotRequired[dict[str, float | str] | None]
@@ -907,6 +955,9 @@ __all__ = [
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
+    "DevicePlacement",
+    "DeviceProcess",
+    "DeviceUse",
     "Diff",
     "EndpointIn",
     "EndpointOut",
@@ -950,6 +1001,8 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
+    "ReclaimWarning",
+    "ReclaimWarnings",
     "RouteIn",
     "RouteOut",
     "RuleIn",

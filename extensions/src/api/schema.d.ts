@@ -1408,6 +1408,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/reclaim/warnings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reclaim Warnings
+         * @description The caller's own servers that the accelerator reclaim has warned and not yet stopped: when
+         *     each will be stopped unless used, and why (the JupyterLab extension shows them as a
+         *     notification). Everyone sees only their own, admins included; other tokens see none.
+         */
+        get: operations["reclaim_warnings_services_yitong_api_v1_reclaim_warnings_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1596,7 +1618,8 @@ export interface paths {
         head?: never;
         /**
          * Patch Vc
-         * @description Admin: change description, quota, groups, profiles or user_caps.
+         * @description Admin: change description, quota, groups, profiles, user_caps or idle_timeout (null clears it);
+         *     the change holds from the next request (the culler reads idle_timeout on every pass).
          */
         patch: operations["patch_vc_services_yitong_api_v1_vcs__vc__patch"];
         trace?: never;
@@ -1663,6 +1686,8 @@ export interface components {
              * Format: date-time
              */
             created: string;
+            /** @description the device indices a server got (local backend); null where the engine picks them */
+            devices?: components["schemas"]["DevicePlacement"] | null;
             /** Id */
             id: number;
             /** Kind */
@@ -2026,6 +2051,75 @@ export interface components {
             description?: string | null;
             /** Visibility */
             visibility?: ("private" | "vc") | null;
+        };
+        /**
+         * DevicePlacement
+         * @description Where a server's accelerators are, when the platform placed them (local backend).
+         */
+        DevicePlacement: {
+            /**
+             * Node
+             * @description the machine, as node reports name it
+             */
+            node: string;
+            /**
+             * Type
+             * @description the device type, e.g. nvidia.com/gpu
+             */
+            type: string;
+            /**
+             * Visible
+             * @description its device indices on that node (the visible-device variable's value)
+             */
+            visible: number[];
+        };
+        /** DeviceProcess */
+        DeviceProcess: {
+            /**
+             * Memory
+             * @description bytes of device memory it holds (None: not told)
+             */
+            memory?: number | null;
+            /** Pid */
+            pid: number;
+        };
+        /**
+         * DeviceUse
+         * @description One accelerator's use as NVML read it on its node (ops/usage.py).
+         */
+        DeviceUse: {
+            /**
+             * Index
+             * @description its index on the node (as the visible-device variables number it)
+             */
+            index: number;
+            /**
+             * Memory Total
+             * @default 0
+             */
+            memory_total: number;
+            /**
+             * Memory Used
+             * @default 0
+             */
+            memory_used: number;
+            /** Processes */
+            processes?: components["schemas"]["DeviceProcess"][];
+            /**
+             * Type
+             * @default nvidia.com/gpu
+             */
+            type: string;
+            /**
+             * Utilization
+             * @description the fraction of the last sample period it was busy
+             */
+            utilization: number;
+            /**
+             * Uuid
+             * @default
+             */
+            uuid: string;
         };
         /** Diff */
         Diff: {
@@ -2836,6 +2930,16 @@ export interface components {
             allocated?: {
                 [key: string]: number | string;
             };
+            /**
+             * Devices
+             * @description per-device use through NVML; null: not measured (devices_note says why)
+             */
+            devices?: components["schemas"]["DeviceUse"][] | null;
+            /**
+             * Devices Note
+             * @default
+             */
+            devices_note: string;
             /** Name */
             name: string;
             /** Services */
@@ -3003,6 +3107,50 @@ export interface components {
             kernel?: string | null;
             /** Memory */
             memory?: number | null;
+        };
+        /** ReclaimWarning */
+        ReclaimWarning: {
+            /** Devices */
+            devices: {
+                [key: string]: number;
+            };
+            /**
+             * Measured
+             * @description what its accelerator's use was read as
+             */
+            measured: string;
+            /** Reason */
+            reason: string;
+            /**
+             * Ref
+             * @description user/server name
+             */
+            ref: string;
+            /**
+             * Server
+             * @description the server's name ('' the default server)
+             */
+            server: string;
+            /**
+             * Stop At
+             * @description when it is stopped unless used (seconds since the epoch)
+             */
+            stop_at: number;
+            /** Vc */
+            vc: string;
+            /**
+             * Warned At
+             * @description when it was warned (seconds since the epoch)
+             */
+            warned_at: number;
+        };
+        /**
+         * ReclaimWarnings
+         * @description ``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim.
+         */
+        ReclaimWarnings: {
+            /** Warnings */
+            warnings: components["schemas"]["ReclaimWarning"][];
         };
         /**
          * RouteIn
@@ -3410,6 +3558,11 @@ export interface components {
             description: string;
             /** Groups */
             groups?: string[];
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Name */
             name: string;
             /** Profiles */
@@ -3493,6 +3646,11 @@ export interface components {
             };
             /** Groups */
             groups?: string[];
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Name */
             name: string;
             /** Profiles */
@@ -3516,6 +3674,11 @@ export interface components {
             description?: string | null;
             /** Groups */
             groups?: string[] | null;
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Profiles */
             profiles?: string[] | null;
             /** Quota */
@@ -7273,6 +7436,47 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reclaim_warnings_services_yitong_api_v1_reclaim_warnings_get: {
+        parameters: {
+            query?: {
+                /** @description only this server of the caller's ('' the default) */
+                server?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReclaimWarnings"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description refused, with a sentence why */
