@@ -14,6 +14,13 @@ def test_pick(count, total, taken, expected):
     assert pick(count, total, taken) == expected
 
 
+def test_the_job_states_holding_devices_agree():
+    from yitong_services.jobs.states import ACTIVE
+    from yitong_services.vcs.placement import ACTIVE_JOBS
+
+    assert set(ACTIVE_JOBS) == set(ACTIVE)
+
+
 async def test_servers_get_distinct_indices_and_jobs_avoid_them(service):
     # the test settings' inventory has 4 fake nvidia.com/gpu; vision's quota allows 2
     first = (await service.allocate("alice", "vision", "gpu-1", "alice/a")).json()
