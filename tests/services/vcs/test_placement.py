@@ -32,3 +32,17 @@ async def test_servers_get_distinct_indices_and_jobs_avoid_them(service):
     assert (await service.call("service", "DELETE", f"allocations/{first['id']}")).status_code == 204
     third = (await service.allocate("frank", "vision", "gpu-1", "frank/")).json()
     assert third["devices"]["visible"] == [0]  # freed, given again
+
+
+async def test_a_job_is_not_given_a_servers_device(service_factory):
+    from jobs_helpers import py_job, wait_state
+
+    async with service_factory(jobs={"poll_interval": 0.05}) as svc:
+        server = (await svc.allocate("erin", "vision", "gpu-1", "erin/")).json()  # a user cap of 1 GPU each
+        assert server["devices"]["visible"] == [0]
+        body = py_job("g", "vision", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])")
+        body["accelerator"] = {"type": "nvidia.com/gpu", "count": 1}
+        r = await svc.call("alice", "POST", "jobs", json=body)
+        assert r.status_code == 201, r.text
+        job = await wait_state(svc, "alice", r.json()["id"])
+        assert job["devices"]["visible"] == [1], job
