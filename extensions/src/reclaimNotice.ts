@@ -20,21 +20,19 @@ export function remaining(seconds: number): string {
   return `${s} s`;
 }
 
-/** The devices as "1 nvidia.com/gpu". */
+/** The devices with their verb: "1 nvidia.com/gpu is", "2 nvidia.com/gpu are". */
 export function devicesText(devices: Record<string, number>): string {
   const parts = Object.entries(devices).map(([kind, n]) => `${n} ${kind}`);
-  return parts.length ? parts.join(', ') : 'an accelerator';
+  const many = Object.values(devices).reduce((a, b) => a + b, 0) > 1;
+  return parts.length ? `${parts.join(', ')} ${many ? 'are' : 'is'}` : 'accelerator is';
 }
 
-/** The notification's sentence (plain text: JupyterLab renders it as text, not markup). */
+/** The notification's sentence (plain text: JupyterLab renders it as text, not markup; its
+ * toasts cut a message at 140 characters, so it stays short). */
 export function noticeText(w: IReclaimWarning, nowSeconds: number): string {
   const left = w.stop_at - nowSeconds;
   const when = left > 0 ? `in about ${remaining(left)}` : 'at the next check';
-  return (
-    `This server (VC ${w.vc}) holds ${devicesText(w.devices)} that has been idle: ` +
-    `it will be stopped ${when} to give the accelerator back, unless you use it ` +
-    '(run a cell or type in a terminal).'
-  );
+  return `This server's ${devicesText(w.devices)} idle: it will be stopped ${when} unless you use it (VC ${w.vc}).`;
 }
 
 /** The warnings not shown yet, and the keys to remember (only the pending ones, so the set stays small). */

@@ -52,8 +52,7 @@ def run(expression: str):
     [
         (
             1000,
-            "This server (VC vision) holds 1 nvidia.com/gpu that has been idle: it will be stopped in about"
-            " 10 min to give the accelerator back, unless you use it (run a cell or type in a terminal).",
+            "This server's 1 nvidia.com/gpu is idle: it will be stopped in about 10 min unless you use it (VC vision).",
         ),
         (1550, "in about 50 s"),
         (1700, "at the next check"),
@@ -61,6 +60,13 @@ def run(expression: str):
 )
 def test_notice_text(now, sentence):
     assert sentence in run(f"noticeText(W, {now})")
+
+
+def test_the_sentence_fits_a_toast():
+    """JupyterLab's toasts cut a message at 140 characters."""
+    many = {"nvidia.com/gpu": 8}
+    text = run(f"noticeText({{...W, vc: 'v' + 'x'.repeat(30), devices: {json.dumps(many)}}}, 1000)")
+    assert "8 nvidia.com/gpu are idle" in text and len(text) <= 140
 
 
 def test_each_warning_shows_once_and_a_new_warning_of_the_same_server_again():
