@@ -979,7 +979,7 @@ export interface paths {
         put?: never;
         /**
          * Retry
-         * @description Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions).
+         * @description Owner or admin: queue a failed, cancelled or preempted job again (same id, one more attempt; inputs pinned to the same versions). A trial's job revives its trial (and a done experiment); 409 when its experiment is stopped or out of time.
          */
         post: operations["retry_services_yitong_api_v1_jobs__job_id__retry_post"];
         delete?: never;
