@@ -32,7 +32,7 @@ ALLOWED = {
     "ssh": {"core", "vcs", "datasets", "jobs", "ssh"},
     "hpo": {"core", "vcs", "datasets", "jobs", "hpo"},
     "models": {"core", "vcs", "datasets", "jobs", "models"},
-    "ops": {"core", "vcs", "datasets", "jobs", "ops"},
+    "ops": {"core", "vcs", "datasets", "jobs", "alerts", "ops"},  # alerts.nvml: the guarded NVML reader
     "alerts": {"core", "vcs", "datasets", "jobs", "alerts"},
     "routes": {"core", "vcs", "datasets", "jobs", "ssh", "hpo", "models", "alerts", "ops", "routes"},
 }

@@ -15,6 +15,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { datasetsIcon, experimentsIcon, jobsIcon, yitongIcon } from './icon';
 import { ModelsView, modelsIcon } from './models';
 import { YitongPanel } from './panel';
+import { reclaimPlugin } from './reclaim';
 import {
   DatasetsView,
   ExperimentView,
@@ -218,4 +219,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, reclaimPlugin];

@@ -33,6 +33,7 @@ class AllocationIn(TypedDict):
 
 class AllocationOut(TypedDict):
     created: str
+    devices: NotRequired[DevicePlacement | None]
     id: int
     kind: str
     profile: str
@@ -192,18 +193,35 @@ class DatasetPatch(TypedDict):
     visibility: NotRequired[Literal["private", "vc"] | None]
 
 
+class DevicePlacement(TypedDict):
+    "Where a server's accelerators are, when the platform placed them (local backend)."
+
+    node: str
+    type: str
+    visible: list[int]
+
+
+class DeviceProcess(TypedDict):
+    memory: NotRequired[int | None]
+    pid: int
+
+
+class DeviceUse(TypedDict):
+    "One accelerator's use as NVML read it on its node (ops/usage.py)."
+
+    index: int
+    memory_total: NotRequired[int]
+    memory_used: NotRequired[int]
+    processes: NotRequired[list[DeviceProcess]]
+    type: NotRequired[str]
+    utilization: float
+    uuid: NotRequired[str]
+
+
 class Diff(TypedDict):
     added: list[SizedPath]
     changed: list[ChangedPath]
     removed: list[SizedPath]
-
-
-class EndpointDeployIn(TypedDict):
-    "Roll an endpoint to another version of its model, or give that version a canary share."
-
-    model: str
-    profile: NotRequired[str | None]
-    traffic: NotRequired[dict[str, Any] | None]
 
 
 class EndpointIn(TypedDict):
@@ -212,40 +230,13 @@ class EndpointIn(TypedDict):
     profile: str
 
 
-class EndpointKeyIn(TypedDict):
-    note: NotRequired[str]
-
-
-class EndpointKeyNew(TypedDict):
-    created: str
-    created_by: str
-    endpoint: str
-    id: int
-    key: str
-    note: str
-    prefix: str
-    revoked: str | None
-
-
-class EndpointKeyOut(TypedDict):
-    created: str
-    created_by: str
-    endpoint: str
-    id: int
-    note: str
-    prefix: str
-    revoked: str | None
-
-
 class EndpointOut(TypedDict):
     created: str
     model: str
     name: str
     owner: str
     reason: str
-    replicas: list[ReplicaOut]
     state: str
-    traffic: dict[str, int]
     url: str
     vc: str
     version: int
@@ -403,7 +394,6 @@ class JobSubmission(TypedDict):
     env: NotRequired[dict[str, str]]
     environment: Environment
     framework: NotRequired[Framework]
-    hub_token: NotRequired[bool]
     inputs: NotRequired[list[Input]]
     max_run_time: NotRequired[int | None]
     memory: NotRequired[int]
@@ -588,6 +578,8 @@ class NodeReport(TypedDict):
 
     allocatable: NotRequired[dict[str, float | str]]
     allocated: NotRequired[dict[str, float | str]]
+    devices: NotRequired[list[DeviceUse] | None]
+    devices_note: NotRequired[str]
     name: str
     services: NotRequired[list[ServiceHealth]]
     source: NotRequired[str]
@@ -654,13 +646,21 @@ class ProfilePatch(TypedDict):
     memory: NotRequired[int | None]
 
 
-class ReplicaOut(TypedDict):
-    draining: bool
-    job: int
-    job_state: str
-    routed: bool
-    version: int
-    weight: int
+class ReclaimWarning(TypedDict):
+    devices: dict[str, float | int]
+    measured: str
+    reason: str
+    ref: str
+    server: str
+    stop_at: float
+    vc: str
+    warned_at: float
+
+
+class ReclaimWarnings(TypedDict):
+    "``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim."
+
+    warnings: list[ReclaimWarning]
 
 
 class RouteIn(TypedDict):
@@ -853,6 +853,7 @@ class Usage(TypedDict):
 class VCIn(TypedDict):
     description: NotRequired[str]
     groups: NotRequired[list[str]]
+    idle_timeout: NotRequired[int | None]
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | str]]
@@ -883,6 +884,7 @@ class VCOut(TypedDict):
     description: NotRequired[str]
     free: dict[str, float | int]
     groups: NotRequired[list[str]]
+    idle_timeout: NotRequired[int | None]
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | int]]
@@ -893,6 +895,7 @@ class VCOut(TypedDict):
 class VCPatch(TypedDict):
     description: NotRequired[str | None]
     groups: NotRequired[list[str] | None]
+    idle_timeout: NotRequired[int | None]
     profiles: NotRequired[list[str] | None]
     quota: NotRequired[dict[str, float | str] | None]
     user_caps: NotRequired[dict[str, float | str] | None]
@@ -952,12 +955,11 @@ __all__ = [
     "DatasetIn",
     "DatasetOut",
     "DatasetPatch",
+    "DevicePlacement",
+    "DeviceProcess",
+    "DeviceUse",
     "Diff",
-    "EndpointDeployIn",
     "EndpointIn",
-    "EndpointKeyIn",
-    "EndpointKeyNew",
-    "EndpointKeyOut",
     "EndpointOut",
     "Environment",
     "Error",
@@ -999,7 +1001,8 @@ __all__ = [
     "ProfileOption",
     "ProfileOut",
     "ProfilePatch",
-    "ReplicaOut",
+    "ReclaimWarning",
+    "ReclaimWarnings",
     "RouteIn",
     "RouteOut",
     "RuleIn",

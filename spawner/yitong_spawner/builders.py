@@ -183,17 +183,21 @@ def local_overrides(
     env: Mapping[str, str],
     visible_env: Sequence[str] = (),
     placement: Mapping[str, Any] | None = None,
+    indices: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """Local process traits: limits (informational) and device visibility variables numbered 0..n-1.
+    """Local process traits: limits (informational) and device visibility variables.
 
     Every variable of the table (`visible_env`) is set, empty unless the profile's placement lists
-    it for an allocated device, so a CPU profile on a machine with GPUs sees none.
+    it for an allocated device, so a CPU profile on a machine with GPUs sees none. The value is
+    the device indices the platform picked for this server (`indices`, the allocation's
+    `devices.visible`), else 0..n-1 (a platform that did not place them).
     """
     environment = dict(env)
     environment.update(dict.fromkeys(visible_env, ""))
     for kind, n in devices(resources).items():
+        chosen = list(indices) if indices and len(indices) == n else list(range(n))
         for name in placed(placement, kind, "local").get("visible_env") or []:
-            environment[name] = ",".join(str(i) for i in range(n))
+            environment[name] = ",".join(str(i) for i in chosen)
     out = limits(resources)
     out["environment"] = environment
     return out

@@ -212,17 +212,16 @@ CULLING_KEYS = {"timeout", "every", "max_age", "vcs"}
 
 
 def idle_cullers(settings: dict[str, Any], bin_dir: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``jupyterhub-idle-culler`` as hub services, from the settings' ``culling`` section:
+    """``jupyterhub-idle-culler`` as a hub service, from the settings' ``culling`` section:
 
     ``timeout`` (seconds idle before a server is stopped; 0 or no section: no culling),
-    ``every`` (seconds between passes; default a tenth of the shortest timeout, at least 30),
-    ``max_age`` (seconds after which any server is stopped, idle or not; 0: never) and
-    ``vcs`` (``{vc: seconds}``: a shorter or longer timeout for the members of that VC).
+    ``every`` (seconds between passes; default a tenth of the timeout, at least 30) and
+    ``max_age`` (seconds after which any server is stopped, idle or not; 0: never).
 
-    The hub knows people and groups, not which VC a server serves, so a VC's culler is a second
-    culler whose role only reaches the VC's groups (``list:users!group=...``: the hub's list
-    answers with those members only); a person in several policies meets the shortest.
-    Returns ``(services, roles)``.
+    ``vcs`` (``{vc: seconds}``) is checked here but culled by the platform service, not by a
+    hub service: it seeds each VC's ``idle_timeout``, which the console changes and the
+    service's per-VC culler (``yitong_services.ops.culler``) reads on every pass, so a change
+    holds without restarting the hub. Returns ``(services, roles)``.
     """
     culling = settings.get("culling") or {}
     if not isinstance(culling, dict):
@@ -233,37 +232,25 @@ def idle_cullers(settings: dict[str, Any], bin_dir: str) -> tuple[list[dict[str,
             f"culling: unknown keys {', '.join(sorted(unknown))} (known: {', '.join(sorted(CULLING_KEYS))})"
         )
     timeout = _count(culling.get("timeout", 0), "culling.timeout")
-    per_vc = culling.get("vcs") or {}
     vcs = settings.get("vcs") or {}
-    policies: list[tuple[str, int, list[str]]] = []
-    if timeout:
-        policies.append(("idle-culler", timeout, []))
-    for vc, seconds in sorted(per_vc.items()):
+    for vc, seconds in sorted((culling.get("vcs") or {}).items()):
         if vc not in vcs:
             raise ValueError(f"culling.vcs: no VC {vc} in the settings' vcs")
-        groups = list((vcs[vc] or {}).get("groups") or [])
-        if _count(seconds, f"culling.vcs.{vc}") and groups:
-            policies.append((f"idle-culler-{vc}", seconds, groups))
-    if not policies:
+        _count(seconds, f"culling.vcs.{vc}")
+    if not timeout:
         return [], []
-    every = _count(culling.get("every", max(30, min(t for _, t, _ in policies) // 10)), "culling.every")
+    every = _count(culling.get("every", max(30, timeout // 10)), "culling.every")
     max_age = _count(culling.get("max_age", 0), "culling.max_age")
-    services, roles = [], []
-    for name, seconds, groups in policies:
-        command = [os.path.join(bin_dir, "python"), "-m", "jupyterhub_idle_culler", f"--timeout={seconds}"]
-        command += [f"--cull-every={every}", f"--max-age={max_age}"]
-        services.append({"name": name, "command": command, "display": False})
-        scopes = ["list:users", "read:users:activity", "read:servers", "delete:servers"]
-        roles.append(
-            {
-                "name": f"{name}-role",
-                "description": f"stop servers idle for {seconds} s"
-                + (f" (groups {', '.join(groups)})" if groups else ""),
-                "scopes": [f"{scope}!group={g}" for scope in scopes for g in groups] if groups else scopes,
-                "services": [name],
-            }
-        )
-    return services, roles
+    command = [os.path.join(bin_dir, "python"), "-m", "jupyterhub_idle_culler", f"--timeout={timeout}"]
+    command += [f"--cull-every={every}", f"--max-age={max_age}"]
+    service = {"name": "idle-culler", "command": command, "display": False}
+    role = {
+        "name": "idle-culler-role",
+        "description": f"stop servers idle for {timeout} s",
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        "services": ["idle-culler"],
+    }
+    return [service], [role]
 
 
 HUB_LOG_FORMAT = "[%(levelname)1.1s %(asctime)s.%(msecs).03d %(name)s %(module)s:%(lineno)d] %(message)s"

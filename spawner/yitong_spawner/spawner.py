@@ -121,7 +121,13 @@ class YitongSpawner(Spawner, YitongSpawnerTraits):
                 placement=placement,
             )
             return {"home_dir": home, **out}
-        out = builders.local_overrides(resources=resources, env=env, visible_env=self.visible_env, placement=placement)
+        out = builders.local_overrides(
+            resources=resources,
+            env=env,
+            visible_env=self.visible_env,
+            placement=placement,
+            indices=(allocation.get("devices") or {}).get("visible"),
+        )
         if self.account:  # multi-user: the platform service created it; its home is the server's
             return {"home_dir": self.account["home"], "account": dict(self.account), **out}
         return {"home_dir": home, **out}

@@ -7,7 +7,8 @@
   may be numbers or quantity strings (``"16Gi"``): parsed with the service's own parser
   (``yitong_services.vcs.quantities``), a bad one refused with 422 and its sentence. ``.url`` is the API base,
   ``.requests`` records ``(method, path, authorization, json body)``; set
-  ``.fail = (status, detail)`` to make every call fail. Tokens:
+  ``.fail = (status, detail)`` to make every call fail; ``.reclaim_warnings`` is what
+  ``GET /reclaim/warnings`` lists (each caller's own). Tokens:
   ``admin-token`` (admin), ``alice-token`` (member of default and vision), ``bob-token``
   (no VC). End-to-end tests against the real service live in tests/e2e.
 - ``yt``: runs the installed ``yt`` console script in a subprocess; ``vc_ls_text``: what
@@ -36,6 +37,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import pytest_jupyter.jupyter_server as _pj
@@ -158,6 +160,11 @@ class StandIn(BaseHTTPRequestHandler):
         route = (self.command, "/vcs/{vc}" if match else path)
         if route == ("GET", "/me"):
             return self.reply(200, {**user, "vcs": [vc["name"] for vc in mine]})
+        if route == ("GET", "/reclaim/warnings"):  # the caller's own, as the service answers
+            server = parse_qs(urlsplit(self.path).query).get("server")
+            own = [w for w in state.reclaim_warnings if w["ref"].split("/")[0] == user["name"]]
+            own = [w for w in own if server is None or w["server"] == server[0]]
+            return self.reply(200, {"warnings": own})
         if route == ("GET", "/vcs"):
             return self.reply(200, [vc_model(vc) for vc in mine])
         if route == ("GET", "/profiles"):
@@ -211,6 +218,7 @@ def platform_api():
         vcs=copy.deepcopy(VCS),
         requests=[],
         fail=None,
+        reclaim_warnings=[],
         datasets=datasets_standin.DatasetState(),
         jobs=jobs_standin.JobState(),
     )

@@ -50,7 +50,15 @@ c.JupyterHub.load_roles = [
     # what the platform service's own token needs
     {
         "name": "yitong-service",
-        "scopes": ["read:users", "list:users", "read:groups", "list:groups", "read:servers", "tokens"],
+        "scopes": [
+            "read:users",
+            "list:users",
+            "read:groups",
+            "list:groups",
+            "read:servers",
+            "delete:servers",
+            "tokens",
+        ],
         "services": ["yitong"],
     },
     # users (and tokens inheriting their scopes) may call the service

@@ -83,6 +83,7 @@ class StandIn:
         self.url = f"http://127.0.0.1:{self.port}{BASE}"
         self.next_id = 1
         self.devices = DEVICES  # the accelerator table: spawn options' visible_env
+        self.placed: list[int] | None = None  # device indices a server allocation gets (the local backend's)
 
     def find_profile(self, user: str, vc_name: str, name: str) -> dict | None:
         for v in self.spawn_options.get(user, []):
@@ -128,7 +129,16 @@ class Allocations(_Base):
         resources = {"cpu": p["cpu"], "memory": p["memory"]}
         if p.get("accelerator"):
             resources[p["accelerator"]["type"]] = p["accelerator"]["count"]
-        allocation = {**body, "id": self.s.next_id, "resources": resources, "created": "2025-01-01T00:00:00Z"}
+        placed = None
+        if p.get("accelerator") and self.s.placed is not None:
+            placed = {"node": "n1", "type": p["accelerator"]["type"], "visible": self.s.placed}
+        allocation = {
+            **body,
+            "id": self.s.next_id,
+            "resources": resources,
+            "devices": placed,
+            "created": "2025-01-01T00:00:00Z",
+        }
         self.s.allocations[self.s.next_id] = allocation
         self.s.next_id += 1
         self.set_status(201)

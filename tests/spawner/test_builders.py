@@ -140,3 +140,22 @@ def test_local(resources, placement, expected):
     names = ["CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"]
     out = local_overrides(resources=resources, env=ENV, visible_env=names, placement=placement)
     assert out == {"cpu_limit": 1.0, "cpu_guarantee": 1.0, "environment": {**ENV, **expected}}
+
+
+@pytest.mark.parametrize(
+    "indices, expected",
+    [
+        ([2, 3], "2,3"),  # the indices the platform picked for this server (its allocation's devices)
+        (None, "0,1"),  # a platform that did not place them
+        ([5], "0,1"),  # a mismatch with the count is not trusted
+    ],
+)
+def test_local_placed_indices(indices, expected):
+    out = local_overrides(
+        resources={"cpu": 1.0, "nvidia.com/gpu": 2},
+        env=ENV,
+        visible_env=["CUDA_VISIBLE_DEVICES"],
+        placement=GPU_PLACEMENT,
+        indices=indices,
+    )
+    assert out["environment"]["CUDA_VISIBLE_DEVICES"] == expected

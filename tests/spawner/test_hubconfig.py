@@ -120,7 +120,9 @@ def test_start_concurrency_from_settings():
             build({"hub": {"start_concurrency": bad}})
 
 
-def test_idle_cullers_per_vc():
+def test_idle_culler_is_platform_wide_only():
+    """A VC's timeout is the platform's per-VC culler's (tests/services/ops/test_culler.py): the
+    hub builds no service per VC, so the console changes it without a hub restart."""
     from yitong_spawner.hubconfig import idle_cullers
 
     settings = {
@@ -136,36 +138,14 @@ def test_idle_cullers_per_vc():
                 "-m",
                 "jupyterhub_idle_culler",
                 "--timeout=3600",
-                "--cull-every=60",
-                "--max-age=0",
-            ],
-            "display": False,
-        },
-        {
-            "name": "idle-culler-vision",
-            "command": [
-                "/venv/bin/python",
-                "-m",
-                "jupyterhub_idle_culler",
-                "--timeout=600",
-                "--cull-every=60",
+                "--cull-every=360",
                 "--max-age=0",
             ],
             "display": False,
         },
     ]
     assert roles[0]["scopes"] == ["list:users", "read:users:activity", "read:servers", "delete:servers"]
-    assert roles[1]["services"] == ["idle-culler-vision"]
-    assert roles[1]["scopes"] == [
-        "list:users!group=vision",
-        "list:users!group=cv",
-        "read:users:activity!group=vision",
-        "read:users:activity!group=cv",
-        "read:servers!group=vision",
-        "read:servers!group=cv",
-        "delete:servers!group=vision",
-        "delete:servers!group=cv",
-    ]
+    assert idle_cullers({"culling": {"vcs": {"vision": 600}}, "vcs": settings["vcs"]}, "/bin") == ([], [])
 
 
 @pytest.mark.parametrize(
@@ -174,6 +154,7 @@ def test_idle_cullers_per_vc():
         ({"timeout": -1}, "culling.timeout"),
         ({"timout": 5}, "unknown keys timout"),
         ({"vcs": {"ghost": 60}}, "no VC ghost"),
+        ({"vcs": {"v": -5}}, "culling.vcs.v"),
         ("soon", "a mapping"),
     ],
 )
@@ -181,7 +162,7 @@ def test_idle_culler_settings_refused(culling, message):
     from yitong_spawner.hubconfig import idle_cullers
 
     with pytest.raises(ValueError, match=message):
-        idle_cullers({"culling": culling, "vcs": {}}, "/bin")
+        idle_cullers({"culling": culling, "vcs": {"v": {}}}, "/bin")
 
 
 def test_no_culling_by_default():

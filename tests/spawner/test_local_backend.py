@@ -46,6 +46,18 @@ def vision(platform):
     ]
 
 
+async def test_the_server_sees_the_devices_the_platform_placed_it_on(make_spawner, platform, vision):
+    """The platform picks the indices (vcs/placement.py); the child's environment names them."""
+    platform.placed = [2, 3]
+    spawner = make_spawner("alice", config=cmd(SINGLEUSER), user_options={"vc": "vision", "profile": "gpu-2"})
+    await spawner.start()
+    try:
+        env = spawner.child.get_env()
+        assert env["CUDA_VISIBLE_DEVICES"] == "2,3" and env["ASCEND_RT_VISIBLE_DEVICES"] == ""
+    finally:
+        await spawner.stop()
+
+
 async def test_local_start_poll_stop(make_spawner, platform, vision):
     spawner = make_spawner("alice", config=cmd(SINGLEUSER), user_options={"vc": "vision", "profile": "gpu-2"})
     ip, port = await spawner.start()

@@ -584,11 +584,9 @@ export interface paths {
         put?: never;
         /**
          * Create Endpoint
-         * @description Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
-         *     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
-         *     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
-         *     Kubernetes the endpoint is a KServe InferenceService in the VC's namespace.
+         * @description Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
+         *     ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
+         *     until ``GET /endpoints/{name}`` finds it ready.
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -606,89 +604,16 @@ export interface paths {
         };
         /**
          * Get Endpoint
-         * @description One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
-         *     a roll under way), ``failed``; its replicas, their jobs and traffic shares (on Kubernetes:
-         *     the InferenceService's status).
+         * @description One endpoint; its state is probed (``starting`` -> ``ready``).
          */
         get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
         put?: never;
         post?: never;
         /**
          * Delete Endpoint
-         * @description The owner or an admin: stop its replicas (their jobs are cancelled, their allocations
-         *     released); on Kubernetes, delete its InferenceService.
+         * @description The owner or an admin: stop the server and release its allocation.
          */
         delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/services/yitong/api/v1/endpoints/{name}/deploy": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Deploy Endpoint
-         * @description The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
-         *     without an unanswered request (the new replica starts, joins the route once ready, then the
-         *     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
-         *     requests; the rest stays with the current version). Deploying the canary's version again
-         *     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
-         *     rolls the InferenceService (``canaryTrafficPercent`` for a share).
-         */
-        post: operations["deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/services/yitong/api/v1/endpoints/{name}/keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * List Keys
-         * @description Admin: the endpoint's keys, revoked ones included (never the keys themselves).
-         */
-        get: operations["list_keys_services_yitong_api_v1_endpoints__name__keys_get"];
-        put?: never;
-        /**
-         * Create Key
-         * @description Admin: a new key for callers outside the VC, for this endpoint's ``/v2/...`` routes only
-         *     (``Authorization: Bearer <key>``). The answer holds the key; only its hash is kept.
-         */
-        post: operations["create_key_services_yitong_api_v1_endpoints__name__keys_post"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/services/yitong/api/v1/endpoints/{name}/keys/{key_id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Revoke Key
-         * @description Admin: revoke a key; requests with it are refused from now on (it stays listed).
-         */
-        delete: operations["revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1483,6 +1408,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/services/yitong/api/v1/reclaim/warnings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Reclaim Warnings
+         * @description The caller's own servers that the accelerator reclaim has warned and not yet stopped: when
+         *     each will be stopped unless used, and why (the JupyterLab extension shows them as a
+         *     notification). Everyone sees only their own, admins included; other tokens see none.
+         */
+        get: operations["reclaim_warnings_services_yitong_api_v1_reclaim_warnings_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -1671,7 +1618,8 @@ export interface paths {
         head?: never;
         /**
          * Patch Vc
-         * @description Admin: change description, quota, groups, profiles or user_caps.
+         * @description Admin: change description, quota, groups, profiles, user_caps or idle_timeout (null clears it);
+         *     the change holds from the next request (the culler reads idle_timeout on every pass).
          */
         patch: operations["patch_vc_services_yitong_api_v1_vcs__vc__patch"];
         trace?: never;
@@ -1738,6 +1686,8 @@ export interface components {
              * Format: date-time
              */
             created: string;
+            /** @description the device indices a server got (local backend); null where the engine picks them */
+            devices?: components["schemas"]["DevicePlacement"] | null;
             /** Id */
             id: number;
             /** Kind */
@@ -2102,6 +2052,75 @@ export interface components {
             /** Visibility */
             visibility?: ("private" | "vc") | null;
         };
+        /**
+         * DevicePlacement
+         * @description Where a server's accelerators are, when the platform placed them (local backend).
+         */
+        DevicePlacement: {
+            /**
+             * Node
+             * @description the machine, as node reports name it
+             */
+            node: string;
+            /**
+             * Type
+             * @description the device type, e.g. nvidia.com/gpu
+             */
+            type: string;
+            /**
+             * Visible
+             * @description its device indices on that node (the visible-device variable's value)
+             */
+            visible: number[];
+        };
+        /** DeviceProcess */
+        DeviceProcess: {
+            /**
+             * Memory
+             * @description bytes of device memory it holds (None: not told)
+             */
+            memory?: number | null;
+            /** Pid */
+            pid: number;
+        };
+        /**
+         * DeviceUse
+         * @description One accelerator's use as NVML read it on its node (ops/usage.py).
+         */
+        DeviceUse: {
+            /**
+             * Index
+             * @description its index on the node (as the visible-device variables number it)
+             */
+            index: number;
+            /**
+             * Memory Total
+             * @default 0
+             */
+            memory_total: number;
+            /**
+             * Memory Used
+             * @default 0
+             */
+            memory_used: number;
+            /** Processes */
+            processes?: components["schemas"]["DeviceProcess"][];
+            /**
+             * Type
+             * @default nvidia.com/gpu
+             */
+            type: string;
+            /**
+             * Utilization
+             * @description the fraction of the last sample period it was busy
+             */
+            utilization: number;
+            /**
+             * Uuid
+             * @default
+             */
+            uuid: string;
+        };
         /** Diff */
         Diff: {
             /** Added */
@@ -2110,29 +2129,6 @@ export interface components {
             changed: components["schemas"]["ChangedPath"][];
             /** Removed */
             removed: components["schemas"]["SizedPath"][];
-        };
-        /**
-         * EndpointDeployIn
-         * @description Roll an endpoint to another version of its model, or give that version a canary share.
-         */
-        EndpointDeployIn: {
-            /**
-             * Model
-             * @description vc/name[@ref]: the version to deploy (of the endpoint's model)
-             */
-            model: string;
-            /**
-             * Profile
-             * @description the new replica's profile (default: the current one's)
-             */
-            profile?: string | null;
-            /**
-             * Traffic
-             * @description the deployed version's share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)
-             */
-            traffic?: {
-                [key: string]: number;
-            } | null;
         };
         /** EndpointIn */
         EndpointIn: {
@@ -2149,72 +2145,6 @@ export interface components {
              */
             profile: string;
         };
-        /** EndpointKeyIn */
-        EndpointKeyIn: {
-            /**
-             * Note
-             * @description who the key is for (shown in the list)
-             * @default
-             */
-            note: string;
-        };
-        /** EndpointKeyNew */
-        EndpointKeyNew: {
-            /**
-             * Created
-             * Format: date-time
-             */
-            created: string;
-            /** Created By */
-            created_by: string;
-            /** Endpoint */
-            endpoint: string;
-            /** Id */
-            id: number;
-            /**
-             * Key
-             * @description the key itself: shown this once (only its hash is kept)
-             */
-            key: string;
-            /** Note */
-            note: string;
-            /**
-             * Prefix
-             * @description the key's first characters, to tell keys apart
-             */
-            prefix: string;
-            /**
-             * Revoked
-             * @description when it was revoked (null: in use)
-             */
-            revoked: string | null;
-        };
-        /** EndpointKeyOut */
-        EndpointKeyOut: {
-            /**
-             * Created
-             * Format: date-time
-             */
-            created: string;
-            /** Created By */
-            created_by: string;
-            /** Endpoint */
-            endpoint: string;
-            /** Id */
-            id: number;
-            /** Note */
-            note: string;
-            /**
-             * Prefix
-             * @description the key's first characters, to tell keys apart
-             */
-            prefix: string;
-            /**
-             * Revoked
-             * @description when it was revoked (null: in use)
-             */
-            revoked: string | null;
-        };
         /** EndpointOut */
         EndpointOut: {
             /**
@@ -2230,20 +2160,8 @@ export interface components {
             owner: string;
             /** Reason */
             reason: string;
-            /** Replicas */
-            replicas: components["schemas"]["ReplicaOut"][];
-            /**
-             * State
-             * @description queued, starting, ready or failed
-             */
+            /** State */
             state: string;
-            /**
-             * Traffic
-             * @description target shares by version, e.g. {"v1": 90, "v2": 10}
-             */
-            traffic: {
-                [key: string]: number;
-            };
             /** Url */
             url: string;
             /** Vc */
@@ -2587,12 +2505,6 @@ export interface components {
             environment: components["schemas"]["Environment"];
             /** @default plain */
             framework: components["schemas"]["Framework"];
-            /**
-             * Hub Token
-             * @description give the job a short-lived hub token of its owner (JUPYTERHUB_API_TOKEN, YT_TOKEN) so yt, %yt and the SDK act as the owner inside it; false for a job that never calls the platform (a model server): its code then cannot act as the owner
-             * @default true
-             */
-            hub_token: boolean;
             /**
              * Inputs
              * @default []
@@ -3018,6 +2930,16 @@ export interface components {
             allocated?: {
                 [key: string]: number | string;
             };
+            /**
+             * Devices
+             * @description per-device use through NVML; null: not measured (devices_note says why)
+             */
+            devices?: components["schemas"]["DeviceUse"][] | null;
+            /**
+             * Devices Note
+             * @default
+             */
+            devices_note: string;
             /** Name */
             name: string;
             /** Services */
@@ -3186,32 +3108,49 @@ export interface components {
             /** Memory */
             memory?: number | null;
         };
-        /** ReplicaOut */
-        ReplicaOut: {
+        /** ReclaimWarning */
+        ReclaimWarning: {
+            /** Devices */
+            devices: {
+                [key: string]: number;
+            };
             /**
-             * Draining
-             * @description left the route; stops once its requests in flight are answered
+             * Measured
+             * @description what its accelerator's use was read as
              */
-            draining: boolean;
+            measured: string;
+            /** Reason */
+            reason: string;
             /**
-             * Job
-             * @description the job that runs this replica (its log is the server's)
+             * Ref
+             * @description user/server name
              */
-            job: number;
-            /** Job State */
-            job_state: string;
+            ref: string;
             /**
-             * Routed
-             * @description the route sends it requests
+             * Server
+             * @description the server's name ('' the default server)
              */
-            routed: boolean;
-            /** Version */
-            version: number;
+            server: string;
             /**
-             * Weight
-             * @description share of the endpoint's traffic in percent
+             * Stop At
+             * @description when it is stopped unless used (seconds since the epoch)
              */
-            weight: number;
+            stop_at: number;
+            /** Vc */
+            vc: string;
+            /**
+             * Warned At
+             * @description when it was warned (seconds since the epoch)
+             */
+            warned_at: number;
+        };
+        /**
+         * ReclaimWarnings
+         * @description ``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim.
+         */
+        ReclaimWarnings: {
+            /** Warnings */
+            warnings: components["schemas"]["ReclaimWarning"][];
         };
         /**
          * RouteIn
@@ -3619,6 +3558,11 @@ export interface components {
             description: string;
             /** Groups */
             groups?: string[];
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Name */
             name: string;
             /** Profiles */
@@ -3702,6 +3646,11 @@ export interface components {
             };
             /** Groups */
             groups?: string[];
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Name */
             name: string;
             /** Profiles */
@@ -3725,6 +3674,11 @@ export interface components {
             description?: string | null;
             /** Groups */
             groups?: string[] | null;
+            /**
+             * Idle Timeout
+             * @description seconds idle before the platform stops this VC's notebook servers (ops/culler.py), read on every pass; null: only the hub's culling.timeout
+             */
+            idle_timeout?: number | null;
             /** Profiles */
             profiles?: string[] | null;
             /** Quota */
@@ -5427,174 +5381,6 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            204: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-            /** @description refused, with a sentence why */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EndpointDeployIn"];
-            };
-        };
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EndpointOut"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-            /** @description refused, with a sentence why */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    list_keys_services_yitong_api_v1_endpoints__name__keys_get: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Successful Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EndpointKeyOut"][];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-            /** @description refused, with a sentence why */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    create_key_services_yitong_api_v1_endpoints__name__keys_post: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["EndpointKeyIn"];
-            };
-        };
-        responses: {
-            /** @description Successful Response */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EndpointKeyNew"];
-                };
-            };
-            /** @description Validation Error */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["HTTPValidationError"];
-                };
-            };
-            /** @description refused, with a sentence why */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                name: string;
-                /** @description an id: 1 to 2**63-1 */
-                key_id: number;
             };
             cookie?: never;
         };
@@ -7650,6 +7436,47 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reclaim_warnings_services_yitong_api_v1_reclaim_warnings_get: {
+        parameters: {
+            query?: {
+                /** @description only this server of the caller's ('' the default) */
+                server?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReclaimWarnings"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description refused, with a sentence why */

@@ -19,6 +19,20 @@ class GPU:
     utilization: float  # percent of the last sample period the GPU was busy
     memory_used: int
     memory_total: int
+    processes: tuple[tuple[int, int | None], ...] = ()  # (pid, bytes of device memory or None), compute processes
+
+
+def _processes(nvml: Any, handle: Any) -> tuple[tuple[int, int | None], ...]:
+    """The device's compute processes; empty where NVML does not tell (not supported, no rights)."""
+    try:
+        found = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    except Exception:
+        return ()
+    out = []
+    for p in found:
+        memory = getattr(p, "usedGpuMemory", None)
+        out.append((int(p.pid), int(memory) if isinstance(memory, int) else None))
+    return tuple(out)
 
 
 class NVML:
@@ -69,6 +83,7 @@ class NVML:
                         utilization=float(util.gpu),
                         memory_used=int(mem.used),
                         memory_total=int(mem.total),
+                        processes=_processes(nvml, h),
                     )
                 )
         except Exception as e:  # a GPU fallen off the bus: report what was read

@@ -26,6 +26,7 @@ from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
 from ..models.driver import EndpointDriver
 from ..models.rollout import Router
+from ..ops.culler import VCCuller
 from ..ops.monitor import Monitor
 from ..ops.reclaim import Reclaimer
 from ..routes import ROUTERS
@@ -117,7 +118,11 @@ def create_app(
         probes=service_probes(hub.api_url, os.environ.get("YITONG_HUB_URL")) if hub.token else {},
         checks=service_checks(settings, jobs, gateway),
     )
-    reclaimer = Reclaimer(ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"))
+    reclaimer = Reclaimer(
+        ctx, settings.reclaim, os.environ.get("YITONG_HUB_URL"), monitor.devices_of, settings.ops.node_stale
+    )
+
+    culler = VCCuller(ctx, settings.culling)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -138,9 +143,11 @@ def create_app(
         await alerts.start()
         await monitor.start()
         await reclaimer.start()
+        await culler.start()
         try:
             yield
         finally:
+            await culler.stop()
             await reclaimer.stop()
             await monitor.stop()
             await alerts.stop()
@@ -174,6 +181,7 @@ def create_app(
     app.state.endpoint_router = endpoint_router
     app.state.monitor = monitor
     app.state.reclaimer = reclaimer
+    app.state.culler = culler
     app.state.alerts = alerts
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)

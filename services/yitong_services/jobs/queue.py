@@ -100,8 +100,12 @@ class Usage:
 
 def _usage(session, inventory: Resources) -> Usage:
     usage = Usage()
-    for vc, user, resources in session.execute(select(Allocation.vc, Allocation.user, Allocation.resources)):
+    for vc, user, resources, placed in session.execute(
+        select(Allocation.vc, Allocation.user, Allocation.resources, Allocation.devices)
+    ):
         usage.take(vc, user, resources)
+        if placed and placed.get("type"):  # a server's devices (vcs/placement.py): not given to a job
+            usage.taken.setdefault(placed["type"], set()).update(placed.get("visible") or [])
     for devices in session.scalars(select(Job.devices).where(Job.state.in_(states.ACTIVE))):
         if devices and devices.get("type"):
             usage.taken.setdefault(devices["type"], set()).update(devices.get("visible") or [])

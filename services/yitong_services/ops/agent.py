@@ -2,6 +2,11 @@
 machine that should show on the dashboard): every ``--every`` seconds it posts this machine's
 capacity, use and the health of the services named with ``--probe`` to ``POST /nodes/report``.
 
+Per-device use (each GPU's utilisation, memory and compute processes) is read through NVML
+(``nvidia-ml-py``); where NVML does not start (no driver, no GPU) the report says
+``devices: null`` and why, never zeros. The accelerator reclaim matches a server's device
+indices to these figures (ops/usage.py).
+
     yitong-service node-report --api http://hub:8000/services/yitong/api/v1 \\
         --token-file /etc/yitong/node-token --probe slurmd=http://127.0.0.1:6818 --every 30
 
@@ -20,9 +25,11 @@ from typing import Any
 
 import httpx
 
+from ..alerts.nvml import NVML
 from ..vcs.inventory import detect_local
 from ..vcs.quantities import parse_resources
 from .nodes import local_usage
+from .usage import GPU, read_devices
 
 
 def probe(url: str, timeout: float) -> dict[str, Any]:
@@ -33,13 +40,21 @@ def probe(url: str, timeout: float) -> dict[str, Any]:
     return {"ok": r.status_code < 400, "detail": "" if r.status_code < 400 else f"HTTP {r.status_code} at {url}"}
 
 
-def build_report(name: str, source: str, allocatable: dict, probes: dict[str, str], timeout: float) -> dict[str, Any]:
+def build_report(
+    name: str, source: str, allocatable: dict, probes: dict[str, str], timeout: float, nvml: NVML | None = None
+) -> dict[str, Any]:
+    devices, note = read_devices(nvml or NVML())
+    used = local_usage({r: a for r, a in allocatable.items() if r != GPU})
+    if devices is not None and GPU in allocatable:
+        used[GPU] = round(sum(d["utilization"] for d in devices), 3)
     return {
         "name": name,
         "source": source,
         "allocatable": allocatable,
-        "used": {r: a for r, a in local_usage(allocatable).items() if a is not None},
+        "used": {r: a for r, a in used.items() if a is not None},
         "services": [{"name": n, **probe(url, timeout)} for n, url in probes.items()],
+        "devices": devices,
+        "devices_note": note,
     }
 
 
@@ -80,8 +95,9 @@ def main(argv: list[str]) -> int:
     allocatable = detect_local() | devices
     probes = _pairs(args.probe, "--probe")
     headers = {"Authorization": f"token {token}"}
+    nvml = NVML()  # started once, on the first report
     while True:
-        report = build_report(args.name, args.source, allocatable, probes, args.timeout)
+        report = build_report(args.name, args.source, allocatable, probes, args.timeout, nvml)
         try:
             r = httpx.post(args.api.rstrip("/") + "/nodes/report", json=report, headers=headers, timeout=10)
             if r.status_code != 204:

@@ -98,6 +98,7 @@ def vc_rows(vcs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "groups": list(vc["groups"]),
                 "profiles": list(vc["profiles"]),
                 "user_caps": described(vc["user_caps"]),
+                "idle": duration(vc["idle_timeout"]) if vc.get("idle_timeout") else "",
                 "resources": resources,
             }
         )
@@ -115,6 +116,7 @@ def vc_form(vc: Mapping[str, Any] | None, names: list[str]) -> dict[str, Any]:
         "profiles": list(vc.get("profiles", [])),
         "quota": amounts_text(vc.get("quota", {}), names),
         "user_caps": amounts_text(vc.get("user_caps", {}), names),
+        "idle_minutes": f"{vc['idle_timeout'] / 60:g}" if vc.get("idle_timeout") else "",
     }
 
 
@@ -218,14 +220,15 @@ def duration(seconds: int) -> str:
 
 
 def culling_policy(culling: Mapping[str, Any]) -> list[str]:
-    """The idle-reclaim policy in sentences (the dashboard's), from the ``culling`` settings."""
+    """The idle-reclaim policy in sentences (the dashboard's), from the ``culling`` settings with
+    ``vcs`` the VCs' current ``idle_timeout`` (the database's, as the per-VC culler reads it)."""
     timeout, vcs = culling.get("timeout") or 0, culling.get("vcs") or {}
     if not timeout and not any(vcs.values()):
         return ["Idle servers are not stopped (set culling.timeout in the settings file)."]
     out = []
     if timeout:
         out.append(f"Servers idle for {duration(timeout)} are stopped.")
-    out += [f"VC {vc}: its members' servers idle for {duration(t)} are stopped." for vc, t in sorted(vcs.items()) if t]
+    out += [f"VC {vc}: its servers idle for {duration(t)} are stopped." for vc, t in sorted(vcs.items()) if t]
     if culling.get("max_age"):
         out.append(f"Any server older than {duration(culling['max_age'])} is stopped.")
     out.append("A person in several policies meets the shortest.")

@@ -3,7 +3,7 @@
 One task per service (started by ``core.app``'s lifespan) wakes every ``ops.probe_interval``
 seconds: it probes the platform's services (the hub's API, the proxy, the ``ops.probes`` URLs,
 and the in-process checks the app passes: job manager, SSH gateway), samples this machine's
-use, and appends one sample of VC usage and queue lengths to a bounded history. The dashboard
+use (per-device on the local backend, ops/usage.py), and appends one sample of VC usage and queue lengths to a bounded history. The dashboard
 route only reads what the last tick left, so it never waits on a probe.
 """
 
@@ -16,13 +16,14 @@ import socket
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 from anyio import to_thread
 from sqlalchemy import func, select
 
+from ..alerts.nvml import NVML
 from ..core.db import Database
 from ..jobs.models import Job
 from ..vcs.quantities import Resources
@@ -30,6 +31,7 @@ from ..vcs.views import usage
 from .nodes import NodeRegistry, local_usage
 from .periodic import Periodic
 from .schemas import OpsSettings
+from .usage import freshest, read_devices
 
 log = logging.getLogger("yitong_services.ops")
 Check = Callable[[], tuple[bool, str]]
@@ -78,6 +80,9 @@ class Monitor(Periodic):
         self.history: deque[dict[str, Any]] = deque(maxlen=ops.history)
         self._views: dict[Any, dict[str, Any]] = {}  # the dashboard's rows of unchanged reports
         self.ticks = 0
+        self.nvml = NVML()
+        # this machine's per-device use (ops/usage.py), as a node report's devices part
+        self.devices: dict[str, Any] = {"devices": None, "devices_note": "not sampled yet", "reported": None}
 
     @property
     def interval(self) -> float:
@@ -86,6 +91,9 @@ class Monitor(Periodic):
     async def tick(self) -> None:
         self.services = await self.probe_all()
         self.used = await to_thread.run_sync(local_usage, self.inventory)
+        if self.backend == "local":
+            devices, note = await to_thread.run_sync(read_devices, self.nvml)
+            self.devices = {"devices": devices, "devices_note": note, "reported": time.time()}
         self.history.append(await to_thread.run_sync(self.sample))
         self.ticks += 1
 
@@ -124,6 +132,11 @@ class Monitor(Periodic):
         if len(self._views) > 2 * self.ops.max_nodes:
             self._views = {}
         return self._views
+
+    def devices_of(self, node: str) -> Mapping[str, Any] | None:
+        """The latest per-device report of ``node``: its agent's, or this machine's own sample."""
+        own = self.devices if node == self.hostname and self.devices["reported"] else None
+        return freshest([self.registry.get(node), own])
 
     def local_node(self, allocated: Resources) -> dict[str, Any]:
         """This machine: on the local backend the node jobs and servers run on (every allocation

@@ -31,6 +31,10 @@ class NodeRegistry:
             while len(self._nodes) > self.max_nodes:
                 self._nodes.popitem(last=False)
 
+    def get(self, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._nodes.get(name)
+
     def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._nodes.values())

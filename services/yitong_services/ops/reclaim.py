@@ -5,8 +5,11 @@ allocation, hence the accelerator, goes back to the VC). A busy kernel is never 
 :func:`decide` is the policy (pure, tested as a table); :class:`Reclaimer` gathers what it
 needs each ``reclaim.interval``: the servers holding devices (their allocations), each server's
 kernels and terminals (its own API, through the proxy, with a short-lived token of the owner
-limited to that server, as the SSH gateway does), the accelerator's use where NVML measures it.
-Decisions are kept in memory (the console's dashboard and ``GET /reclaim`` show them).
+limited to that server, as the SSH gateway does), and its accelerator's use: the device indices
+the platform placed it on (vcs/placement.py) matched to its node's latest per-device report
+(NVML, ops/usage.py), or why that is not measured. Decisions are kept in memory (the console's
+dashboard and ``GET /reclaim`` show them; ``GET /reclaim/warnings`` the caller's pending
+warnings, which the JupyterLab extension shows as a notification).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +31,7 @@ from ..core.hub import HubError
 from ..vcs.models import Allocation
 from .periodic import Periodic
 from .schemas import ReclaimSettings
+from .usage import measure
 
 log = logging.getLogger("yitong_services.ops.reclaim")
 BUSY_STATES = {"busy", "starting"}
@@ -46,7 +50,8 @@ def decide(seen: Mapping[str, Any], now: float, policy: ReclaimSettings, warned_
     """``("keep" | "warn" | "stop", reason)`` for one server.
 
     ``seen``: ``{kernels: [{execution_state, last_activity}], terminals: [{last_activity}],
-    last_activity: iso | None, accelerator_busy: fraction | None}`` (None: not measurable).
+    last_activity: iso | None, accelerator_busy: fraction | None, unmeasured: why}`` (None: not
+    measured, ``unmeasured`` saying why).
     """
     kernels = seen.get("kernels") or []
     if any(k.get("execution_state") in BUSY_STATES for k in kernels):
@@ -55,7 +60,8 @@ def decide(seen: Mapping[str, Any], now: float, policy: ReclaimSettings, warned_
     if busy is not None and busy > policy.busy_threshold:
         return "keep", f"its accelerator is in use ({round(busy * 100)}%)"
     if busy is None and policy.require_measurement:
-        return "keep", "its accelerator's use is not measured here (no NVML): not reclaimed on idle kernels alone"
+        why = seen.get("unmeasured") or "no NVML"
+        return "keep", f"its accelerator's use is not measured ({why}): not reclaimed on idle kernels alone"
     times = [_ts(k.get("last_activity")) for k in kernels] + [
         _ts(t.get("last_activity")) for t in seen.get("terminals") or []
     ]
@@ -74,10 +80,19 @@ def decide(seen: Mapping[str, Any], now: float, policy: ReclaimSettings, warned_
 class Reclaimer(Periodic):
     what = "accelerator reclaim"
 
-    def __init__(self, ctx: Context, policy: ReclaimSettings, hub_url: str | None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        policy: ReclaimSettings,
+        hub_url: str | None,
+        reports: Callable[[str], Mapping[str, Any] | None] = lambda node: None,
+        stale: float = 120.0,
+    ) -> None:
         self.ctx = ctx
         self.policy = policy
         self.hub_url = (hub_url or "").rstrip("/")
+        self.reports = reports  # node -> its latest per-device report (Monitor.devices_of)
+        self.stale = stale  # seconds after which a node's report no longer counts
         self.warned: dict[str, float] = {}
         self.decisions: dict[str, dict[str, Any]] = {}  # ref -> the latest decision
         self.stopped: list[dict[str, Any]] = []  # the latest stops, newest last
@@ -93,13 +108,13 @@ class Reclaimer(Periodic):
     def _holders(self) -> list[dict[str, Any]]:
         with self.ctx.db.session() as s:
             rows = s.execute(
-                select(Allocation.user, Allocation.vc, Allocation.ref, Allocation.resources).where(
+                select(Allocation.user, Allocation.vc, Allocation.ref, Allocation.resources, Allocation.devices).where(
                     Allocation.kind == "server"
                 )
             ).all()
         return [
-            {"user": u, "vc": vc, "ref": ref, "devices": {r: n for r, n in res.items() if "/" in r}}
-            for u, vc, ref, res in rows
+            {"user": u, "vc": vc, "ref": ref, "devices": {r: n for r, n in res.items() if "/" in r}, "placed": placed}
+            for u, vc, ref, res, placed in rows
             if any("/" in r and n for r, n in res.items())
         ]
 
@@ -118,6 +133,8 @@ class Reclaimer(Periodic):
             if seen is None:
                 continue
             action, reason = decide(seen, now, self.policy, self.warned.get(holder["ref"]))
+            if action == "keep" and not reason.startswith("warned;"):
+                self.warned.pop(holder["ref"], None)  # used again (or not measured): a later idle spell warns anew
             if action == "warn":
                 self.warned[holder["ref"]] = now
                 log.warning("accelerator reclaim: warned %s (VC %s): %s", holder["ref"], holder["vc"], reason)
@@ -129,9 +146,9 @@ class Reclaimer(Periodic):
                     {"ref": holder["ref"], "vc": holder["vc"], "at": now, "reason": reason},
                 ]
                 self.warned.pop(holder["ref"], None)
-            self._note(holder, action, reason, now)
+            self._note(holder, action, reason, now, seen.get("measured", ""))
 
-    def _note(self, holder: dict[str, Any], action: str, reason: str, now: float) -> None:
+    def _note(self, holder: dict[str, Any], action: str, reason: str, now: float, measured: str = "") -> None:
         self.decisions[holder["ref"]] = {
             "ref": holder["ref"],
             "user": holder["user"],
@@ -139,9 +156,19 @@ class Reclaimer(Periodic):
             "devices": holder["devices"],
             "action": action,
             "reason": reason,
+            "measured": measured,  # what the accelerator's use was read as, or why it was not
             "at": now,
             "warned_at": self.warned.get(holder["ref"]),
+            "stop_at": self.warned[holder["ref"]] + self.policy.grace if holder["ref"] in self.warned else None,
         }
+
+    def warnings(self, user: str) -> list[dict[str, Any]]:
+        """``user``'s servers that are warned and not yet stopped (their latest decisions)."""
+        return [
+            d
+            for d in self.decisions.values()
+            if d["user"] == user and d.get("warned_at") is not None and d["action"] in ("warn", "keep")
+        ]
 
     async def look(self, holder: dict[str, Any]) -> dict[str, Any] | None:
         """The server's kernels, terminals and activity; None when it is not running."""
@@ -161,18 +188,26 @@ class Reclaimer(Periodic):
         finally:
             with contextlib.suppress(HubError):
                 await self.ctx.hub.revoke_token(user, token_id)
+        placed = holder.get("placed")
+        report = self.reports(placed["node"]) if placed and placed.get("node") else None
+        busy, detail = measure(placed, report, time.time(), self.stale)
         return {
             "kernels": kernels,
             "terminals": terminals,
             "last_activity": server.get("last_activity"),
-            "accelerator_busy": None,  # per-server device use needs the server's device indices (not recorded yet)
+            "accelerator_busy": busy,
+            "unmeasured": detail if busy is None else "",
+            "measured": detail,
         }
 
     async def stop_server(self, holder: dict[str, Any]) -> None:
-        user, name = holder["ref"].split("/", 1)
-        path = f"/users/{quote(user, safe='')}/" + (f"servers/{quote(name, safe='')}" if name else "server")
-        r = await self.ctx.hub.client.delete(
-            self.ctx.hub.api_url + path, headers={"Authorization": f"token {self.ctx.hub.token}"}
-        )
-        if r.status_code not in (202, 204, 404):
-            raise HubError(f"JupyterHub answered {r.status_code} stopping {holder['ref']}: {r.text[:300]}")
+        await stop_server(self.ctx, holder["ref"])
+
+
+async def stop_server(ctx: Context, ref: str) -> None:
+    """Stop ``user/name`` through the hub (which releases its allocation); gone already is fine."""
+    user, name = ref.split("/", 1)
+    path = f"/users/{quote(user, safe='')}/" + (f"servers/{quote(name, safe='')}" if name else "server")
+    r = await ctx.hub.client.delete(ctx.hub.api_url + path, headers={"Authorization": f"token {ctx.hub.token}"})
+    if r.status_code not in (202, 204, 404):
+        raise HubError(f"JupyterHub answered {r.status_code} stopping {ref}: {r.text[:300]}")

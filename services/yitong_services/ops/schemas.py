@@ -62,8 +62,9 @@ class OpsSettings(BaseModel):
 
 
 class CullingSettings(BaseModel):
-    """``culling``: idle servers stopped by ``jupyterhub-idle-culler`` hub services (the hub's
-    config builds them, ``yitong_spawner.hubconfig.idle_cullers``); the console shows the policy."""
+    """``culling``: idle servers stopped by the ``jupyterhub-idle-culler`` hub service (``timeout``:
+    the hub's config builds it, ``yitong_spawner.hubconfig.idle_cullers``) and, per VC, by the
+    platform service (``vcs`` seeds each VC's ``idle_timeout``; ops/culler.py); the console shows the policy."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,7 +74,9 @@ class CullingSettings(BaseModel):
     )
     max_age: int = Field(0, ge=0, description="seconds after which any server is stopped, idle or not (0: never)")
     vcs: dict[Short, Annotated[int, Field(ge=0)]] = Field(
-        default_factory=dict, description="per-VC timeouts, e.g. {vision: 1800}: for the members of the VC's groups"
+        default_factory=dict,
+        description="per-VC timeouts, e.g. {vision: 1800}, for the VC's servers: seeds each VC's idle_timeout"
+        " on first start; afterwards the console's value wins",
     )
 
 
@@ -106,6 +109,27 @@ class ServiceHealth(BaseModel):
     detail: Annotated[str, Field(max_length=1024)] = ""
 
 
+class DeviceProcess(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    pid: int = Field(ge=0)
+    memory: int | None = Field(None, ge=0, description="bytes of device memory it holds (None: not told)")
+
+
+class DeviceUse(BaseModel):
+    """One accelerator's use as NVML read it on its node (ops/usage.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Annotated[str, Field(max_length=MAX_SHORT)] = "nvidia.com/gpu"
+    index: int = Field(ge=0, le=1023, description="its index on the node (as the visible-device variables number it)")
+    uuid: Annotated[str, Field(max_length=128)] = ""
+    utilization: float = Field(ge=0, le=1, description="the fraction of the last sample period it was busy")
+    memory_used: int = Field(0, ge=0)
+    memory_total: int = Field(0, ge=0)
+    processes: list[DeviceProcess] = Field(default_factory=list, max_length=256)
+
+
 class NodeReport(BaseModel):
     """What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services."""
 
@@ -117,6 +141,10 @@ class NodeReport(BaseModel):
     allocated: Resources = Field(default_factory=dict)
     used: Usage = Field(default_factory=dict)
     services: list[ServiceHealth] = Field(default_factory=list, max_length=MAX_ITEMS)
+    devices: list[DeviceUse] | None = Field(
+        None, max_length=1024, description="per-device use through NVML; null: not measured (devices_note says why)"
+    )
+    devices_note: Annotated[str, Field(max_length=1024)] = ""
 
 
 class NodeOut(BaseModel):
@@ -168,3 +196,20 @@ class LogPage(BaseModel):
     lines: list[LogLine]
     scanned_bytes: int
     truncated: bool
+
+
+class ReclaimWarning(BaseModel):
+    ref: str = Field(description="user/server name")
+    server: str = Field(description="the server's name ('' the default server)")
+    vc: str
+    devices: dict[str, float | int]
+    reason: str
+    measured: str = Field(description="what its accelerator's use was read as")
+    warned_at: float = Field(description="when it was warned (seconds since the epoch)")
+    stop_at: float = Field(description="when it is stopped unless used (seconds since the epoch)")
+
+
+class ReclaimWarnings(BaseModel):
+    """``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim."""
+
+    warnings: list[ReclaimWarning]

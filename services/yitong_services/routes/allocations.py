@@ -8,6 +8,7 @@ from ..core.authz import Identity, Person, create_allocation_refusal, release_re
 from ..core.context import Context
 from ..core.errors import Refusal
 from ..vcs import allocations as alloc
+from ..vcs import placement
 from ..vcs.models import Allocation
 from ..vcs.schemas import AllocationIn, AllocationOut
 from ..vcs.views import allocation_dict
@@ -19,7 +20,8 @@ router = APIRouter(prefix="/allocations", tags=["allocations"])
 def _allocate(
     ctx: Context, caller: Identity, request: Request, person: Person, body: AllocationIn
 ) -> tuple[dict, bool]:
-    out, created = alloc.allocate(ctx.db, person, body, ctx.inventory)
+    node = placement.node_name() if ctx.settings.backend == "local" else None
+    out, created = alloc.allocate(ctx.db, person, body, ctx.inventory, node)
     if created and audit.audited(caller, person.name):
         with ctx.db.writing() as s:
             audit.record(

@@ -205,13 +205,20 @@ async def console_people(request: Request) -> Response:
     return _page(*who, "console/people.html", "people", "People", people=rows, limit=PEOPLE_JOBS, note=note)
 
 
+def _vc_timeouts(ctx: Context) -> dict[str, int]:
+    """The VCs' idle timeouts as the per-VC culler reads them (ops/culler.py)."""
+    with ctx.db.session() as s:
+        return dict(s.execute(select(VC.name, VC.idle_timeout).where(VC.idle_timeout.is_not(None))).all())
+
+
 @router.get("/console/dashboard", response_class=HTMLResponse)
 async def console_dashboard(request: Request) -> Response:
     who = await _admin(request)
     if isinstance(who, Response):
         return who
     settings = who[0].settings
-    policy = console.culling_policy(settings.culling.model_dump())
+    timeouts = await to_thread.run_sync(_vc_timeouts, who[0])
+    policy = console.culling_policy(settings.culling.model_dump() | {"vcs": timeouts})
     reclaim = console.reclaim_policy(settings.reclaim.model_dump())
     return _page(*who, "console/dashboard.html", "dashboard", "Cluster dashboard", culling=policy, reclaim=reclaim)
 

@@ -16,7 +16,7 @@ from ..jobs.models import Job
 from ..ops import dashboard as board
 from ..ops import logs as logfiles
 from ..ops.monitor import Monitor
-from ..ops.schemas import Dashboard, LogPage, NodeReport
+from ..ops.schemas import Dashboard, LogPage, NodeReport, ReclaimWarnings
 from ..vcs import quota
 from ..vcs.models import VC, Allocation
 from .common import Caller, Ctx, require_admin
@@ -131,6 +131,38 @@ def reclaim_decisions(caller: Caller, request: Request) -> dict:
         "policy": reclaimer.policy.model_dump(),
         "servers": [d for d in reclaimer.decisions.values() if _sees(caller, d)],
         "stopped": [d for d in reclaimer.stopped if _sees(caller, d)],
+    }
+
+
+@router.get("/reclaim/warnings", response_model=ReclaimWarnings)
+def reclaim_warnings(
+    caller: Caller,
+    request: Request,
+    server: Annotated[
+        str | None, Query(max_length=255, description="only this server of the caller's ('' the default)")
+    ] = None,
+) -> dict:
+    """The caller's own servers that the accelerator reclaim has warned and not yet stopped: when
+    each will be stopped unless used, and why (the JupyterLab extension shows them as a
+    notification). Everyone sees only their own, admins included; other tokens see none."""
+    reclaimer = request.app.state.reclaimer
+    mine = reclaimer.warnings(caller.name) if caller.kind == "user" else []
+    if server is not None:
+        mine = [d for d in mine if d["ref"] == f"{caller.name}/{server}"]
+    return {
+        "warnings": [
+            {
+                "ref": d["ref"],
+                "server": d["ref"].split("/", 1)[1],
+                "vc": d["vc"],
+                "devices": d["devices"],
+                "reason": d["reason"],
+                "measured": d.get("measured", ""),
+                "warned_at": d["warned_at"],
+                "stop_at": d["stop_at"],
+            }
+            for d in mine
+        ]
     }
 
 

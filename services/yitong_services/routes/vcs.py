@@ -48,7 +48,8 @@ def get_vc(vc: str, person: Member, ctx: Ctx) -> dict:
 
 @router.patch("/{vc}", response_model=VCOut)
 def patch_vc(vc: str, body: VCPatch, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """Admin: change description, quota, groups, profiles or user_caps."""
+    """Admin: change description, quota, groups, profiles, user_caps or idle_timeout (null clears it);
+    the change holds from the next request (the culler reads idle_timeout on every pass)."""
     require_admin(caller, "change VCs")
     with ctx.db.writing() as s:
         catalog.patch_vc(s, vc, body)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from ..core.authz import Person, member_refusal
 from ..core.db import Database
 from ..core.errors import Refusal
-from . import quota
+from . import placement, quota
 from .catalog import get_profile
 from .models import VC, Allocation
 from .quantities import Resources
@@ -60,8 +60,13 @@ def reason(session: Session, vc: VC, person: Person, request: Resources, invento
     return quota.check(request, limits, held(vc_allocs), person.name, inventory, cluster)
 
 
-def allocate(db: Database, person: Person, body: AllocationIn, inventory: Resources) -> tuple[dict, bool]:
-    """``(allocation, created)``; the same ``(kind, ref)`` again returns the existing one."""
+def allocate(
+    db: Database, person: Person, body: AllocationIn, inventory: Resources, node: str | None = None
+) -> tuple[dict, bool]:
+    """``(allocation, created)``; the same ``(kind, ref)`` again returns the existing one.
+
+    ``node``: the local backend's machine: a server's accelerators get device indices there
+    (placement.py), recorded in the allocation's ``devices``."""
     if body.kind == "server" and not body.ref.startswith(f"{person.name}/"):
         raise Refusal(422, f"ref of a server must be '{person.name}/<server name>', not {body.ref!r}")
     with db.session() as session:
@@ -92,6 +97,7 @@ def allocate(db: Database, person: Person, body: AllocationIn, inventory: Resour
                 kind=body.kind,
                 ref=body.ref,
                 resources=request,
+                devices=placement.place(session, node, request, inventory) if node and body.kind == "server" else None,
             )
             session.add(a)
             session.flush()

@@ -30,6 +30,8 @@ class VC(Base):
     groups: Mapped[list[str]] = mapped_column(default=list)
     profiles: Mapped[list[str]] = mapped_column(default=list)
     user_caps: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # seconds idle before the platform stops a server of this VC (ops/culler.py); None: the hub's culling.timeout
+    idle_timeout: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -59,6 +61,9 @@ class Allocation(Base):
     kind: Mapped[str] = mapped_column(String(16))
     ref: Mapped[str] = mapped_column(String(255))
     resources: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # where its accelerators are, when the platform placed them (local backend):
+    # {"node": host, "type": "nvidia.com/gpu", "visible": [indices]} (vcs/placement.py)
+    devices: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, default=None)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

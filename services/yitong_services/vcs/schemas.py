@@ -96,12 +96,24 @@ class ProfilePatch(Strict):
     arch: Arch = None
 
 
+IdleTimeout = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=366 * 86400,
+        description="seconds idle before the platform stops this VC's notebook servers (ops/culler.py),"
+        " read on every pass; null: only the hub's culling.timeout",
+    ),
+]
+
+
 class VCSpec(Strict):
     description: Text = ""
     quota: Resources = Field(default_factory=dict)
     groups: list[Short] = Field(default_factory=list, max_length=MAX_ITEMS)
     profiles: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
     user_caps: Resources = Field(default_factory=dict)
+    idle_timeout: IdleTimeout = None
 
 
 class VCIn(VCSpec, _Named):
@@ -114,6 +126,7 @@ class VCPatch(Strict):
     groups: list[Short] | None = Field(None, max_length=MAX_ITEMS)
     profiles: list[Name] | None = Field(None, max_length=MAX_ITEMS)
     user_caps: Resources | None = None
+    idle_timeout: IdleTimeout = None  # null here clears it
 
 
 class VCOut(VCIn):
@@ -131,6 +144,14 @@ class AllocationIn(Strict):
     ref: str = Field(min_length=1, max_length=255, description="server: 'user/servername'")
 
 
+class DevicePlacement(Strict):
+    """Where a server's accelerators are, when the platform placed them (local backend)."""
+
+    node: str = Field(description="the machine, as node reports name it")
+    type: str = Field(description="the device type, e.g. nvidia.com/gpu")
+    visible: list[int] = Field(description="its device indices on that node (the visible-device variable's value)")
+
+
 class AllocationOut(Strict):
     id: int
     user: str
@@ -139,6 +160,9 @@ class AllocationOut(Strict):
     kind: str
     ref: str
     resources: dict[str, float | int]
+    devices: DevicePlacement | None = Field(
+        None, description="the device indices a server got (local backend); null where the engine picks them"
+    )
     created: datetime
 
 

@@ -37,7 +37,10 @@ def seed(db: Database, settings: Settings) -> list[str]:
                 continue
             s.add(SeedLog(kind="vc", name=name))
             if s.scalar(select(VC.id).where(VC.name == name)) is None:
-                s.add(VC(name=name, **spec.model_dump()))
+                values = spec.model_dump()
+                if values["idle_timeout"] is None:  # the settings' culling.vcs seeds it too
+                    values["idle_timeout"] = settings.culling.vcs.get(name) or None
+                s.add(VC(name=name, **values))
                 inserted.append(f"vc {name}")
     for what in inserted:
         log.info("seeded %s from the settings file", what)

@@ -31,6 +31,7 @@ def vc_dict(vc: VC, allocations: Iterable[Allocation]) -> dict:
         "groups": vc.groups,
         "profiles": vc.profiles,
         "user_caps": vc.user_caps,
+        "idle_timeout": vc.idle_timeout,
         "used": used,
         "free": quota.free(vc.quota, used),
     }
@@ -67,6 +68,7 @@ def allocation_dict(a: Allocation) -> dict:
         "kind": a.kind,
         "ref": a.ref,
         "resources": a.resources,
+        "devices": a.devices,
         "created": a.created,
     }
 

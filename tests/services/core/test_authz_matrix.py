@@ -133,6 +133,8 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/logs"): (None, ADMIN_ONLY),
     # everyone sees the policy and their own servers' decisions (tests/services/ops/test_reclaim.py)
     ("GET", "api/v1/reclaim"): (None, ALL),
+    # each caller's own pending warnings only (tests/services/ops/test_reclaim.py)
+    ("GET", "api/v1/reclaim/warnings"): (None, ALL),
     # alerts: admins only; the rule p-<role> and route of each role exist; Alertmanager is not
     # running in these tests, so the admin's silence calls meet the 409 that says so
     ("GET", "api/v1/alerts/status"): (None, ADMIN_ONLY),

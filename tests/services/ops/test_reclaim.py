@@ -34,7 +34,7 @@ def seen(states=("idle",), activity=LONG_AGO, busy=0.0, terminals=()):
             seen(busy=None),
             MEASURED,
             None,
-            ("keep", "its accelerator's use is not measured here (no NVML): not reclaimed on idle kernels alone"),
+            ("keep", "its accelerator's use is not measured (no NVML): not reclaimed on idle kernels alone"),
         ),
         (seen(busy=None), UNMEASURED_OK, None, ("warn", "idle with an accelerator: stopped in 300 s unless used")),
         # recent activity (kernel, terminal) keeps it
@@ -72,3 +72,52 @@ def test_policy_sentence():
         "A server holding an accelerator, its kernels and terminals idle for 30 min and its accelerator below 5% busy,"
         " is warned, then stopped 10 min later; a busy kernel is never touched."
     )
+
+
+@pytest.mark.parametrize(
+    "who,query,expected",
+    [
+        ("alice", {}, ["alice/", "alice/gpu"]),  # her own warned servers, not the kept one, not bob's
+        ("alice", {"server": "gpu"}, ["alice/gpu"]),  # one server's (the JupyterLab extension asks so)
+        ("alice", {"server": ""}, ["alice/"]),
+        ("bob", {}, []),  # bob's server was warned, then used again: nothing pending
+        ("admin", {}, []),  # admins too see only their own here (GET /reclaim shows every server)
+        ("service", {}, []),
+    ],
+)
+async def test_warnings_route_lists_the_callers_own_pending_warnings(service, who, query, expected):
+    def decision(ref, action, warned_at):
+        user, vc = ref.split("/")[0], "nlp" if ref.startswith("bob") else "vision"
+        return {
+            "ref": ref,
+            "user": user,
+            "vc": vc,
+            "devices": {"nvidia.com/gpu": 1},
+            "action": action,
+            "reason": "idle with an accelerator: stopped in 300 s unless used",
+            "measured": "GPU 0 0% on n1, 3 s ago",
+            "at": NOW,
+            "warned_at": warned_at,
+            "stop_at": None if warned_at is None else warned_at + 300,
+        }
+
+    service.app.state.reclaimer.decisions = {
+        d["ref"]: d
+        for d in [
+            decision("alice/", "warn", NOW),
+            decision("alice/gpu", "keep", NOW - 100),  # warned, counting down
+            decision("alice/cpu", "keep", None),
+            decision("bob/", "keep", None),
+        ]
+    }
+    r = await service.call(who, "GET", "reclaim/warnings", params=query)
+    assert r.status_code == 200
+    assert [w["ref"] for w in r.json()["warnings"]] == expected
+    if expected:
+        first = r.json()["warnings"][0]
+        assert first["stop_at"] == first["warned_at"] + 300 and first["measured"].startswith("GPU 0")
+
+
+async def test_warnings_route_bounds_its_input(service):
+    r = await service.call("alice", "GET", "reclaim/warnings", params={"server": "x" * 300})
+    assert r.status_code == 422

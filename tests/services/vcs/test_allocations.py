@@ -9,7 +9,7 @@ async def test_quota_user_cap_and_device_absent(service):
     a = await service.allocate("alice", "vision", "gpu-1", "alice/")
     assert a.status_code == 201, a.text
     assert a.json()["resources"] == {"cpu": 1.0, "memory": 2 * GB, "nvidia.com/gpu": 1}
-    assert set(a.json()) == {"id", "user", "vc", "profile", "kind", "ref", "resources", "created"}
+    assert set(a.json()) == {"id", "user", "vc", "profile", "kind", "ref", "resources", "devices", "created"}
     r = await service.allocate("alice", "vision", "gpu-1", "alice/second")
     assert (r.status_code, r.json()) == (409, {"detail": "user cap in VC vision: alice uses 1 of 1 nvidia.com/gpu"})
     assert (await service.allocate("erin", "vision", "gpu-1", "erin/")).status_code == 201

@@ -39,9 +39,16 @@
       user_caps: amounts(form, 'user_caps'),
       groups: list(value(form, 'groups')),
       profiles: checked(form, 'profiles'),
+      idle_timeout: minutes(value(form, 'idle_minutes')),
     };
     if (creating) { body.name = value(form, 'name'); }
     return body;
+  }
+  // minutes typed -> whole seconds; empty: null (the hub's policy); anything else goes as typed (a 422 says why)
+  function minutes(text) {
+    if (!text) { return null; }
+    const n = Number(text);
+    return Number.isFinite(n) && n > 0 ? Math.round(n * 60) : text;
   }
   function profileBody(form, creating) {
     const type = value(form, 'accelerator_type');
