@@ -89,6 +89,71 @@ PLATFORM = {
     },
 }
 
+LABELS = {
+    "type": "object",
+    "additionalProperties": {"type": "string"},
+    "description": "labels added to the object (what the operator's Prometheus selects by)",
+}
+
+
+def monitoring(rule: dict[str, Any]) -> dict[str, Any]:
+    """``platform.monitoring``: the ServiceMonitor and the PrometheusRule (rules as the alerts API takes them)."""
+    from yitong_services.alerts.kinds import KINDS
+    from yitong_services.vcs.schemas import NAME_RE
+
+    rule = copy.deepcopy(rule)
+    rule["properties"].pop("name")  # the key
+    rule["properties"]["kind"] = {"enum": list(KINDS), "description": rule["properties"]["kind"]["description"]}
+    rule["properties"]["threshold"] = {
+        "anyOf": [{"type": "number"}, {"type": "null"}],
+        "description": rule["properties"]["threshold"]["description"] + "; left out: the kind's default",
+    }
+    rule["additionalProperties"] = False
+    rule["required"] = ["kind"]
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "For clusters that run the Prometheus operator (monitoring.coreos.com/v1 objects).",
+        "properties": {
+            "serviceMonitor": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {
+                        "type": "boolean",
+                        "description": "a ServiceMonitor for the platform's /metrics, scraped with the platform's"
+                        " token every alerts.scrape_interval",
+                    },
+                    "labels": LABELS,
+                },
+            },
+            "prometheusRule": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {
+                        "type": "boolean",
+                        "description": "a PrometheusRule with the rules, the PromQL the platform writes for them",
+                    },
+                    "labels": LABELS,
+                    "nodeExporterJob": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "the job label of the node exporters' series (node_memory, node_cpu rules)",
+                    },
+                    "rules": {
+                        "type": "object",
+                        "propertyNames": {"pattern": NAME_RE.pattern, "maxLength": 32},
+                        "additionalProperties": {"anyOf": [rule, {"type": "null"}]},
+                        "description": "name -> a rule as POST /alerts/rules takes it (docs/operations.md);"
+                        " null drops one of values.yaml",
+                    },
+                },
+            },
+        },
+    }
+
+
 CHART_KEYS = {
     "platform": PLATFORM,
     "jupyterhub": {
@@ -178,7 +243,10 @@ def build() -> dict[str, Any]:
                 **{k: old[k] for k in ("default", "description") if k in old},
             }
     props.update({name: copy.deepcopy(schema) for name, schema in SECTIONS.items()})
-    props.update(CHART_KEYS)
+    props.update(copy.deepcopy(CHART_KEYS))
+    from yitong_services.alerts.schemas import RuleIn
+
+    props["platform"]["properties"]["monitoring"] = monitoring(_defs(RuleIn, defs))
     resources = {"propertyNames": {"pattern": RESOURCE_RE.pattern}, "additionalProperties": QUANTITY}
     props, defs = _resources(props, resources), _resources(defs, resources)
     return {

@@ -12,7 +12,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from helm_helpers import CHART, DATA, K8S_VERSIONS, by_kind, z2jh_defaults, z2jh_schema
+from helm_helpers import CHART, K8S_VERSIONS, by_kind, crd_validators, z2jh_defaults, z2jh_schema
 
 from yitong_services.core.settings import Settings
 from yitong_services.jobs.kueue import default_flavors, flavor_manifest, priority_class_manifests, vc_queue_manifests
@@ -49,31 +49,28 @@ CASES = {
         "storage": {"url": "s3://yitong/store", "options": {"endpoint_url": "https://minio.example.org"}},
         "platform": {"networkPolicy": {"enabled": False}},
     },
+    "prometheus-operator": {
+        "alerts": {"scrape_interval": 30, "evaluation_interval": 20},
+        "platform": {
+            "monitoring": {
+                "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+                "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            }
+        },
+    },
 }
 
 
-def _crd_strict(node: Any) -> Any:
-    """kubernetes-validate's strictness for a CRD schema: no field the schema does not name."""
-    if isinstance(node, dict):
-        out = {k: _crd_strict(v) for k, v in node.items()}
-        if "properties" in node and "additionalProperties" not in node:
-            if not node.get("x-kubernetes-preserve-unknown-fields"):
-                out["additionalProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_crd_strict(v) for v in node]
-    return node
-
-
-KUEUE = {
-    kind: jsonschema.Draft7Validator(_crd_strict(schema))
-    for kind, schema in json.loads((DATA / "kueue" / "v1beta1.json").read_text())["schemas"].items()
+CRDS = {
+    "kueue.x-k8s.io/v1beta1": crd_validators("kueue/v1beta1.json"),
+    "monitoring.coreos.com/v1": crd_validators("prometheus-operator/v1.json"),
 }
 
 
 def validate(obj: dict[str, Any], version: str) -> None:
-    if obj["apiVersion"] == "kueue.x-k8s.io/v1beta1":
-        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in KUEUE[obj["kind"]].iter_errors(obj)]
+    if obj["apiVersion"] in CRDS:
+        validator = CRDS[obj["apiVersion"]][obj["kind"]]
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
         assert not errors, (obj["kind"], errors)
     else:
         kubernetes_validate.validate(obj, version, strict=True)
