@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -159,7 +159,7 @@ class Metrics:
 
     def render(self) -> bytes:
         """The text a scrape answers (blocking: it reads the database; call it in a thread)."""
-        parts = [generate_latest(self.registry)]
+        parts = [exposition.render(self.registry.collect())]
         for collector in self.collectors:
             own = getattr(collector, "render", None)  # a collector that writes its own text (StateCollector)
             parts.append(own() if own is not None else exposition.render(collector.collect()))

@@ -8,7 +8,14 @@ import math
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeHistogramMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    StateSetMetricFamily,
+    SummaryMetricFamily,
+)
 
 from yitong_services.core import exposition
 from yitong_services.core.db import Database
@@ -42,18 +49,28 @@ FAMILIES = {
     "doc with escapes": gauge("x", "a \\ b\nc", ["k"], [(["v"], 1)]),
     "empty": gauge("x", "nothing yet", ["k"], []),
     "a label name outside the legacy set": gauge("x", "d", ["vc.name"], [(["a"], 1)]),
+    "a reserved label name": gauge("x", "d", ["__x"], [(["a"], 1)]),
+    "a metric name outside the legacy set": gauge("yitong.x", "d", [], [([], 1)]),
+    "timestamps": GaugeMetricFamily("x", "d", labels=["k"]),
+    "counter": CounterMetricFamily("yitong_c", "c", labels=["k"], created=1700000000.0),
+    "info": InfoMetricFamily("yitong_build", "b", value={"version": "1", "commit": "abc"}),
+    "stateset": StateSetMetricFamily("yitong_s", "s", value={"a": True, "b": False}),
+    "gauge histogram": GaugeHistogramMetricFamily("yitong_gh", "g", buckets=[("1.0", 2), ("+Inf", 3)], gsum_value=7),
+    "summary": SummaryMetricFamily("yitong_sm", "s", count_value=4, sum_value=2.5),
 }
+FAMILIES["counter"].add_metric(["a"], 5, created=1700000000.25)
+FAMILIES["timestamps"].add_metric(["a"], 3, timestamp=1700000000.5)
 
 
 @pytest.mark.parametrize("family", FAMILIES.values(), ids=FAMILIES)
-def test_gauges_are_written_as_generate_latest_writes_them(family):
+def test_families_are_written_as_generate_latest_writes_them(family):
     assert exposition.render([family]) == generate_latest(Families(family))
 
 
-def test_other_families_go_through_generate_latest():
+def test_the_request_instruments_are_written_as_generate_latest_writes_them():
     registry = CollectorRegistry()
     Counter("yitong_http_requests", "HTTP requests", ["route"], registry=registry).labels("/vcs").inc()
-    Histogram("yitong_latency_seconds", "latency", registry=registry).observe(0.2)
+    Histogram("yitong_latency_seconds", "latency", ["route"], registry=registry).labels('/a"b').observe(0.2)
     families = [*registry.collect(), FAMILIES["labels"]]
     assert exposition.render(families) == generate_latest(Families(*families))
 
