@@ -111,6 +111,7 @@ labextension:
 docs: install
 	$(BIN)/python docs/generate.py
 	$(BIN)/python helm/values_schema.py
+	$(BIN)/python helm/alert_kinds.py
 
 clean:
 	rm -rf $(VENV) $(MLSERVER_VENV) $(KSERVE_VENV) node_modules extensions/node_modules extensions/lib extensions/yitong_lab/labextension

@@ -2,7 +2,7 @@
 service) started as `make run` does, with the real Prometheus, Alertmanager and node exporter it
 starts itself and an in-process SMTP server (aiosmtpd) as the mail sink.
 
-    .venv/bin/python bench/ops.py [--quick] [--interval 5] [--repeat 5] [--vcs 200] [--scrapes 200]
+    .venv/bin/python bench/ops.py [--quick] [--cases abc] [--interval 5] [--repeat 5] [--vcs 20,200] [--scrapes 500]
 
 Cases (each prints one line starting with its letter and ending with `ratio R`, R = the reference
 figure over ours, above 1: we are ahead):
@@ -10,15 +10,19 @@ figure over ours, above 1: we are ahead):
   (b) an alert fires (its email is in the sink) within two evaluation intervals of its threshold
       being crossed: VC quota exhausted by two allocations; scrape and evaluation interval E,
       Alertmanager's group_wait 0. Reference: the target, 2 x E; ours: the slowest of --repeat runs.
-  (c) the exporter's scrape <= 50 ms: GET <prefix>metrics on the service's port, as Prometheus scrapes
-      it (an admin's token, --vcs VCs with an allocation each) against the node exporter's /metrics on the same machine, --scrapes times each,
-      alternating. Reference: the node exporter's median; ours: our median (p99 printed too).
+  (c) the exporter's scrape <= 50 ms: GET <prefix>metrics on the service's port with the token
+      Prometheus is given (<data_dir>/alerts/scrape-token), as Prometheus scrapes it, with 20 and then
+      200 VCs (--vcs) holding an allocation each, --scrapes times each. Prometheus scrapes once per
+      interval, and the platform keeps a rendering only until its next committed write (at most
+      1 s), so each timed scrape follows a write (a VC's description changed) and renders afresh;
+      the node exporter's /metrics is scraped alternately for comparison. Reference: the 50 ms
+      target; ours: the p99 with the most VCs (p50/p99 of each count printed).
 
   (a) the cluster dashboard's API with 500 nodes and 5,000 jobs (p99 <= 300 ms) and its page in
       Chromium (<= 1 s): bench/ops_dashboard.py, run first here (its own service, no hub).
 
-``--quick``: E = 2 s, 3 runs of (b), 20 VCs and 50 scrapes for (c), 100 nodes and 1,000 jobs for
-(a): about a minute.
+``--quick``: E = 2 s, 3 runs of (b), 100 scrapes at each VC count for (c), 100 nodes and 1,000 jobs
+for (a): about two minutes. ``--cases c`` runs only (c).
 """
 
 from __future__ import annotations
@@ -118,54 +122,67 @@ def case_b(api: httpx.Client, sink: Sink, interval: float, repeat: int) -> None:
     )
 
 
-def case_c(stack: Stack, api: httpx.Client, token: str, node_url: str, vcs: int, scrapes: int) -> None:
-    for i in range(vcs):
-        name = f"v{i:04d}"
-        r = api.post(
-            "vcs", json={"name": name, "quota": {"cpu": 1, "memory": "1Gi"}, "groups": ["bench"], "profiles": ["cpu"]}
-        )
-        r.raise_for_status()
-        body = {"user": "admin", "vc": name, "profile": "cpu", "kind": "server", "ref": f"admin/c{i}"}
-        api.post("allocations", json=body).raise_for_status()
-    # as Prometheus scrapes it: the service's own port, not through the proxy
-    ours_url = f"http://127.0.0.1:{stack.service_port}/services/yitong/metrics"
-    ours, theirs = [], []
+def scrape_times(url: str, headers: dict[str, str], node_url: str, api: httpx.Client, scrapes: int) -> tuple:
+    """Seconds of each scrape of ours (each after a committed write) and of the node exporter's."""
+    ours, theirs, size = [], [], 0
     with httpx.Client(timeout=30) as c:
-        headers = {"Authorization": f"Bearer {token}"}
-        c.get(ours_url, headers=headers).raise_for_status()
+        c.get(url, headers=headers).raise_for_status()
         c.get(node_url + "/metrics").raise_for_status()
-        size = 0
-        for _ in range(scrapes):
+        for i in range(scrapes):
+            api.patch("vcs/bench", json={"description": f"scrape {i}"}).raise_for_status()
             t = time.perf_counter()
-            r = c.get(ours_url, headers=headers)
+            r = c.get(url, headers=headers)
             ours.append(time.perf_counter() - t)
+            r.raise_for_status()
             size = len(r.content)
             t = time.perf_counter()
             c.get(node_url + "/metrics")
             theirs.append(time.perf_counter() - t)
-    ours.sort()
-    theirs.sort()
-    p99 = ours[min(len(ours) - 1, int(0.99 * len(ours)))]
-    mine, peer = statistics.median(ours), statistics.median(theirs)
+    return sorted(ours), sorted(theirs), size
+
+
+def p99(values: list[float]) -> float:
+    return values[min(len(values) - 1, int(0.99 * len(values)))]
+
+
+def case_c(stack: Stack, api: httpx.Client, node_url: str, counts: list[int], scrapes: int) -> None:
+    # as Prometheus scrapes it: the service's own port (not through the proxy), the scrape token
+    url = f"http://127.0.0.1:{stack.service_port}/services/yitong/metrics"
+    headers = {"Authorization": f"Bearer {(stack.data_dir / 'alerts' / 'scrape-token').read_text().strip()}"}
+    made, parts, worst = 0, [], 0.0
+    for count in sorted(counts):
+        for i in range(made, count):
+            name = f"v{i:04d}"
+            vc = {"name": name, "quota": {"cpu": 1, "memory": "1Gi"}, "groups": ["bench"], "profiles": ["cpu"]}
+            api.post("vcs", json=vc).raise_for_status()
+            body = {"user": "admin", "vc": name, "profile": "cpu", "kind": "server", "ref": f"admin/c{i}"}
+            api.post("allocations", json=body).raise_for_status()
+        made = count
+        ours, theirs, size = scrape_times(url, headers, node_url, api, scrapes)
+        worst = p99(ours)
+        parts.append(
+            f"{count} VCs ({size // 1024} KiB): p50 {statistics.median(ours) * 1000:.1f} ms,"
+            f" p99 {worst * 1000:.1f} ms (node exporter p50 {statistics.median(theirs) * 1000:.1f} ms)"
+        )
     print(
-        f"(c) /metrics scrape with {vcs} VCs ({size // 1024} KiB): median {mine * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
-        f" (target <= 50 ms); node exporter median {peer * 1000:.1f} ms ratio {peer / mine:.2f}",
-        flush=True,
+        f"(c) /metrics scrape, {scrapes} each: {'; '.join(parts)}; target <= 50 ms ratio {0.05 / worst:.2f}", flush=True
     )
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="E = 2 s, 3 runs, 20 VCs, 50 scrapes")
+    p.add_argument("--quick", action="store_true", help="E = 2 s, 3 runs of (b), 100 scrapes per VC count")
     p.add_argument("--interval", type=float, default=5.0, help="scrape and evaluation interval E, seconds")
     p.add_argument("--repeat", type=int, default=5, help="runs of (b)")
-    p.add_argument("--vcs", type=int, default=200, help="VCs (one allocation each) for (c)")
-    p.add_argument("--scrapes", type=int, default=200, help="scrapes of each exporter for (c)")
+    p.add_argument("--vcs", default="20,200", help="VC counts (one allocation each) for (c), comma-separated")
+    p.add_argument("--scrapes", type=int, default=500, help="scrapes of each exporter per VC count for (c)")
+    p.add_argument("--cases", default="abc", help="cases to run, e.g. c")
     p.add_argument("--skip", default="", help="cases to skip, e.g. b")
     args = p.parse_args(argv)
     if args.quick:
-        args.interval, args.repeat, args.vcs, args.scrapes = 2.0, 3, 20, 50
-    if "a" not in args.skip:
+        args.interval, args.repeat, args.scrapes = 2.0, 3, 100
+    cases = set(args.cases) - set(args.skip)
+    if "a" in cases:
         from ops_dashboard import case_a
 
         case_a(argparse.Namespace(quick=args.quick, nodes=500, jobs=5000, requests=200))
@@ -184,10 +201,11 @@ def main(argv: list[str] | None = None) -> None:
                 token = stack.token("admin")
                 with stack.platform_client(token) as api:
                     status = wait_running(api)
-                    if "b" not in args.skip:
+                    if "b" in cases:
                         case_b(api, sink, args.interval, args.repeat)
-                    if "c" not in args.skip:
-                        case_c(stack, api, token, status["node_exporter"]["url"], args.vcs, args.scrapes)
+                    if "c" in cases:
+                        counts = [int(n) for n in args.vcs.split(",")]
+                        case_c(stack, api, status["node_exporter"]["url"], counts, args.scrapes)
             except Exception:
                 print(f"the platform's log (last lines):\n{stack.tail(80)}", file=sys.stderr)
                 raise

@@ -89,6 +89,150 @@ PLATFORM = {
     },
 }
 
+#: a profile written as zero-to-jupyterhub's ``singleuser.profileList`` entries (KubeSpawner's
+#: ``profile_list``), which the service expands into profiles (vcs/profile_list.py, docs/vcs.md)
+OVERRIDE = {
+    "type": "object",
+    "description": "KubeSpawner traits (image, cpu_limit, mem_limit, extra_resource_limits, ...)",
+}
+Z2JH_PROFILE = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "a z2jh profileList entry: one profile per combination of its options' choices, named <slug> or"
+    " <slug>-<choice>...; a VC's profiles may name the slug (docs/vcs.md)",
+    "properties": {
+        "display_name": {"type": "string"},
+        "description": {"type": "string"},
+        "slug": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 32,
+            "description": "default: the display name, slugified",
+        },
+        "default": {"type": "boolean"},
+        "kubespawner_override": OVERRIDE,
+        "profile_options": {
+            "type": "object",
+            "additionalProperties": {
+                "type": ["object", "null"],
+                "properties": {
+                    "display_name": {"type": "string"},
+                    "choices": {
+                        "type": ["object", "null"],
+                        "additionalProperties": {
+                            "type": ["object", "null"],
+                            "properties": {
+                                "display_name": {"type": "string"},
+                                "default": {"type": "boolean"},
+                                "kubespawner_override": OVERRIDE,
+                            },
+                        },
+                    },
+                    "unlisted_choice": {
+                        "type": ["object", "null"],
+                        "properties": {"enabled": {"type": "boolean"}, "kubespawner_override": OVERRIDE},
+                    },
+                },
+            },
+        },
+        "vcs": {"type": "array", "items": {"type": "string"}, "description": "the VCs that offer it (a Yitong key)"},
+    },
+}
+#: how the service tells a z2jh entry from a Yitong profile in a map (profile_list.is_z2jh)
+Z2JH_MARKS = ("kubespawner_override", "profile_options", "slug", "default")
+
+
+def profiles_schema(profile: dict[str, Any], names: dict[str, Any]) -> dict[str, Any]:
+    """``profiles``: a map of name -> a Yitong profile or a z2jh entry, or a z2jh ``profileList``."""
+    from yitong_services.vcs.profile_list import ENTRY_KEYS
+
+    if set(Z2JH_PROFILE["properties"]) != ENTRY_KEYS:
+        raise ValueError("Z2JH_PROFILE's keys differ from vcs/profile_list.py ENTRY_KEYS")
+    entry = {"$ref": REF.format(model="Z2JHProfile")}
+    named = {"anyOf": [{"required": ["slug"]}, {"required": ["display_name"]}]}
+    return {
+        "description": "the notebook environments: a map of name -> a profile (cpu, memory, accelerator, image, ...)"
+        " or a z2jh profileList entry (its slug defaults to the name), or a z2jh profileList (a list of entries"
+        " with a slug or a display_name)",
+        "if": {"type": "array"},
+        "then": {"type": "array", "items": {"allOf": [entry, named]}},
+        "else": {
+            "type": "object",
+            "propertyNames": names,
+            "additionalProperties": {
+                "if": {"anyOf": [{"required": [k]} for k in Z2JH_MARKS]},
+                "then": entry,
+                "else": profile,
+            },
+        },
+    }
+
+
+LABELS = {
+    "type": "object",
+    "additionalProperties": {"type": "string"},
+    "description": "labels added to the object (what the operator's Prometheus selects by)",
+}
+
+
+def monitoring(rule: dict[str, Any]) -> dict[str, Any]:
+    """``platform.monitoring``: the ServiceMonitor and the PrometheusRule (rules as the alerts API takes them)."""
+    from yitong_services.alerts.kinds import KINDS
+    from yitong_services.vcs.schemas import NAME_RE
+
+    rule = copy.deepcopy(rule)
+    rule["properties"].pop("name")  # the key
+    rule["properties"]["kind"] = {"enum": list(KINDS), "description": rule["properties"]["kind"]["description"]}
+    rule["properties"]["threshold"] = {
+        "anyOf": [{"type": "number"}, {"type": "null"}],
+        "description": rule["properties"]["threshold"]["description"] + "; left out: the kind's default",
+    }
+    rule["additionalProperties"] = False
+    rule["required"] = ["kind"]
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "For clusters that run the Prometheus operator (monitoring.coreos.com/v1 objects).",
+        "properties": {
+            "serviceMonitor": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {
+                        "type": "boolean",
+                        "description": "a ServiceMonitor for the platform's /metrics, scraped with the platform's"
+                        " token every alerts.scrape_interval",
+                    },
+                    "labels": LABELS,
+                },
+            },
+            "prometheusRule": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {
+                        "type": "boolean",
+                        "description": "a PrometheusRule with the rules, the PromQL the platform writes for them",
+                    },
+                    "labels": LABELS,
+                    "nodeExporterJob": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "the job label of the node exporters' series (node_memory, node_cpu rules)",
+                    },
+                    "rules": {
+                        "type": "object",
+                        "propertyNames": {"pattern": NAME_RE.pattern, "maxLength": 32},
+                        "additionalProperties": {"anyOf": [rule, {"type": "null"}]},
+                        "description": "name -> a rule as POST /alerts/rules takes it (docs/operations.md);"
+                        " null drops one of values.yaml",
+                    },
+                },
+            },
+        },
+    }
+
+
 CHART_KEYS = {
     "platform": PLATFORM,
     "jupyterhub": {
@@ -144,8 +288,9 @@ def build() -> dict[str, Any]:
     props.pop("data_dir")  # set by the chart (platform.dataDir), not a settings key
     props["backend"] = {"const": "kubernetes", "description": "the chart runs the kubernetes backend"}
     names = {"pattern": NAME_RE.pattern, "maxLength": 32}
-    for key in ("profiles", "vcs"):
-        props[key] = {**props[key], "propertyNames": names}
+    props["vcs"] = {**props["vcs"], "propertyNames": names}
+    props["profiles"] = profiles_schema(props["profiles"]["additionalProperties"], names)
+    defs["Z2JHProfile"] = Z2JH_PROFILE
     device = _close_required_type(_defs(DeviceMap, defs))
     props["devices"] = {
         "type": "object",
@@ -178,7 +323,10 @@ def build() -> dict[str, Any]:
                 **{k: old[k] for k in ("default", "description") if k in old},
             }
     props.update({name: copy.deepcopy(schema) for name, schema in SECTIONS.items()})
-    props.update(CHART_KEYS)
+    props.update(copy.deepcopy(CHART_KEYS))
+    from yitong_services.alerts.schemas import RuleIn
+
+    props["platform"]["properties"]["monitoring"] = monitoring(_defs(RuleIn, defs))
     resources = {"propertyNames": {"pattern": RESOURCE_RE.pattern}, "additionalProperties": QUANTITY}
     props, defs = _resources(props, resources), _resources(defs, resources)
     return {

@@ -6,6 +6,8 @@
   tag 4.4.0) and no templates. Helm coalesces and validates the values we pass to z2jh exactly as
   it would with the real chart; only z2jh's own objects are not rendered.
 - ``K8S_VERSIONS``: the two newest Kubernetes versions kubernetes-validate ships.
+- ``crd_validators(name)``: a strict validator per kind from a file of CRD schemas in tests/helm/data
+  (Kueue's, prometheus-operator's): no field the schema does not name, as kubernetes-validate.
 """
 
 from __future__ import annotations
@@ -34,6 +36,26 @@ def _newest_kube_versions(n: int = 2) -> list[str]:
 
 
 K8S_VERSIONS = _newest_kube_versions()
+
+
+def _crd_strict(node: Any) -> Any:
+    """kubernetes-validate's strictness for a CRD schema: no field the schema does not name."""
+    if isinstance(node, dict):
+        out = {k: _crd_strict(v) for k, v in node.items()}
+        if "properties" in node and "additionalProperties" not in node:
+            if not node.get("x-kubernetes-preserve-unknown-fields"):
+                out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_crd_strict(v) for v in node]
+    return node
+
+
+def crd_validators(name: str) -> dict[str, Any]:
+    import jsonschema
+
+    schemas = json.loads((DATA / name).read_text())["schemas"]
+    return {kind: jsonschema.Draft7Validator(_crd_strict(schema)) for kind, schema in schemas.items()}
 
 
 def z2jh_schema() -> dict[str, Any]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from helm_helpers import CHART, DATA, K8S_VERSIONS, by_kind, z2jh_defaults, z2jh_schema
+from helm_helpers import CHART, K8S_VERSIONS, by_kind, crd_validators, z2jh_defaults, z2jh_schema
 
 from yitong_services.core.settings import Settings
 from yitong_services.jobs.kueue import default_flavors, flavor_manifest, priority_class_manifests, vc_queue_manifests
@@ -23,6 +22,38 @@ from yitong_services.vcs.quantities import parse_amount
 
 NS = "jupyterhub"
 VALUES = yaml.safe_load((CHART / "values.yaml").read_text())
+#: profiles as z2jh's singleuser.profileList (KubeSpawner's profile_list), which the service and the hub
+#: expand (vcs/profile_list.py, yitong_spawner/profile_list.py); values.yaml's VC offers cpu-small and gpu-1
+PROFILE_LIST = [
+    {
+        "display_name": "CPU small",
+        "slug": "cpu-small",
+        "default": True,
+        "kubespawner_override": {"image": "yitong/singleuser-cpu:latest", "cpu_limit": 1, "mem_limit": "2G"},
+    },
+    {
+        "display_name": "GPU 1",  # slug: gpu-1
+        "kubespawner_override": {"cpu_limit": 4, "mem_limit": "16G", "extra_resource_limits": {"nvidia.com/gpu": 1}},
+    },
+    {
+        "display_name": "Vision lab",
+        "slug": "lab",
+        "vcs": ["vision"],
+        "profile_options": {
+            "image": {
+                "display_name": "Image",
+                "choices": {
+                    "torch": {"display_name": "PyTorch", "default": True, "kubespawner_override": {"image": "t:1"}},
+                    "tf": {"display_name": "TensorFlow", "kubespawner_override": {"image": "tf:2"}},
+                },
+                "unlisted_choice": {"enabled": True, "display_name": "Other image"},
+            }
+        },
+        "kubespawner_override": {"cpu_limit": 2, "mem_limit": "4G"},
+    },
+]
+LAB = {k: v for k, v in PROFILE_LIST[2].items() if k != "vcs"}
+
 #: value sets that together reach every branch of the templates
 CASES = {
     "defaults": {},
@@ -49,31 +80,29 @@ CASES = {
         "storage": {"url": "s3://yitong/store", "options": {"endpoint_url": "https://minio.example.org"}},
         "platform": {"networkPolicy": {"enabled": False}},
     },
+    "z2jh-profile-list": {"profiles": PROFILE_LIST, "vcs": {"vision": {"quota": {"cpu": 8, "memory": "32Gi"}}}},
+    "prometheus-operator": {
+        "alerts": {"scrape_interval": 30, "evaluation_interval": 20},
+        "platform": {
+            "monitoring": {
+                "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+                "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            }
+        },
+    },
 }
 
 
-def _crd_strict(node: Any) -> Any:
-    """kubernetes-validate's strictness for a CRD schema: no field the schema does not name."""
-    if isinstance(node, dict):
-        out = {k: _crd_strict(v) for k, v in node.items()}
-        if "properties" in node and "additionalProperties" not in node:
-            if not node.get("x-kubernetes-preserve-unknown-fields"):
-                out["additionalProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_crd_strict(v) for v in node]
-    return node
-
-
-KUEUE = {
-    kind: jsonschema.Draft7Validator(_crd_strict(schema))
-    for kind, schema in json.loads((DATA / "kueue" / "v1beta1.json").read_text())["schemas"].items()
+CRDS = {
+    "kueue.x-k8s.io/v1beta1": crd_validators("kueue/v1beta1.json"),
+    "monitoring.coreos.com/v1": crd_validators("prometheus-operator/v1.json"),
 }
 
 
 def validate(obj: dict[str, Any], version: str) -> None:
-    if obj["apiVersion"] == "kueue.x-k8s.io/v1beta1":
-        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in KUEUE[obj["kind"]].iter_errors(obj)]
+    if obj["apiVersion"] in CRDS:
+        validator = CRDS[obj["apiVersion"]][obj["kind"]]
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
         assert not errors, (obj["kind"], errors)
     else:
         kubernetes_validate.validate(obj, version, strict=True)
@@ -85,6 +114,18 @@ def test_lint_is_clean(chart_dir):
     for version in K8S_VERSIONS:
         report = helm.lint(str(chart_dir), strict=True, kube_version=f"v{version}.0")
         assert report["errors"] == [] and all(m["severity"] < 2 for m in report["messages"]), report
+
+
+def test_lint_with_a_z2jh_profile_list(chart_dir):
+    """A profileList-shaped `profiles` passes `helm lint` (the schema), as the service and the hub take it."""
+    import helm_python as helm
+
+    values = {"profiles": PROFILE_LIST, "vcs": {"default": {"profiles": ["cpu-small", "gpu-1", "lab-tf"]}}}
+    report = helm.lint(str(chart_dir), values, strict=True, kube_version=f"v{K8S_VERSIONS[-1]}.0")
+    assert report["errors"] == [] and all(m["severity"] < 2 for m in report["messages"]), report
+    bad = {"profiles": [{"display_name": "x", "kubespawner_overide": {}}]}
+    report = helm.lint(str(chart_dir), bad, kube_version=f"v{K8S_VERSIONS[-1]}.0")
+    assert any("kubespawner_overide" in m["error"] for m in report["messages"]), report
 
 
 def test_lint_without_the_dependency_names_it(tmp_path):
@@ -152,6 +193,23 @@ def test_the_settings_file_is_read_by_the_service_and_the_hub(render, case, tmp_
     if settings["backends"]["kubernetes"]["network_policy"] is not None:
         assert settings["backends"]["kubernetes"]["network_policy"]["hub_namespace"] == NS
     assert settings["jobs"]["api_url"] == f"http://proxy-public.{NS}.svc.cluster.local/services/yitong/api/v1"
+
+
+def test_a_z2jh_profile_list_reaches_the_service_and_the_hub(render, tmp_path):
+    """The list goes into the settings file as it is; the service expands it (a VC named by an entry
+    offers every profile of it) and the hub checks the unlisted choice's value."""
+    from yitong_services.core.settings import load_settings
+    from yitong_spawner.profile_list import hub_overrides
+
+    settings = _settings(render(CASES["z2jh-profile-list"]))
+    assert settings["profiles"] == PROFILE_LIST
+    path = tmp_path / "settings.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    service = load_settings(path, tmp_path)
+    assert set(service.profiles) == {"cpu-small", "gpu-1", "lab-torch", "lab-tf", "lab-custom"}
+    assert service.vcs["vision"].profiles == ["lab-torch", "lab-tf", "lab-custom"]
+    assert service.profiles["gpu-1"].accelerator.count == 1
+    assert hub_overrides(settings["profiles"])["lab-custom"]["unlisted"] is not None  # the person types the image
 
 
 def _amounts(quota_items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -293,6 +351,9 @@ WRONG = [
     ({"jobs": {"poll_interval": 0}}, "jobs.poll_interval", "/jobs/poll_interval"),
     ({"hub": {"port": "x"}}, "hub.port", "/hub/port"),
     ({"hub": {"adminusers": ["a"]}}, "hub: ", "/hub"),
+    ({"profiles": [{"display_name": "x", "images": "y"}]}, "profiles[0]: unknown key(s) images", "/profiles/0"),
+    ({"profiles": [{"description": "no name"}]}, "profiles[0]: needs a slug or a display_name", "/profiles/0"),
+    ({"profiles": {"cpu-small": {"slug": "s", "cpu": 1}}}, "profiles.cpu-small: unknown key(s) cpu", "cpu-small"),
 ]
 
 
@@ -322,6 +383,9 @@ def test_wrong_values_are_refused_like_the_embedded_default(render, patch, servi
     [
         ({"vcs": {"default": {"profiles": ["cpu-small", "nope"]}}}, "VC default offers unknown profiles: nope"),
         ({"vcs": {"default": {"quota": {"amd.com/gpu": 1}}}}, "no Kueue ResourceFlavor covers amd.com/gpu"),
+        ({"profiles": PROFILE_LIST[:2], "vcs": {"default": {"profiles": ["gpu-2"]}}}, "offers unknown profiles: gpu-2"),
+        ({"profiles": [*PROFILE_LIST[:2], LAB], "vcs": {"default": {"profiles": ["lab", "lb-tf"]}}}, "profiles: lb-tf"),
+        ({"profiles": [{**PROFILE_LIST[2], "vcs": ["nope"]}]}, "an entry names VC nope, which is not in vcs"),
     ],
 )
 def test_cross_checks_fail_with_the_services_sentence(render, patch, sentence):

@@ -98,3 +98,46 @@ def test_the_refusal_shown_in_the_doc(in_checkout):
         helm.Chart.load("helm/yitong").render(values, name="yitong", namespace="yitong")
     for line in shown.removeprefix("Error: ").strip().splitlines():
         assert line in str(e.value)
+
+
+def _block(first_line: str) -> dict[str, Any]:
+    (text,) = [body for lang, body in BLOCKS if lang == "yaml" and body.startswith(first_line)]
+    return yaml.safe_load(text)
+
+
+def test_the_profile_list_example(in_checkout, tmp_path):
+    """`profiles` as a z2jh profileList, over my-values.yaml: lint clean, and the service expands it."""
+    from yitong_services.core.settings import load_settings
+
+    values = _values()
+    values.update(_block("# profile-list-values.yaml"))
+    report = helm.lint("helm/yitong", values, strict=True, kube_version=f"v{K8S_VERSIONS[-1]}.0")
+    assert report["errors"] == [] and all(m["severity"] < 2 for m in report["messages"]), report
+    objects = parse(helm.Chart.load("helm/yitong").render(values, name="yitong", namespace="yitong", is_install=True))
+    (secret,) = [o for o in objects if o["kind"] == "Secret"]
+    path = tmp_path / "settings.yaml"
+    path.write_text(secret["stringData"]["settings.yaml"])
+    service = load_settings(path, tmp_path)
+    assert service.vcs["vision"].profiles == ["cpu-small", "gpu-1", "lab-torch", "lab-tf"]
+    assert service.profiles["gpu-1"].accelerator.count == 1
+
+
+def test_the_monitoring_example(in_checkout):
+    """monitoring-values.yaml over my-values.yaml: the ServiceMonitor, the PrometheusRule without the
+    dropped default, and the Prometheus let in by the platform's NetworkPolicy."""
+    from helm_helpers import by_kind
+
+    values = _values()
+    values["platform"] = {**values["platform"], **_block("# monitoring-values.yaml")["platform"]}
+    objects = by_kind(
+        parse(helm.Chart.load("helm/yitong").render(values, name="yitong", namespace="yitong", is_install=True))
+    )
+    (monitor,) = objects["ServiceMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    (rule,) = objects["PrometheusRule"]
+    names = [r["alert"] for r in rule["spec"]["groups"][0]["rules"]]
+    assert names == ["gpu-idle", "job-failed", "node-memory", "service-down"]
+    (policy,) = [p for p in objects["NetworkPolicy"] if p["metadata"]["name"] == "yitong-platform"]
+    assert policy["spec"]["ingress"][-1]["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"
+    }

@@ -54,3 +54,15 @@ yitong.io/vc: {{ . | quote }}
 {{- end }}
 {{- toYaml (dict "flavors" $out) }}
 {{- end }}
+
+{{- /* Seconds as Prometheus durations, as alerts/config.py `_seconds` writes them: "15s" (rounded half to even). */}}
+{{- define "yitong.seconds" -}}{{ printf "%.0fs" (float64 .) }}{{- end }}
+
+{{- /* The scrape and evaluation intervals of the `alerts` settings section (alerts/settings.py defaults). */}}
+{{- define "yitong.scrapeInterval" -}}{{ dig "scrape_interval" 15.0 (.Values.alerts | default dict) }}{{- end }}
+{{- define "yitong.evaluationInterval" -}}{{ dig "evaluation_interval" 15.0 (.Values.alerts | default dict) }}{{- end }}
+
+{{- /* A z2jh profileList entry's slug: its own, else its display name slugified (vcs/profile_list.py slugify). */}}
+{{- define "yitong.slug" -}}
+{{- if .slug }}{{ toString .slug }}{{ else }}{{ regexReplaceAll "[^a-z0-9]+" (lower (toString (.display_name | default ""))) "-" | trimAll "-" }}{{ end }}
+{{- end }}

@@ -66,15 +66,15 @@ def _literal(text: str) -> str:
     return re.sub(r"\{\{|\}\}", lambda m: "{{`" + m.group() + "`}}", text)
 
 
-def rule_entry(rule: Rule, scrape_interval: float) -> dict[str, Any]:
-    """One alerting rule of the rule file."""
+def rule_entry(rule: Rule, scrape_interval: float, node_job: str = "node") -> dict[str, Any]:
+    """One alerting rule of the rule file (``node_job``: the node exporters' scrape job)."""
     labels = {"severity": rule.severity, "yitong_rule": rule.name}
     if rule.vc is not None:
         labels["vc"] = rule.vc
-    summary = KINDS[rule.kind].summary.format(threshold=rule.threshold)
+    summary = KINDS[rule.kind].summary.format(threshold=rule.threshold)  # {threshold:g}, or none
     entry: dict[str, Any] = {
         "alert": rule.name,
-        "expr": expression(rule.kind, rule.threshold, rule.vc, rule.expr, scrape_interval),
+        "expr": expression(rule.kind, rule.threshold, rule.vc, rule.expr, scrape_interval, node_job),
         "labels": labels,
         "annotations": {
             "summary": f"{_literal(rule.name)}: {summary}" + (f" in VC {rule.vc}" if rule.vc else ""),
@@ -86,9 +86,12 @@ def rule_entry(rule: Rule, scrape_interval: float) -> dict[str, Any]:
     return entry
 
 
-def rule_file(rules: Iterable[Rule], evaluation_interval: float, scrape_interval: float) -> dict[str, Any]:
-    """The Prometheus rule file: one group holding every rule, sorted by name."""
-    entries = [rule_entry(r, scrape_interval) for r in sorted(rules, key=lambda r: r.name)]
+def rule_file(
+    rules: Iterable[Rule], evaluation_interval: float, scrape_interval: float, node_job: str = "node"
+) -> dict[str, Any]:
+    """The Prometheus rule file: one group holding every rule, sorted by name (the spec of the Helm
+    chart's PrometheusRule too, helm/yitong/templates/monitoring/prometheusrule.yaml)."""
+    entries = [rule_entry(r, scrape_interval, node_job) for r in sorted(rules, key=lambda r: r.name)]
     return {"groups": [{"name": GROUP, "interval": _seconds(evaluation_interval), "rules": entries}]}
 
 

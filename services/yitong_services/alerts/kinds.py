@@ -10,26 +10,71 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from string import Template
 
 
 @dataclass(frozen=True)
 class Kind:
-    summary: str  # one line, with {threshold}
+    summary: str  # one line, with {threshold:g}
     unit: str  # of the threshold: "%", "jobs", "" (none taken)
     default: float | None
     low: float = 0.0
     high: float = 100.0
     per_vc: bool = True  # may be limited to one VC
+    #: the PromQL, a string.Template: $threshold (as %g), $vc (the VC's label selector, or nothing),
+    #: $window (a rate's range, at least four scrapes), $node_job (the node exporter's scrape job,
+    #: quoted); the Helm chart fills in the same
+    #: placeholders (helm/alert_kinds.py writes this table for it)
+    promql: str = ""
 
 
 KINDS: dict[str, Kind] = {
-    "node_memory": Kind("node memory in use above {threshold}%", "%", 70.0, per_vc=False),
-    "node_cpu": Kind("node CPU busy above {threshold}%", "%", 90.0, per_vc=False),
-    "accelerator_utilization": Kind("accelerator busy above {threshold}%", "%", 95.0, per_vc=False),
-    "accelerator_idle": Kind("accelerator allocated but at most {threshold}% busy", "%", 0.0),
-    "job_failed": Kind("at least {threshold:g} job(s) failed recently", "jobs", 1.0, low=1.0, high=1e6),
-    "quota_exhausted": Kind("a VC uses at least {threshold}% of a quota", "%", 100.0, low=1.0),
-    "service_down": Kind("a monitored service does not answer its scrape", "", None, per_vc=False),
+    "node_memory": Kind(
+        "node memory in use above {threshold:g}%",
+        "%",
+        70.0,
+        per_vc=False,
+        promql="100 * (1 - node_memory_MemAvailable_bytes{job=$node_job} / node_memory_MemTotal_bytes{job=$node_job})"
+        " > $threshold",
+    ),
+    "node_cpu": Kind(
+        "node CPU busy above {threshold:g}%",
+        "%",
+        90.0,
+        per_vc=False,
+        promql='100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{job=$node_job,mode="idle"}[$window])))'
+        " > $threshold",
+    ),
+    "accelerator_utilization": Kind(
+        "accelerator busy above {threshold:g}%",
+        "%",
+        95.0,
+        per_vc=False,
+        promql="yitong_accelerator_utilization_percent > $threshold",
+    ),
+    "accelerator_idle": Kind(
+        "accelerator allocated but at most {threshold:g}% busy",
+        "%",
+        0.0,
+        promql="(yitong_accelerator_allocated$vc == 1)"
+        " and on (node, index) (yitong_accelerator_utilization_percent <= $threshold)",
+    ),
+    "job_failed": Kind(
+        "at least {threshold:g} job(s) failed recently",
+        "jobs",
+        1.0,
+        low=1.0,
+        high=1e6,
+        promql="yitong_jobs_failed_recent$vc >= $threshold",
+    ),
+    "quota_exhausted": Kind(
+        "a VC uses at least {threshold:g}% of a quota",
+        "%",
+        100.0,
+        low=1.0,
+        promql="100 * yitong_vc_used$vc / (yitong_vc_quota$vc > 0) >= $threshold",
+    ),
+    "service_down": Kind("a monitored service does not answer its scrape", "", None, per_vc=False, promql="up == 0"),
     "expression": Kind("a PromQL condition of the admin's", "", None),
 }
 
@@ -63,41 +108,30 @@ def check(kind: str, threshold: float | None, vc: str | None, expr: str) -> floa
     return value
 
 
-def _sel(vc: str | None, **labels: str) -> str:
-    """A label selector; values are quoted as PromQL strings (JSON's escapes are PromQL's)."""
-    pairs = dict(labels)
-    if vc is not None:
-        pairs["vc"] = vc
-    inner = ",".join(f"{k}={json.dumps(v)}" for k, v in pairs.items())
-    return "{" + inner + "}" if inner else ""
+def _sel(vc: str | None) -> str:
+    """The VC's label selector, its name quoted as a PromQL string (JSON's escapes are PromQL's)."""
+    return "" if vc is None else "{vc=" + json.dumps(vc) + "}"
 
 
-def expression(kind: str, threshold: float | None, vc: str | None, expr: str, scrape_interval: float) -> str:
-    """The PromQL of a checked rule."""
-    t = f"{threshold:g}" if threshold is not None else ""
-    window = f"{int(max(60, 4 * scrape_interval))}s"
-    node = _sel(None, job="node")
-    if kind == "node_memory":
-        return f"100 * (1 - node_memory_MemAvailable_bytes{node} / node_memory_MemTotal_bytes{node}) > {t}"
-    if kind == "node_cpu":
-        idle = _sel(None, job="node", mode="idle")
-        return f"100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{idle}[{window}]))) > {t}"
-    if kind == "accelerator_utilization":
-        return f"yitong_accelerator_utilization_percent > {t}"
-    if kind == "accelerator_idle":
-        return (
-            f"(yitong_accelerator_allocated{_sel(vc)} == 1)"
-            f" and on (node, index) (yitong_accelerator_utilization_percent <= {t})"
-        )
-    if kind == "job_failed":
-        return f"yitong_jobs_failed_recent{_sel(vc)} >= {t}"
-    if kind == "quota_exhausted":
-        return f"100 * yitong_vc_used{_sel(vc)} / (yitong_vc_quota{_sel(vc)} > 0) >= {t}"
-    if kind == "service_down":
-        return "up == 0"
+def window(scrape_interval: float) -> str:
+    """The range of a rate: four scrapes, at least a minute."""
+    return f"{int(max(60, 4 * scrape_interval))}s"
+
+
+def expression(
+    kind: str, threshold: float | None, vc: str | None, expr: str, scrape_interval: float, node_job: str = "node"
+) -> str:
+    """The PromQL of a checked rule. ``node_job``: the job that scrapes the node exporters ("node" in
+    the platform's own prometheus.yml; kube-prometheus-stack's is "node-exporter")."""
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise RuleError(f"unknown rule kind {kind!r}")
     if kind == "expression":
         return expr.strip()
-    raise RuleError(f"unknown rule kind {kind!r}")
+    t = f"{threshold:g}" if threshold is not None else ""
+    return Template(spec.promql).substitute(
+        threshold=t, vc=_sel(vc), window=window(scrape_interval), node_job=json.dumps(node_job)
+    )
 
 
 def quick_syntax(expr: str) -> str | None:

@@ -199,12 +199,14 @@ def create_app(
     app.include_router(console_router, prefix=prefix.rstrip("/"))
 
     @app.get(f"{prefix}metrics", include_in_schema=False)
-    def prometheus(caller: Caller) -> Response:
-        """Prometheus text for admins and the platform's own token (scrape with a bearer token)."""
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    async def prometheus(caller: Caller) -> Response:
+        """Prometheus text for admins and the platform's own token (scrape with a bearer token):
+        rendered in the thread pool, one rendering shared by the scrapes of one moment (core/metrics.py)."""
+        from prometheus_client import CONTENT_TYPE_LATEST
 
         require_admin(caller, "read the platform's metrics")
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        body = await db.reads.read("metrics", metrics.render)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     return app
 

@@ -223,6 +223,24 @@ async def test_metrics_publish_what_rules_read(service):
     assert not any(line.startswith("yitong_accelerator_utilization_percent{") for line in lines)
 
 
+async def test_scrapes_share_a_rendering_until_a_write(service):
+    """Scrapes of one moment get one rendering (its request counters do not move between them);
+    a committed write is in the next scrape (core/metrics.py, core/readcache.py)."""
+
+    async def scrape() -> str:
+        r = await service.call("admin", "GET", "/services/yitong/metrics")
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+        return r.text
+
+    # within the cache's second (a slow machine may need another try)
+    assert any([await scrape() == await scrape() for _ in range(3)])
+    before = await scrape()
+    assert (await service.allocate("alice", "vision", "gpu-1", "alice/gpu")).status_code == 201
+    after = await scrape()
+    assert 'yitong_allocations{kind="server",vc="vision"} 1.0' in after.splitlines()
+    assert 'yitong_allocations{kind="server",vc="vision"} 0.0' in before.splitlines()
+
+
 def _node() -> str:
     import socket
 
