@@ -19,8 +19,8 @@ from anyio import to_thread
 from sqlalchemy import select
 
 from ..core.db import Database
+from ..core.periodic import Periodic
 from ..jobs import states as job_states
-from ..ops.periodic import Periodic
 from . import rollout
 from .endpoints import job_states as states_of
 from .models import Endpoint

@@ -23,8 +23,8 @@ from sqlalchemy import select
 
 from ..core.context import Context
 from ..core.hub import HubError
+from ..core.periodic import Periodic
 from ..vcs.models import VC, Allocation
-from .periodic import Periodic
 from .reclaim import _ts, stop_server
 from .schemas import CullingSettings
 

@@ -25,11 +25,11 @@ from sqlalchemy import func, select
 
 from ..alerts.nvml import NVML
 from ..core.db import Database
+from ..core.periodic import Periodic
 from ..jobs.models import Job
 from ..vcs.quantities import Resources
 from ..vcs.views import usage
 from .nodes import NodeRegistry, local_usage
-from .periodic import Periodic
 from .schemas import OpsSettings
 from .usage import freshest, read_devices
 

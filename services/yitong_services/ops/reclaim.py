@@ -28,8 +28,8 @@ from sqlalchemy import select
 
 from ..core.context import Context
 from ..core.hub import HubError
+from ..core.periodic import Periodic
 from ..vcs.models import Allocation
-from .periodic import Periodic
 from .schemas import ReclaimSettings
 from .usage import measure
 
