@@ -224,10 +224,43 @@ class Diff(TypedDict):
     removed: list[SizedPath]
 
 
+class EndpointDeployIn(TypedDict):
+    "Roll an endpoint to another version of its model, or give that version a canary share."
+
+    model: str
+    profile: NotRequired[str | None]
+    traffic: NotRequired[dict[str, Any] | None]
+
+
 class EndpointIn(TypedDict):
     model: str
     name: str
     profile: str
+
+
+class EndpointKeyIn(TypedDict):
+    note: NotRequired[str]
+
+
+class EndpointKeyNew(TypedDict):
+    created: str
+    created_by: str
+    endpoint: str
+    id: int
+    key: str
+    note: str
+    prefix: str
+    revoked: str | None
+
+
+class EndpointKeyOut(TypedDict):
+    created: str
+    created_by: str
+    endpoint: str
+    id: int
+    note: str
+    prefix: str
+    revoked: str | None
 
 
 class EndpointOut(TypedDict):
@@ -236,7 +269,9 @@ class EndpointOut(TypedDict):
     name: str
     owner: str
     reason: str
+    replicas: list[ReplicaOut]
     state: str
+    traffic: dict[str, int]
     url: str
     vc: str
     version: int
@@ -394,6 +429,7 @@ class JobSubmission(TypedDict):
     env: NotRequired[dict[str, str]]
     environment: Environment
     framework: NotRequired[Framework]
+    hub_token: NotRequired[bool]
     inputs: NotRequired[list[Input]]
     max_run_time: NotRequired[int | None]
     memory: NotRequired[int]
@@ -661,6 +697,15 @@ class ReclaimWarnings(TypedDict):
     "``GET /reclaim/warnings``: the caller's own servers warned by the accelerator reclaim."
 
     warnings: list[ReclaimWarning]
+
+
+class ReplicaOut(TypedDict):
+    draining: bool
+    job: int
+    job_state: str
+    routed: bool
+    version: int
+    weight: int
 
 
 class RouteIn(TypedDict):
@@ -959,7 +1004,11 @@ __all__ = [
     "DeviceProcess",
     "DeviceUse",
     "Diff",
+    "EndpointDeployIn",
     "EndpointIn",
+    "EndpointKeyIn",
+    "EndpointKeyNew",
+    "EndpointKeyOut",
     "EndpointOut",
     "Environment",
     "Error",
@@ -1003,6 +1052,7 @@ __all__ = [
     "ProfilePatch",
     "ReclaimWarning",
     "ReclaimWarnings",
+    "ReplicaOut",
     "RouteIn",
     "RouteOut",
     "RuleIn",

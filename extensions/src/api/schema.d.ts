@@ -584,9 +584,11 @@ export interface paths {
         put?: never;
         /**
          * Create Endpoint
-         * @description Members of the model's VC: serve a version (``vc/name@ref``); it holds an allocation of
-         *     ``profile`` in the VC (409 with the quota sentence when full). ``state`` is ``starting``
-         *     until ``GET /endpoints/{name}`` finds it ready.
+         * @description Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
+         *     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
+         *     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
+         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
+         *     Kubernetes the endpoint is a KServe InferenceService in the VC's namespace.
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -604,16 +606,89 @@ export interface paths {
         };
         /**
          * Get Endpoint
-         * @description One endpoint; its state is probed (``starting`` -> ``ready``).
+         * @description One endpoint: ``queued`` (reason: the quota that holds it), ``starting``, ``ready`` (reason:
+         *     a roll under way), ``failed``; its replicas, their jobs and traffic shares (on Kubernetes:
+         *     the InferenceService's status).
          */
         get: operations["get_endpoint_services_yitong_api_v1_endpoints__name__get"];
         put?: never;
         post?: never;
         /**
          * Delete Endpoint
-         * @description The owner or an admin: stop the server and release its allocation.
+         * @description The owner or an admin: stop its replicas (their jobs are cancelled, their allocations
+         *     released); on Kubernetes, delete its InferenceService.
          */
         delete: operations["delete_endpoint_services_yitong_api_v1_endpoints__name__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deploy Endpoint
+         * @description The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
+         *     without an unanswered request (the new replica starts, joins the route once ready, then the
+         *     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+         *     requests; the rest stays with the current version). Deploying the canary's version again
+         *     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
+         *     rolls the InferenceService (``canaryTrafficPercent`` for a share).
+         */
+        post: operations["deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Keys
+         * @description Admin: the endpoint's keys, revoked ones included (never the keys themselves).
+         */
+        get: operations["list_keys_services_yitong_api_v1_endpoints__name__keys_get"];
+        put?: never;
+        /**
+         * Create Key
+         * @description Admin: a new key for callers outside the VC, for this endpoint's ``/v2/...`` routes only
+         *     (``Authorization: Bearer <key>``). The answer holds the key; only its hash is kept.
+         */
+        post: operations["create_key_services_yitong_api_v1_endpoints__name__keys_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke Key
+         * @description Admin: revoke a key; requests with it are refused from now on (it stays listed).
+         */
+        delete: operations["revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2130,6 +2205,29 @@ export interface components {
             /** Removed */
             removed: components["schemas"]["SizedPath"][];
         };
+        /**
+         * EndpointDeployIn
+         * @description Roll an endpoint to another version of its model, or give that version a canary share.
+         */
+        EndpointDeployIn: {
+            /**
+             * Model
+             * @description vc/name[@ref]: the version to deploy (of the endpoint's model)
+             */
+            model: string;
+            /**
+             * Profile
+             * @description the new replica's profile (default: the current one's)
+             */
+            profile?: string | null;
+            /**
+             * Traffic
+             * @description the deployed version's share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)
+             */
+            traffic?: {
+                [key: string]: number;
+            } | null;
+        };
         /** EndpointIn */
         EndpointIn: {
             /**
@@ -2144,6 +2242,72 @@ export interface components {
              * @description the resources the endpoint holds in the VC, as a profile the VC offers
              */
             profile: string;
+        };
+        /** EndpointKeyIn */
+        EndpointKeyIn: {
+            /**
+             * Note
+             * @description who the key is for (shown in the list)
+             * @default
+             */
+            note: string;
+        };
+        /** EndpointKeyNew */
+        EndpointKeyNew: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Created By */
+            created_by: string;
+            /** Endpoint */
+            endpoint: string;
+            /** Id */
+            id: number;
+            /**
+             * Key
+             * @description the key itself: shown this once (only its hash is kept)
+             */
+            key: string;
+            /** Note */
+            note: string;
+            /**
+             * Prefix
+             * @description the key's first characters, to tell keys apart
+             */
+            prefix: string;
+            /**
+             * Revoked
+             * @description when it was revoked (null: in use)
+             */
+            revoked: string | null;
+        };
+        /** EndpointKeyOut */
+        EndpointKeyOut: {
+            /**
+             * Created
+             * Format: date-time
+             */
+            created: string;
+            /** Created By */
+            created_by: string;
+            /** Endpoint */
+            endpoint: string;
+            /** Id */
+            id: number;
+            /** Note */
+            note: string;
+            /**
+             * Prefix
+             * @description the key's first characters, to tell keys apart
+             */
+            prefix: string;
+            /**
+             * Revoked
+             * @description when it was revoked (null: in use)
+             */
+            revoked: string | null;
         };
         /** EndpointOut */
         EndpointOut: {
@@ -2160,8 +2324,20 @@ export interface components {
             owner: string;
             /** Reason */
             reason: string;
-            /** State */
+            /** Replicas */
+            replicas: components["schemas"]["ReplicaOut"][];
+            /**
+             * State
+             * @description queued, starting, ready or failed
+             */
             state: string;
+            /**
+             * Traffic
+             * @description target shares by version, e.g. {"v1": 90, "v2": 10}
+             */
+            traffic: {
+                [key: string]: number;
+            };
             /** Url */
             url: string;
             /** Vc */
@@ -2505,6 +2681,12 @@ export interface components {
             environment: components["schemas"]["Environment"];
             /** @default plain */
             framework: components["schemas"]["Framework"];
+            /**
+             * Hub Token
+             * @description give the job a short-lived hub token of its owner (JUPYTERHUB_API_TOKEN, YT_TOKEN) so yt, %yt and the SDK act as the owner inside it; false for a job that never calls the platform (a model server): its code then cannot act as the owner
+             * @default true
+             */
+            hub_token: boolean;
             /**
              * Inputs
              * @default []
@@ -3151,6 +3333,33 @@ export interface components {
         ReclaimWarnings: {
             /** Warnings */
             warnings: components["schemas"]["ReclaimWarning"][];
+        };
+        /** ReplicaOut */
+        ReplicaOut: {
+            /**
+             * Draining
+             * @description left the route; stops once its requests in flight are answered
+             */
+            draining: boolean;
+            /**
+             * Job
+             * @description the job that runs this replica (its log is the server's)
+             */
+            job: number;
+            /** Job State */
+            job_state: string;
+            /**
+             * Routed
+             * @description the route sends it requests
+             */
+            routed: boolean;
+            /** Version */
+            version: number;
+            /**
+             * Weight
+             * @description share of the endpoint's traffic in percent
+             */
+            weight: number;
         };
         /**
          * RouteIn
@@ -5381,6 +5590,174 @@ export interface operations {
             header?: never;
             path: {
                 name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointDeployIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_keys_services_yitong_api_v1_endpoints__name__keys_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointKeyOut"][];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_key_services_yitong_api_v1_endpoints__name__keys_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointKeyIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointKeyNew"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                /** @description an id: 1 to 2**63-1 */
+                key_id: number;
             };
             cookie?: never;
         };
