@@ -17,6 +17,7 @@ plugin that fails to load is logged and skipped.
 from __future__ import annotations
 
 import abc
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ class Launch:
     visible_devices: list[int] = field(default_factory=list)
     vc_quota: dict[str, Any] | None = None  # the VC's quota (Kubernetes: its Kueue ClusterQueue)
     user: str = ""  # the job's owner (hub name): whose account runs it
+    #: secrets still being made (the owner's hub token) when the backend says ``late_env``: it
+    #: starts the attempt's own process meanwhile and hands them over before the user's program
+    late_env: asyncio.Future[dict[str, str]] | None = None
 
 
 @dataclass
@@ -58,6 +62,9 @@ class Polled:
 
 class Backend(abc.ABC):
     name = "abstract"
+    #: ``submit`` takes ``launch.late_env`` (secrets that arrive while it starts); otherwise the
+    #: manager waits for them and puts them in ``launch.env`` first
+    late_env = False
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         self.data_dir = Path(data_dir)

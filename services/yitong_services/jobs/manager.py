@@ -270,8 +270,16 @@ class JobManager:
         try:
             launch, facts = await to_thread.run_sync(self._prepare, job_id)
             if self.tokens is not None and launch.spec.hub_token:  # the owner's short-lived token, never the service's
-                launch.env.update(await self.tokens.mint(job_id, facts["attempt"], launch.user, launch.spec))
-            ref = await self.backend.submit(launch)
+                mint = self.tokens.mint(job_id, facts["attempt"], launch.user, launch.spec)
+                if self.backend.late_env:  # the hub call overlaps the start of the attempt's process
+                    launch.late_env = asyncio.ensure_future(mint)
+                else:
+                    launch.env.update(await mint)
+            try:
+                ref = await self.backend.submit(launch)
+            finally:
+                if launch.late_env is not None and not launch.late_env.done():
+                    launch.late_env.cancel()
         except Exception as e:
             log.exception("job %s could not be started", job_id)
             await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))

@@ -85,6 +85,7 @@ def read_pid(path: Path) -> tuple[int, int] | None:
 class LocalBackend(Backend):
     name = "local"
     grace = 10.0  # seconds between SIGTERM and SIGKILL on cancel
+    late_env = True  # the wrapper starts while the owner's token is minted, and reads it on stdin
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         super().__init__(data_dir, settings)
@@ -162,16 +163,19 @@ class LocalBackend(Backend):
             "--mkdir",
             str(outputs),
             *rank_log,
+            *(["--env-stdin"] if launch.late_env is not None else []),
             "--",
             *argv,
             cwd=str(launch.workdir),
             env=full_env,
             start_new_session=True,
             **as_account,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if launch.late_env is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
+        if launch.late_env is not None:
+            await self._hand_over(proc, launch.late_env)
         started = await to_thread.run_sync(procs.start_time, proc.pid)
         ref = f"{proc.pid}:{started or 0}:{here}"
         # reap the wrapper when it ends, and say so: the wrapper writes the exit record before it
@@ -180,6 +184,24 @@ class LocalBackend(Backend):
         self._reapers.add(task)
         task.add_done_callback(self._reapers.discard)
         return ref
+
+    async def _hand_over(self, proc: asyncio.subprocess.Process, late: asyncio.Future[dict[str, str]]) -> None:
+        """The secrets made while the wrapper started, as one JSON line on its stdin; when they
+        could not be made, an empty stdin (the wrapper then starts nothing) and the error."""
+        assert proc.stdin is not None
+        try:
+            extra = await late
+        except BaseException:
+            proc.stdin.close()
+            _signal_group(proc.pid, signal.SIGKILL)
+            self._reapers.add(task := asyncio.get_running_loop().create_task(proc.wait()))
+            task.add_done_callback(self._reapers.discard)
+            raise
+        proc.stdin.write(json.dumps(extra).encode() + b"\n")
+        try:
+            await proc.stdin.drain()
+        finally:
+            proc.stdin.close()
 
     async def _reap(self, proc: asyncio.subprocess.Process, ref: str) -> None:
         await proc.wait()

@@ -1,10 +1,12 @@
-"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV...``:
+"""``python -m yitong_services.jobs.wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] [--env-stdin] -- ARGV...``:
 one job attempt.
 
 Started by the local runner in its own session, so it outlives a restart of the platform
 service; in multi-user mode it already runs as the job owner's account, so it creates the
 attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itself, and enters
-``--cwd`` (the submitted code directory) with that account's rights. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
+``--cwd`` (the submitted code directory) with that account's rights. With ``--env-stdin`` it
+reads one JSON line of environment (the owner's token, minted while this process started) from
+stdin before it starts ARGV, and starts nothing on an empty stdin. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
 ``--log FILE``, else ``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
 ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
 A restarted service reads these files to learn what happened while it was down.
@@ -43,8 +45,12 @@ def _kill_group(sig: int) -> None:
 
 def main(argv: list[str]) -> int:
     attempt_dir, limit, *rest = argv
-    cwd, make, log = None, [], "launcher.log"
-    while rest and rest[0] in ("--cwd", "--mkdir", "--log"):
+    cwd, make, log, env_stdin = None, [], "launcher.log", False
+    while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin"):
+        if rest[0] == "--env-stdin":
+            env_stdin = True
+            rest = rest[1:]
+            continue
         if rest[0] == "--cwd":
             cwd = rest[1]
         elif rest[0] == "--log":
@@ -68,10 +74,23 @@ def main(argv: list[str]) -> int:
         cancelled = True
 
     signal.signal(signal.SIGTERM, on_term)
+    env = None
+    if env_stdin:  # secrets the platform made while this started: one JSON line, then EOF
+        raw = sys.stdin.buffer.readline(1 << 20)
+        sys.stdin.close()
+        if not raw.strip():
+            write_atomic(
+                os.path.join(here, "exit"),
+                json.dumps({"exit_code": 125, "end": _now(), "reason": "the platform could not start the job"}),
+            )
+            return 125
+        env = {**os.environ, **json.loads(raw)}
     reason = ""
     with open(os.path.join(here, log), "ab") as out:  # ``log`` itself when it is absolute
         try:
-            child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd)
+            child = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, env=env
+            )
         except OSError as e:
             write_atomic(
                 os.path.join(here, "exit"),
