@@ -109,12 +109,12 @@ async def get_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request) ->
     client = kserve(request)
     if client is not None:
         return await kube.show(ctx.storage, as_person(caller), name, client)
+    return await run_in_threadpool(_endpoint, ctx, as_person(caller), name)
 
-    def read() -> dict:
-        with ctx.db.session() as s:
-            return ep.endpoint_dict(s, ep.visible(s, as_person(caller), name))
 
-    return await run_in_threadpool(read)
+def _endpoint(ctx: Context, person: Person, name: str) -> dict:
+    with ctx.db.session() as s:
+        return ep.endpoint_dict(s, ep.visible(s, person, name))
 
 
 @router.delete("/{name}", status_code=204)

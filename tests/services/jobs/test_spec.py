@@ -37,6 +37,7 @@ def test_example_fixture():
         "retries": 1,
         "priority": "high",
         "max_run_time": 7200,
+        "hub_token": True,
     }
     assert spec.shell and spec.priority_value == 100
     assert spec.inputs[0].parts() == ("vision", "imagenet", "v3")
