@@ -6,7 +6,7 @@ service; in multi-user mode it already runs as the job owner's account, so it cr
 attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itself, and enters
 ``--cwd`` (the submitted code directory) with that account's rights. With ``--env-stdin`` it
 reads one JSON line of environment (the owner's token, minted while this process started) from
-stdin before it starts ARGV, and starts nothing on an empty stdin. It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
+stdin first, and on an empty stdin exits leaving nothing (no pid, no exit record). It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
 ``--log FILE``, else ``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
 ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
 A restarted service reads these files to learn what happened while it was down.
@@ -63,6 +63,13 @@ def main(argv: list[str]) -> int:
         "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV..."
     )
     here = attempt_dir
+    env = None
+    if env_stdin:  # secrets the platform made while this started: one JSON line, then EOF
+        raw = sys.stdin.buffer.readline(1 << 20)
+        sys.stdin.close()
+        if not raw.strip():  # the platform could not make them, or stopped: leave no trace, so
+            return 125  # a restarted platform starts this attempt again rather than adopting it
+        env = {**os.environ, **json.loads(raw)}
     os.makedirs(os.path.join(here, "logs"), exist_ok=True)
     for d in make:
         os.makedirs(d, exist_ok=True)
@@ -74,17 +81,6 @@ def main(argv: list[str]) -> int:
         cancelled = True
 
     signal.signal(signal.SIGTERM, on_term)
-    env = None
-    if env_stdin:  # secrets the platform made while this started: one JSON line, then EOF
-        raw = sys.stdin.buffer.readline(1 << 20)
-        sys.stdin.close()
-        if not raw.strip():
-            write_atomic(
-                os.path.join(here, "exit"),
-                json.dumps({"exit_code": 125, "end": _now(), "reason": "the platform could not start the job"}),
-            )
-            return 125
-        env = {**os.environ, **json.loads(raw)}
     reason = ""
     with open(os.path.join(here, log), "ab") as out:  # ``log`` itself when it is absolute
         try:
