@@ -199,7 +199,11 @@ def _infer_refusal(request: Request, body: bytes, signature: dict) -> str | None
 
 
 async def _pass(name: str, rest: str, request: Request, who: Person | str, ctx: Context) -> Response:
-    reps, single, signature = await run_in_threadpool(_target, ctx, who, name)
+    if isinstance(who, str):  # a key: checked every time, so a revoked one fails at once
+        reps, single, signature = await run_in_threadpool(_target, ctx, who, name)
+    else:  # a person: kept until this process commits a write (a roll, a membership change)
+        key = ("endpoint", name, who.name, who.admin, frozenset(who.groups))
+        reps, single, signature = await ctx.db.reads.read(key, _target, ctx, who, name)
     size = int(request.headers.get("content-length") or 0)
     if size > MAX_BODY:
         raise Refusal(413, f"a request to endpoint {name} of {size} bytes is over the {MAX_BODY}-byte limit")
