@@ -119,7 +119,7 @@ class Replay:
                 if n != len(self.seen):  # trials are numbered in order; a gap means another history
                     return self.rebuild(config, rows)
                 self.study.add_trial(_frozen(row, maximize))
-                self.ids[n] = self.study._storage.get_all_trials(self.study._study_id, deepcopy=False)[-1]._trial_id
+                self.ids[n] = self.study._storage.get_trial_id_from_study_id_trial_number(self.study._study_id, n)
                 self.seen[n] = fp
             elif self.seen[n] != fp:
                 if not self._update(self.ids[n], row, maximize):
