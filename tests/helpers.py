@@ -36,6 +36,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def yt_as(monkeypatch, base: str, token: str) -> dict[str, str]:
+    """``yt``/SDK calls in this test process act as the owner of ``token`` against the service at
+    ``base`` (and not as a job: the job variables are dropped); the variables, for subprocesses."""
+    monkeypatch.delenv("YITONG_API_URL", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
+    env = {"YT_API_URL": base.rstrip("/"), "YT_TOKEN": token}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return env
+
+
 def run_in_kernel(env: dict, code: str, cwd=None, timeout: float = 60) -> str:
     """Run ``code`` in a fresh ``yitong-python3`` kernel; its stream output and tracebacks as text."""
     from jupyter_client.manager import start_new_kernel

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from helpers import ipython
+from helpers import ipython, yt_as
 
 from tests.services.jobs.test_jobs_process import Proc
 
@@ -206,10 +206,7 @@ def test_convert_to_onnx_checked_and_registered_with_lineage(proc, tmp_path, mon
     from yitong_lab.cli.grammar import run
 
     register_sklearn(proc, tmp_path)
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
     assert run(["model", "convert", "vision/iris@1", "--python", str(MLSERVER_PY)]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert out.startswith("registered vision/iris v2 (ONNX of vision/iris@1): 64 sample rows agree"), out
@@ -346,10 +343,7 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     # promote the canary with `yt deploy roll` (it waits for the drain): every request still answered
     from yitong_lab.cli.grammar import run
 
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
     caller = Caller(proc, "roll")
     caller.start()
     wait_for(lambda: len(caller.seen) >= 5)

@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from helpers import ipython
+from helpers import ipython, yt_as
 from jobs_helpers import py_job
 
 from yitong_lab.cli.grammar import run
@@ -15,11 +15,7 @@ from yitong_lab.cli.grammar import run
 
 @pytest.fixture
 def yt_env(proc, monkeypatch):
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
-    return {"YT_API_URL": proc.base.rstrip("/"), "YT_TOKEN": proc.hub.tokens["alice"]}
+    return yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
 
 
 def test_register_alias_compare_show_pull(proc, yt_env, tmp_path, capsys):

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import yt_as
 
 from tests.services.jobs.test_jobs_process import Proc
 from tests.services.models.test_endpoints import MLSERVER_PY, ROOT
@@ -157,10 +158,7 @@ def test_xgboost_lightgbm_onnx_and_custom_python_served_and_refusals(proc, tmp_p
     from yitong_lab.cli.grammar import run
 
     register(proc, "vision/net", tmp_path / "net", "pytorch", "pt2")
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", proc.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", proc.hub.tokens["alice"])
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
     assert run(["model", "convert", "vision/net@1", "--python", str(MLSERVER_PY)]) == 0, capsys.readouterr().err
     said = capsys.readouterr().out
     assert said.startswith("registered vision/net v2 (ONNX of vision/net@1): 64 sample rows agree"), said

@@ -32,6 +32,7 @@ import httpx
 import numpy as np
 import pytest
 import yaml
+from helpers import yt_as
 from openapi_schema_validator import OAS30Validator
 
 from tests.services.jobs.test_jobs_process import Proc
@@ -458,10 +459,7 @@ def test_endpoint_keys(served, monkeypatch, capsys):
 
     # docs/models.md's commands, verbatim, as an admin
     create, ls, revoke = docs_key_commands()
-    monkeypatch.delenv("YITONG_API_URL", raising=False)
-    monkeypatch.delenv("JUPYTERHUB_API_TOKEN", raising=False)
-    monkeypatch.setenv("YT_API_URL", served.base.rstrip("/"))
-    monkeypatch.setenv("YT_TOKEN", served.hub.tokens["admin"])
+    yt_as(monkeypatch, served.base, served.hub.tokens["admin"])
     assert run(shlex.split(create)[1:]) == 0
     first, key = capsys.readouterr().out.splitlines()
     assert first == "key 1 for endpoint echo (shown once, keep it safe):"
