@@ -99,7 +99,14 @@ def create_app(
         settings.data_dir,
         settings.jobs.api_url or f"http://{settings.service.ip}:{settings.service.port}{prefix}api/v1",
         settings.jobs.poll_interval,
-        tokens=JobTokens(hub, settings.data_dir, name, settings.jobs.token_lifetime, settings.jobs.token_grace)
+        tokens=JobTokens(
+            hub,
+            settings.data_dir,
+            name,
+            settings.jobs.token_lifetime,
+            settings.jobs.token_grace,
+            settings.jobs.token_spare_age,
+        )
         if hub.token
         else None,
     )

@@ -94,6 +94,13 @@ class JobsSettings(BaseModel):
     token_grace: int = Field(
         3600, ge=0, description="seconds a job's token outlives its max_run_time (time queued in the engine)"
     )
+    token_spare_age: float = Field(
+        30.0,
+        ge=0,
+        le=300,
+        description="when an owner's attempts come in a burst, their hub tokens are minted ahead and wait at most"
+        " this many seconds for an attempt before they are revoked (0: every attempt mints its own at launch)",
+    )
 
 
 class BackendSettings(BaseModel):

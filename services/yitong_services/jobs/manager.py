@@ -146,7 +146,10 @@ class JobManager:
                 if r.state == "running"
             }
             await to_thread.run_sync(self._engine_news, seen)
-        if ended or to_launch or time.monotonic() - self._swept > 60:
+        every = 60.0
+        if self.tokens is not None and self.tokens.spares_waiting():  # spares are revoked once they are old
+            every = max(self.tokens.spare_age, 1.0)
+        if ended or to_launch or time.monotonic() - self._swept > every:
             self.sweep_soon()
 
     def sweep_soon(self) -> None:

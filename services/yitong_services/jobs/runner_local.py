@@ -1,7 +1,9 @@
 """The local backend: each attempt is a process tree on this machine, in its own session.
 
-``submit`` starts ``wrapper`` (``asyncio.create_subprocess_exec``, ``start_new_session``, no
-pipes) around ``local_command``'s argv; each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``
+``submit`` starts ``wrapper`` (``subprocess.Popen``, ``start_new_session``; stdin a pipe only for
+secrets made while it starts) around ``local_command``'s argv. Popen, not the event loop's
+``create_subprocess_exec``: uvloop forks the whole service (10-20 ms of page tables with the
+event loop held, per attempt), Popen uses vfork; the exit is awaited on a pidfd; each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``
 (under a launcher, ``rankshim`` in front of the user's program sends each rank's output there;
 a single process gets rank 0's log from the wrapper, one process fewer). Waiting on the wrapper
 tells the manager at once when an attempt ends (``Backend.on_exit``). The ref is
@@ -25,8 +27,8 @@ import os
 import signal
 import socket
 import stat
+import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +91,7 @@ class LocalBackend(Backend):
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         super().__init__(data_dir, settings)
-        self._reapers: set[asyncio.Task] = set()
+        self._watched: dict[int, subprocess.Popen] = {}  # pidfd -> the wrapper it watches
 
     @property
     def multi_user(self) -> bool:
@@ -146,10 +148,10 @@ class LocalBackend(Backend):
         as_account: dict[str, Any] = {}
         if account is not None:
             full_env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
-            # preexec_fn, not user=/group=: uvloop (the service's loop) takes no such arguments
-            as_account = {"preexec_fn": partial(drop_to, account.uid, account.gid)}
+            # the owner's account, no supplementary groups (Popen sets them in the child before exec)
+            as_account = {"user": account.uid, "group": account.gid, "extra_groups": []}
         outputs = launch.workdir / launch.spec.outputs
-        proc = await asyncio.create_subprocess_exec(
+        argv_full = [
             sys.executable,
             "-I",
             "-S",
@@ -166,26 +168,59 @@ class LocalBackend(Backend):
             *(["--env-stdin"] if launch.late_env is not None else []),
             "--",
             *argv,
+        ]
+        proc = subprocess.Popen(  # noqa: ASYNC220 (vfork: returns once the wrapper has exec-ed)
+            argv_full,
             cwd=str(launch.workdir),
             env=full_env,
             start_new_session=True,
+            stdin=subprocess.PIPE if launch.late_env is not None else subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
             **as_account,
-            stdin=asyncio.subprocess.PIPE if launch.late_env is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
         )
-        if launch.late_env is not None:
-            await self._hand_over(proc, launch.late_env)
-        started = await to_thread.run_sync(procs.start_time, proc.pid)
+        ref = ""
+        try:
+            # reap the wrapper when it ends, and say so: the wrapper writes the exit record before
+            # it exits, so the manager can read it at once rather than at its next poll
+            ended = self._watch(proc, lambda: self.exited(ref) if ref else None)
+            if launch.late_env is not None:
+                await self._hand_over(proc, launch.late_env, ended)
+            started = await to_thread.run_sync(procs.start_time, proc.pid)
+        except BaseException:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            _signal_group(proc.pid, signal.SIGKILL)
+            raise
         ref = f"{proc.pid}:{started or 0}:{here}"
-        # reap the wrapper when it ends, and say so: the wrapper writes the exit record before it
-        # exits, so the manager can read it at once rather than at its next poll
-        task = asyncio.get_running_loop().create_task(self._reap(proc, ref))
-        self._reapers.add(task)
-        task.add_done_callback(self._reapers.discard)
+        if ended.done():  # it ended before the ref was known
+            self.exited(ref)
         return ref
 
-    async def _hand_over(self, proc: asyncio.subprocess.Process, late: asyncio.Future[dict[str, str]]) -> None:
+    def _watch(self, proc: subprocess.Popen, then: Any) -> asyncio.Future[None]:
+        """A future done once ``proc`` has ended and been reaped (a pidfd in the event loop), which
+        also calls ``then``."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        fd = os.pidfd_open(proc.pid)
+
+        def readable() -> None:
+            loop.remove_reader(fd)
+            os.close(fd)
+            self._watched.pop(fd, None)
+            proc.wait()  # at once: the pidfd says it has exited
+            if not ended.done():
+                ended.set_result(None)
+            then()
+
+        self._watched[fd] = proc
+        loop.add_reader(fd, readable)
+        return ended
+
+    async def _hand_over(
+        self, proc: subprocess.Popen, late: asyncio.Future[dict[str, str]], ended: asyncio.Future[None]
+    ) -> None:
         """The secrets made while the wrapper started, as one JSON line on its stdin; when they
         could not be made, an empty stdin (the wrapper then starts nothing) and the error."""
         assert proc.stdin is not None
@@ -194,22 +229,23 @@ class LocalBackend(Backend):
         except BaseException:
             proc.stdin.close()
             _signal_group(proc.pid, signal.SIGKILL)
-            self._reapers.add(task := asyncio.get_running_loop().create_task(proc.wait()))
-            task.add_done_callback(self._reapers.discard)
             raise
-        proc.stdin.write(json.dumps(extra).encode() + b"\n")
-        try:
-            await proc.stdin.drain()
+        line = json.dumps(extra).encode() + b"\n"
+        try:  # one line, far below a pipe's buffer: the write does not block
+            if not ended.done():
+                proc.stdin.write(line)
+                proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the wrapper is gone already; its exit record says why
         finally:
             proc.stdin.close()
 
-    async def _reap(self, proc: asyncio.subprocess.Process, ref: str) -> None:
-        await proc.wait()
-        self.exited(ref)
-
     async def close(self) -> None:
-        for task in list(self._reapers):  # the jobs outlive the service; the next one adopts them
-            task.cancel()
+        loop = asyncio.get_running_loop()
+        for fd in list(self._watched):  # the jobs outlive the service; the next one adopts them
+            loop.remove_reader(fd)
+            os.close(fd)
+        self._watched.clear()
 
     async def adopt(self, job_id: int, attempt: int) -> str | None:
         here = attempt_dir(self.data_dir / "jobs" / str(job_id), attempt)
@@ -293,13 +329,6 @@ def job_base_env(environ) -> dict[str, str]:
     """The service's environment without its secrets (hub API token, database URL, OAuth
     client secrets): the base a local job's environment is built on."""
     return {k: v for k, v in environ.items() if not k.startswith(PRIVATE_PREFIXES)}
-
-
-def drop_to(uid: int, gid: int) -> None:
-    """In the child before exec: become the job owner's account, no supplementary groups."""
-    os.setgroups([])
-    os.setgid(gid)
-    os.setuid(uid)
 
 
 def _signal_group(pid: int, sig: int) -> None:

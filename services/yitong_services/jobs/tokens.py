@@ -12,13 +12,27 @@ The token's id (not the token) is recorded in ``<data_dir>/job-tokens/<job>-<att
 attempt is no longer running (succeeded, failed, cancelled, retried, or ended while the service
 was down) and deletes its record only once the hub confirmed. A hub that cannot be reached
 leaves the record for the next sweep; the token still expires on its own.
+
+**Spares.** A hub call per attempt costs 35-190 ms on the launch's critical path. When an owner's
+attempts come in a burst (a second token of the same expiry asked for within ``spare_age``
+seconds: an experiment's trials, a job array, a retry loop), the next ones are minted ahead, in
+the background, and an attempt takes one at launch. A spare is the same token a launch would mint
+(the owner's, the same scopes, the same expiry, less the seconds it waited: at most
+``spare_age``); only its note differs ("yitong job token (spare)", the hub cannot rename a note):
+the record ``<job>-<attempt>.json`` says which attempt took which token id. Spares live in the
+service's memory only; their ids are recorded in ``spare-<id>.json`` so a sweep revokes one that
+waited longer than ``spare_age`` or that a restarted service no longer holds. ``spare_age`` 0
+turns spares off.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import time
+from functools import partial
 from pathlib import Path
 
 from anyio import to_thread
@@ -30,6 +44,8 @@ log = logging.getLogger(__name__)
 
 SCOPES = ("access:services!service={service}", "read:users:name!user", "read:users:groups!user")
 ENV_NAMES = ("JUPYTERHUB_API_TOKEN", "YT_TOKEN")
+SPARE_NOTE = "yitong job token (spare)"
+MAX_SPARES = 4  # per owner and expiry
 
 
 def expires_in(spec: JobSpec, lifetime: int, grace: int) -> int:
@@ -42,26 +58,53 @@ def token_scopes(service: str) -> list[str]:
     return [s.format(service=service) for s in SCOPES]
 
 
+class Spare:
+    __slots__ = ("minted", "token", "id")
+
+    def __init__(self, minted: float, token: str, token_id: str) -> None:
+        self.minted, self.token, self.id = minted, token, token_id
+
+
 class JobTokens:
-    def __init__(self, hub: HubClient, data_dir: Path, service: str, lifetime: int, grace: int) -> None:
+    def __init__(
+        self, hub: HubClient, data_dir: Path, service: str, lifetime: int, grace: int, spare_age: float = 30.0
+    ) -> None:
         self.hub, self.service, self.lifetime, self.grace = hub, service, lifetime, grace
         self.dir = Path(data_dir).absolute() / "job-tokens"
+        self.spare_age = spare_age
+        self._spares: dict[tuple[str, int], list[Spare]] = {}  # (owner, expires_in) -> oldest first
+        self._asked: dict[tuple[str, int], list[float]] = {}  # when tokens of that key were asked for
+        self._filling: dict[tuple[str, int], asyncio.Task] = {}
+        self._recording: set[str] = set()  # spares minted whose record is being written
+        self._stale: list[tuple[str, str]] = []  # (owner, token id) of spares too old to hand out
 
     def _path(self, job_id: int, attempt: int) -> Path:
         return self.dir / f"{int(job_id)}-{int(attempt)}.json"
 
-    def _write(self, job_id: int, attempt: int, user: str, token_id: str) -> None:
+    def _spare_path(self, token_id: str) -> Path:
+        safe = "".join(c for c in str(token_id) if c.isascii() and c.isalnum())[:64]
+        return self.dir / f"spare-{safe}.json"
+
+    def _write(self, job_id: int, attempt: int, user: str, token_id: str, path: Path | None = None) -> None:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = self._path(job_id, attempt)
+        path = path or self._path(job_id, attempt)
         tmp = path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump({"user": user, "id": token_id}, f)
         os.replace(tmp, path)
 
+    def _take_spare(self, job_id: int, attempt: int, user: str, spare: Spare) -> None:
+        """The attempt's record first, then the spare's dropped: a crash between leaves the token
+        recorded twice (revoked twice: harmless), never not at all."""
+        self._write(job_id, attempt, user, spare.id)
+        self._spare_path(spare.id).unlink(missing_ok=True)
+
     def _records(self) -> dict[tuple[int, int], dict[str, str]]:
         out = {}
         for path in self.dir.glob("*-*.json") if self.dir.is_dir() else []:
+            if path.name.startswith("spare-"):
+                continue
             job, _, attempt = path.stem.partition("-")
             try:
                 out[(int(job), int(attempt))] = json.loads(path.read_text())
@@ -70,10 +113,21 @@ class JobTokens:
         return out
 
     async def mint(self, job_id: int, attempt: int, user: str, spec: JobSpec) -> dict[str, str]:
-        """A fresh token for this attempt (a token minted for it before a restart is revoked first)."""
+        """A fresh token for this attempt (a token minted for it before a restart is revoked first):
+        a spare when one waits, else one minted now."""
         old = await to_thread.run_sync(lambda: self._records().get((job_id, attempt)))
         if old:
             await self._revoke(job_id, attempt, old)
+        key = (user, expires_in(spec, self.lifetime, self.grace))
+        spare = self._spare(key)
+        self._ask(key)
+        if spare is not None:
+            try:
+                await to_thread.run_sync(self._take_spare, job_id, attempt, user, spare)
+            except OSError:
+                await self.hub.revoke_token(user, spare.id)
+                raise
+            return {name: spare.token for name in ENV_NAMES}
         token, token_id = await self.hub.create_token(
             user,
             token_scopes(self.service),
@@ -86,6 +140,84 @@ class JobTokens:
             await self.hub.revoke_token(user, token_id)
             raise
         return {name: token for name in ENV_NAMES}
+
+    def _spare(self, key: tuple[str, int]) -> Spare | None:
+        """The oldest spare of ``key`` still young enough (older ones are left for the sweep)."""
+        spares = self._spares.get(key) or []
+        now = time.monotonic()
+        while spares:
+            spare = spares.pop(0)
+            if now - spare.minted < self.spare_age:
+                return spare
+            self._stale.append((key[0], spare.id))
+        return None
+
+    def _ask(self, key: tuple[str, int]) -> None:
+        """Note a token asked for; in a burst, mint as many spares ahead as were asked for in the
+        last ``spare_age`` seconds (at most ``MAX_SPARES``)."""
+        if self.spare_age <= 0:
+            return
+        now = time.monotonic()
+        asked = [t for t in self._asked.get(key, []) if now - t < self.spare_age]
+        asked.append(now)
+        self._asked[key] = asked[-MAX_SPARES:]
+        want = min(len(asked) - 1, MAX_SPARES)
+        if want > len(self._spares.get(key, [])) and key not in self._filling:
+            task = asyncio.get_running_loop().create_task(self._fill(key, want))
+            self._filling[key] = task
+            task.add_done_callback(lambda _t: self._filling.pop(key, None))
+
+    async def _fill(self, key: tuple[str, int], want: int) -> None:
+        user, expires = key
+        try:
+            while len(self._spares.setdefault(key, [])) < want:
+                token, token_id = await self.hub.create_token(user, token_scopes(self.service), expires, SPARE_NOTE)
+                self._recording.add(token_id)  # a sweep meanwhile must not take it for a lost one
+                try:
+                    await to_thread.run_sync(self._write, 0, 0, user, token_id, self._spare_path(token_id))
+                except BaseException:
+                    await self.hub.revoke_token(user, token_id)
+                    raise
+                finally:
+                    self._recording.discard(token_id)
+                self._spares.setdefault(key, []).append(Spare(time.monotonic(), token, token_id))
+        except Exception as e:  # an attempt then mints its own, as without spares
+            log.warning("spare job tokens for %s not minted: %s", user, e)
+
+    def _spare_records(self) -> dict[str, dict[str, str]]:
+        out = {}
+        for path in self.dir.glob("spare-*.json") if self.dir.is_dir() else []:
+            try:
+                record = json.loads(path.read_text())
+                out[str(record["id"])] = record
+            except (ValueError, OSError, KeyError, TypeError):
+                log.warning("unreadable spare token record %s", path)
+        return out
+
+    async def _sweep_spares(self) -> int:
+        """Revoke spares that waited too long, and recorded ones this process does not hold."""
+        now = time.monotonic()
+        for key, spares in self._spares.items():
+            while spares and now - spares[0].minted >= self.spare_age:
+                self._stale.append((key[0], spares.pop(0).id))
+        held = {s.id for spares in self._spares.values() for s in spares} | self._recording
+        records = await to_thread.run_sync(self._spare_records)
+        doomed = {token_id: r["user"] for token_id, r in records.items() if token_id not in held}
+        doomed.update({token_id: user for user, token_id in self._stale if token_id in records})
+        self._stale.clear()
+        done = 0
+        for token_id, user in doomed.items():
+            try:
+                await self.hub.revoke_token(user, token_id)
+            except HubError as e:
+                log.warning("spare token %s of %s: not revoked yet (%s)", token_id, user, e)
+                continue
+            await to_thread.run_sync(partial(self._spare_path(token_id).unlink, missing_ok=True))
+            done += 1
+        return done
+
+    def spares_waiting(self) -> bool:
+        return any(self._spares.values()) or bool(self._filling)
 
     async def _revoke(self, job_id: int, attempt: int, record: dict[str, str]) -> bool:
         try:
@@ -104,4 +236,4 @@ class JobTokens:
         for key, record in records.items():
             if key not in running:
                 done += await self._revoke(*key, record)
-        return done
+        return done + await self._sweep_spares()

@@ -172,3 +172,80 @@ def test_token_of_a_job_that_ended_while_the_service_was_down_is_revoked_at_rest
         assert time.monotonic() < deadline, "the token outlived its job after the restart"
         time.sleep(0.1)
     assert proc.wait("alice", job_id)["state"] in ("succeeded", "failed")
+
+
+# writes its environment at once, then waits for the test's "go"
+HOLD = """
+import json, os, pathlib, time
+out = pathlib.Path(os.environ["YITONG_OUTPUT_DIR"])
+(out / "seen.json").write_text(json.dumps({"env": dict(os.environ)}))
+t = time.monotonic()
+while not (out / "go").exists() and time.monotonic() - t < 60:
+    time.sleep(0.05)
+"""
+
+
+def test_a_burst_of_attempts_takes_tokens_minted_ahead_and_unused_ones_are_revoked(hub, db_url, tmp_path):
+    """Spares (tokens.py): the third and later attempts of a burst take a token minted ahead, the
+    same kind of token (the owner's, the same scopes, an expiry of max_run_time + grace less the
+    seconds it waited); every token is revoked once its attempt ends, and spares nobody took are
+    revoked once they are older than ``jobs.token_spare_age``, also after a kill -9 and restart."""
+    import yaml
+
+    from yitong_services.jobs.tokens import SPARE_NOTE
+
+    proc = Proc(hub, db_url, tmp_path)
+    settings = yaml.safe_load(proc.settings.read_text())
+    settings["jobs"]["token_spare_age"] = 4
+    proc.settings.write_text(yaml.safe_dump(settings))
+    proc.start()
+    try:
+        started = datetime.now(UTC)
+        jobs, tokens = [], []
+        for _ in range(4):  # one after another: each is minted for (or taken) before the next is asked
+            jobs.append(submit(proc, HOLD))
+            tokens.append(seen(proc, jobs[-1])["env"]["JUPYTERHUB_API_TOKEN"])
+        assert len(set(tokens)) == 4 and all(hub_status(hub, t) == 200 for t in tokens)
+        records = {j: json.loads((proc.data / "job-tokens" / f"{j}-1.json").read_text()) for j in jobs}
+        listed = {t["id"]: t for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"]}
+        notes = [listed[records[j]["id"]]["note"] for j in jobs]
+        assert notes[:2] == [f"yitong job {jobs[0]} attempt 1", f"yitong job {jobs[1]} attempt 1"], notes
+        assert notes[2:] == [SPARE_NOTE, SPARE_NOTE], notes  # taken from the spares
+        for j in jobs:
+            t = listed[records[j]["id"]]
+            assert sorted(t["scopes"]) == sorted(s.replace("!user", "!user=alice") for s in token_scopes("yitong"))
+            left = datetime.fromisoformat(t["expires_at"]) - datetime.now(UTC)
+            assert 4190 - 10 < left.total_seconds() <= 4200, t  # max_run_time 10m + grace, less its wait
+        for j in jobs:
+            (proc.data / "jobs" / str(j) / "outputs" / "go").write_text("")
+        for j in jobs:
+            assert proc.wait("alice", j)["state"] == "succeeded"
+
+        def spares_left() -> list[dict]:
+            return [
+                t
+                for t in hub.api("GET", "/users/alice/tokens").json()["api_tokens"]
+                if t["note"] == SPARE_NOTE and datetime.fromisoformat(t["created"]) >= started - timedelta(seconds=1)
+            ]
+
+        deadline = time.monotonic() + 20
+        while any(hub_status(hub, t) != 403 for t in tokens) or spares_left():
+            assert time.monotonic() < deadline, ("tokens outlived their attempts", spares_left())
+            time.sleep(0.2)
+        assert not list((proc.data / "job-tokens").glob("*.json"))
+
+        # spares a killed service held are revoked by the next one
+        for _ in range(3):
+            j = submit(proc, HOLD)
+            seen(proc, j)
+            (proc.data / "jobs" / str(j) / "outputs" / "go").write_text("")
+            proc.wait("alice", j)
+        assert list((proc.data / "job-tokens").glob("spare-*.json")) and spares_left()
+        proc.kill9()
+        proc.start()
+        deadline = time.monotonic() + 20
+        while spares_left() or list((proc.data / "job-tokens").glob("spare-*.json")):
+            assert time.monotonic() < deadline, ("spares outlived a restart", spares_left())
+            time.sleep(0.2)
+    finally:
+        proc.stop()
