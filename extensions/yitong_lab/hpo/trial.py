@@ -3,7 +3,10 @@
 (``POST /experiments/trials/{job}/report``: works on every backend and in multi-user mode), and
 without one, to NNI's legacy local file channel (``$NNI_SYS_DIR/.nni/metrics``), so a trial may
 mix these calls with NNI's own (``YT_HPO_CHANNEL=file`` in the template's env forces the file
-channel). Outside an experiment ``get_params`` returns ``{}`` and the
+channel). Where the platform reads the trial's directory when its job ends (it says so with
+``YT_HPO_FINAL=file``: the local backend, Slurm on the shared filesystem), the final result is
+appended to the file channel, which saves the trial a round trip; intermediate results still go
+over HTTP, so the assessor sees each at once. Outside an experiment ``get_params`` returns ``{}`` and the
 reports print (handy while writing the trial). Only the stdlib is imported."""
 
 from __future__ import annotations
@@ -89,6 +92,9 @@ def _post(kind: str, value: float | dict[str, float]) -> bool:
     while the platform restarts; an intermediate result carries its step, so a retry of one the
     platform already stored is not counted twice."""
     global _steps
+    if kind == "FINAL" and os.environ.get("YT_HPO_FINAL") == "file" and _sys_dir() is not None:
+        _check_final(value)
+        return False  # the platform reads it from the trial's directory when the job ends
     url, token, job = (os.environ.get(k) for k in ("YITONG_API_URL", "YITONG_JOB_TOKEN", "YITONG_JOB_ID"))
     if not (url and token and job and os.environ.get("YT_HPO_PARAMS")) or os.environ.get("YT_HPO_CHANNEL") == "file":
         return False
@@ -113,6 +119,18 @@ def _post(kind: str, value: float | dict[str, float]) -> bool:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 5.0)
+
+
+def _check_final(value: Any) -> None:
+    """What the platform would refuse over HTTP, refused here: a final result it reads from a file
+    has no one to answer."""
+    import math
+
+    numbers = list(value.values()) if isinstance(value, dict) else [value]
+    if not numbers or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in numbers
+    ):
+        raise ValueError(f"report_final: a finite number, or a map of metric names to finite numbers, not {value!r}")
 
 
 def _detail(answer: bytes) -> str:

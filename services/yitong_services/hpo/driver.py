@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from anyio import to_thread
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from ..core.db import Database
 from ..core.errors import Refusal
@@ -55,6 +55,10 @@ class Driver:
         self.db, self.jobs, self.inventory, self.poll_interval = db, jobs, inventory, poll_interval
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
+        # experiment id -> {trial number: row} of its ended trials: an ended trial's row changes
+        # only by going back to running (a retried job revives it), so a pass reads the running
+        # ones and these from memory, checked against the table's counts (``_ended_rows``)
+        self._ended: dict[int, dict[int, dict[str, Any]]] = {}
 
     def wake(self) -> None:
         self._wake.set()
@@ -143,8 +147,16 @@ class Driver:
         with self.db.locked("~jobs") as s:
             exp = s.get(Experiment, exp_id)
             if exp is None or exp.state != states.EXP_RUNNING:
+                self._ended.pop(exp_id, None)
                 return [], False
-            trials = list(s.scalars(select(Trial).where(Trial.experiment_id == exp_id).order_by(Trial.number)))
+            trials = list(
+                s.scalars(
+                    select(Trial)
+                    .where(Trial.experiment_id == exp_id, Trial.state == states.RUNNING)
+                    .order_by(Trial.number)
+                )
+            )
+            ended_rows = self._ended_rows(s, exp_id, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
             now = utcnow()
@@ -163,14 +175,24 @@ class Driver:
                 else:
                     t.state, t.reason = states.FAILED, f"job {job.id} {job.state}: {job.reason}"
                 t.finished = now
-            rows = [records.trial_dict(t) for t in trials]
+            now_ended = [t for t in trials if t.state != states.RUNNING]
+            trials = [t for t in trials if t.state == states.RUNNING]
+            for t in now_ended:
+                ended_rows[t.number] = records.trial_dict(t)
+            rows = sorted([*ended_rows.values(), *(records.trial_dict(t) for t in trials)], key=lambda r: r["number"])
+
+            def all_rows() -> list[dict[str, Any]]:
+                return sorted(
+                    [*ended_rows.values(), *(records.trial_dict(x) for x in trials)], key=lambda r: r["number"]
+                )
+
             for t in trials:  # the assessor
                 if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
                     continue
                 prune, attrs = engine.prune_decision(exp.config, rows, t.number, key=exp.id)
                 if attrs != t.internal.get("system_attrs", {}):
                     t.internal = {**t.internal, "system_attrs": attrs}
-                    rows = [records.trial_dict(x) for x in trials]
+                    rows = all_rows()
                 if prune:
                     t.reason = f"pruned at step {len(t.intermediate) - 1}"
                     if t.job_id:
@@ -182,7 +204,7 @@ class Driver:
                     if t.job_id and t.job_id not in cancel:
                         t.reason = t.reason or "the experiment's duration is spent"
                         cancel.append(t.job_id)
-            budget = 0 if over_time else exp.config["max_trials"] - len(trials)
+            budget = 0 if over_time else exp.config["max_trials"] - len(rows)
             room = min(budget, exp.config["concurrency"] - len(active))
             for _ in range(max(room, 0)):
                 params, internal = engine.ask(exp.config, rows, key=exp.id)
@@ -195,3 +217,18 @@ class Driver:
                 exp.state, exp.finished = states.EXP_DONE, now
                 exp.used_seconds, exp.reason = elapsed(exp, now), "the duration is spent" if over_time else ""
         return cancel, created
+
+    def _ended_rows(self, s: Any, exp_id: int, running: list[Trial]) -> dict[int, dict[str, Any]]:
+        """The rows of the experiment's ended trials, from memory when the table agrees: as many
+        ended trials, the highest-numbered one among them, none of them running again; else read
+        again."""
+        count, top = s.execute(
+            select(func.count(Trial.id), func.max(Trial.number)).where(
+                Trial.experiment_id == exp_id, Trial.state != states.RUNNING
+            )
+        ).one()
+        kept = self._ended.get(exp_id)
+        if kept is None or len(kept) != count or (count and top not in kept) or any(t.number in kept for t in running):
+            ended = s.scalars(select(Trial).where(Trial.experiment_id == exp_id, Trial.state != states.RUNNING))
+            kept = self._ended[exp_id] = {t.number: records.trial_dict(t) for t in ended}
+        return kept

@@ -98,11 +98,15 @@ class Replay:
         self.study: Any = None
         self.seen: dict[int, tuple[Any, ...]] = {}  # trial number -> fingerprint of its row
         self.ids: dict[int, int] = {}  # trial number -> the study storage's trial id
+        # trial number -> the row object last applied: the caller hands an ended trial's row over
+        # as the same object each time (hpo/driver.py keeps them), so it is not fingerprinted again
+        self.objs: dict[int, dict[str, Any]] = {}
         self.lock = threading.Lock()
 
     def rebuild(self, config: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
         self.study = study(config, rows)
         self.seen = {r["number"]: _fingerprint(r) for r in rows}
+        self.objs = {r["number"]: r for r in rows}
         self.ids = {t.number: t._trial_id for t in self.study.get_trials(deepcopy=False)}
         return self.study
 
@@ -114,7 +118,11 @@ class Replay:
             return self.rebuild(config, rows)
         maximize = config["objective"]["direction"] == "maximize"
         for row in rows:
-            n, fp = row["number"], _fingerprint(row)
+            n = row["number"]
+            if self.objs.get(n) is row:
+                continue
+            fp = _fingerprint(row)
+            self.objs[n] = row
             if n not in self.seen:
                 if n != len(self.seen):  # trials are numbered in order; a gap means another history
                     return self.rebuild(config, rows)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..core.authz import Person, is_member
@@ -112,7 +112,7 @@ def new_trial(
 ) -> Trial:
     """Insert the trial and its job (``workdir(job_id)`` is the job's directory), and write its
     parameter file before the transaction commits, so the job never starts without it."""
-    number = len(list(session.scalars(select(Trial.id).where(Trial.experiment_id == exp.id))))
+    number = session.scalar(select(func.count(Trial.id)).where(Trial.experiment_id == exp.id)) or 0
     trial = Trial(
         experiment_id=exp.id,
         number=number,
@@ -130,10 +130,10 @@ def new_trial(
     # the job's own directory: handed to the job's account at launch in multi-user mode, so the
     # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
     sys_dir = Path(workdir(job.id))
-    job.spec = {
-        **job.spec,
-        "env": {**job.spec.get("env", {}), **channel.trial_env(sys_dir, exp.id, trial.id, number, params)},
-    }
+    env = channel.trial_env(sys_dir, exp.id, trial.id, number, params)
+    if not forwarded(exp.config, backend):  # the driver reads the trial's directory at its end
+        env["YT_HPO_FINAL"] = "file"
+    job.spec = {**job.spec, "env": {**job.spec.get("env", {}), **env}}
     trial.job_id = job.id
     channel.write_parameters(sys_dir, number, params)
     return trial

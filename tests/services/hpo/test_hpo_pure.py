@@ -348,3 +348,29 @@ def test_trials_forward_the_file_channel_where_files_are_not_shared():
     config["template"]["env"] = {"YT_HPO_CHANNEL": "forward"}
     assert forwarded(config, "local")
     assert trial_spec(config, 3, 1).command == "python t.py"  # unwrapped unless asked
+
+
+def test_a_final_result_goes_to_the_file_the_platform_reads_when_it_says_so(tmp_path, monkeypatch):
+    """``YT_HPO_FINAL=file`` (the platform reads the trial's directory at its end): the final
+    result is a file-channel record, no HTTP (the URL here answers nothing); intermediate results
+    still go over HTTP; a value the platform would refuse is refused in the trial."""
+    from yitong_lab.hpo import trial
+    from yitong_services.hpo import channel
+
+    monkeypatch.setenv("NNI_SYS_DIR", str(tmp_path))
+    monkeypatch.setenv("YT_HPO_FINAL", "file")
+    monkeypatch.setenv("YT_HPO_PARAMS", '{"x": 1}')
+    monkeypatch.setenv("YITONG_API_URL", "http://127.0.0.1:9/api/v1")  # discard port: nobody answers
+    monkeypatch.setenv("YITONG_JOB_TOKEN", "t")
+    monkeypatch.setenv("YITONG_JOB_ID", "7")
+    posted: list[str] = []
+    monkeypatch.setattr(trial, "_http_post", lambda url, body, token: posted.append(url) or (200, b"{}"))
+    sdk.report(0.25)
+    sdk.report_final({"default": 0.5, "acc": 0.75})
+    assert posted == ["http://127.0.0.1:9/api/v1/experiments/trials/7/report"]  # the intermediate only
+    records, _ = channel.read_records(tmp_path / ".nni" / "metrics", 0)
+    assert [r["type"] for r in records] == ["FINAL"]
+    assert channel.metric_value(records[0]["value"], "acc") == 0.75
+    for bad in (float("nan"), "high", {}, {"acc": float("inf")}, True):
+        with pytest.raises(ValueError, match="finite number"):
+            sdk.report_final(bad)
