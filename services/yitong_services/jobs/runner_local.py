@@ -1,9 +1,10 @@
 """The local backend: each attempt is a process tree on this machine, in its own session.
 
-``submit`` starts ``wrapper`` (``subprocess.Popen``, ``start_new_session``; stdin a pipe only for
-secrets made while it starts) around ``local_command``'s argv. Popen, not the event loop's
+``submit`` starts ``wrapper`` around ``local_command``'s argv, in its own session: forked from a
+warm fork server (``launcher.py``: no interpreter start per attempt), else as a new interpreter
+(``subprocess.Popen``; stdin a pipe for the secrets made while it starts). Never the event loop's
 ``create_subprocess_exec``: uvloop forks the whole service (10-20 ms of page tables with the
-event loop held, per attempt), Popen uses vfork; the exit is awaited on a pidfd; each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``
+event loop held, per attempt), Popen uses vfork. The end is awaited on a pidfd; each rank logs to ``<job>/attempt-<n>/logs/rank-<r>.log``
 (under a launcher, ``rankshim`` in front of the user's program sends each rank's output there;
 a single process gets rank 0's log from the wrapper, one process fewer). Waiting on the wrapper
 tells the manager at once when an attempt ends (``Backend.on_exit``). The ref is
@@ -22,7 +23,9 @@ cannot point the service at a secret or at another person's files.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -37,11 +40,12 @@ from anyio import to_thread
 from ..core.accounts import Account
 from ..core.confinement import account_for, mode_of, private_dir
 from ..datasets.materialize import link_trees
-from . import procs, ranklogs, wrapper
+from . import launcher, procs, ranklogs, wrapper
 from .backend import Backend, Launch, Polled
 from .launch import user_argv
 from .local import local_command
 
+log = logging.getLogger(__name__)
 SHIM = [sys.executable, "-m", "yitong_services.jobs.rankshim"]
 #: the directory holding the ``yitong_services`` package (the wrapper starts without site-packages)
 SERVICES_ROOT = str(Path(__file__).resolve().parents[2])
@@ -91,7 +95,8 @@ class LocalBackend(Backend):
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         super().__init__(data_dir, settings)
-        self._watched: dict[int, subprocess.Popen] = {}  # pidfd -> the wrapper it watches
+        self._watched: dict[int, subprocess.Popen | None] = {}  # pidfd -> the wrapper it watches
+        self.fork_server: ForkServer | None = ForkServer(job_base_env(os.environ)) if FORK_SERVER else None
 
     @property
     def multi_user(self) -> bool:
@@ -145,34 +150,70 @@ class LocalBackend(Backend):
         full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
         full_env.update(env)
         full_env.update(launch.env)
-        as_account: dict[str, Any] = {}
         if account is not None:
             full_env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
-            # the owner's account, no supplementary groups (Popen sets them in the child before exec)
-            as_account = {"user": account.uid, "group": account.gid, "extra_groups": []}
         outputs = launch.workdir / launch.spec.outputs
-        argv_full = [
-            sys.executable,
-            "-I",
-            "-S",
-            "-c",
-            wrapper.LAUNCH,
-            SERVICES_ROOT,
-            str(here),
-            limit,
-            "--cwd",
-            str(launch.cwd),
-            "--mkdir",
-            str(outputs),
-            *rank_log,
-            *(["--env-stdin"] if launch.late_env is not None else []),
-            "--",
-            *argv,
-        ]
-        proc = subprocess.Popen(  # noqa: ASYNC220 (vfork: returns once the wrapper has exec-ed)
-            argv_full,
+        wrapper_args = [str(here), limit, "--cwd", str(launch.cwd), "--mkdir", str(outputs), *rank_log]
+        ref = ""
+
+        def then() -> None:
+            if ref:
+                self.exited(ref)
+
+        if self.fork_server is not None and self.fork_server.usable:
+            if launch.late_env is not None:  # a warm fork starts in a millisecond: nothing to overlap
+                full_env.update(await launch.late_env)
+            request = {
+                "argv": [*wrapper_args, "--", *argv],
+                "env": full_env,
+                "cwd": str(launch.workdir),
+                "uid": account.uid if account is not None else None,
+                "gid": account.gid if account is not None else None,
+            }
+            pid = await self.fork_server.spawn(request)
+            proc = None
+        else:
+            proc = self._popen(launch, wrapper_args, argv, full_env, account)
+            pid = proc.pid
+        try:
+            # say when the wrapper ends: it writes the exit record before it exits, so the manager
+            # can read it at once rather than at its next poll
+            ended = self._watch(pid, proc, then)
+            if proc is not None and launch.late_env is not None:
+                await self._hand_over(proc, launch.late_env, ended)
+            started = await to_thread.run_sync(procs.start_time, pid)
+        except BaseException:
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.close()
+            _signal_group(pid, signal.SIGKILL)
+            raise
+        ref = f"{pid}:{started or 0}:{here}"
+        if ended.done():  # it ended before the ref was known
+            self.exited(ref)
+        return ref
+
+    def _popen(
+        self, launch: Launch, wrapper_args: list[str], argv: list[str], env: dict[str, str], account: Account | None
+    ) -> subprocess.Popen:
+        """The wrapper as a new interpreter (without the fork server)."""
+        as_account: dict[str, Any] = {}
+        if account is not None:  # the owner's account, no supplementary groups (set before exec)
+            as_account = {"user": account.uid, "group": account.gid, "extra_groups": []}
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-I",
+                "-S",
+                "-c",
+                wrapper.LAUNCH,
+                SERVICES_ROOT,
+                *wrapper_args,
+                *(["--env-stdin"] if launch.late_env is not None else []),
+                "--",
+                *argv,
+            ],
             cwd=str(launch.workdir),
-            env=full_env,
+            env=env,
             start_new_session=True,
             stdin=subprocess.PIPE if launch.late_env is not None else subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -180,36 +221,24 @@ class LocalBackend(Backend):
             close_fds=True,
             **as_account,
         )
-        ref = ""
-        try:
-            # reap the wrapper when it ends, and say so: the wrapper writes the exit record before
-            # it exits, so the manager can read it at once rather than at its next poll
-            ended = self._watch(proc, lambda: self.exited(ref) if ref else None)
-            if launch.late_env is not None:
-                await self._hand_over(proc, launch.late_env, ended)
-            started = await to_thread.run_sync(procs.start_time, proc.pid)
-        except BaseException:
-            if proc.stdin is not None:
-                proc.stdin.close()
-            _signal_group(proc.pid, signal.SIGKILL)
-            raise
-        ref = f"{proc.pid}:{started or 0}:{here}"
-        if ended.done():  # it ended before the ref was known
-            self.exited(ref)
-        return ref
 
-    def _watch(self, proc: subprocess.Popen, then: Any) -> asyncio.Future[None]:
-        """A future done once ``proc`` has ended and been reaped (a pidfd in the event loop), which
-        also calls ``then``."""
+    def _watch(self, pid: int, proc: subprocess.Popen | None, then: Any) -> asyncio.Future[None]:
+        """A future done once the wrapper ``pid`` has ended (a pidfd in the event loop; reaped
+        here when it is this process's child, ``proc``), which also calls ``then``."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[None] = loop.create_future()
-        fd = os.pidfd_open(proc.pid)
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:  # a fork server's child that ended (and was reaped) already
+            ended.set_result(None)
+            return ended
 
         def readable() -> None:
             loop.remove_reader(fd)
             os.close(fd)
             self._watched.pop(fd, None)
-            proc.wait()  # at once: the pidfd says it has exited
+            if proc is not None:
+                proc.wait()  # at once: the pidfd says it has exited
             if not ended.done():
                 ended.set_result(None)
             then()
@@ -241,6 +270,8 @@ class LocalBackend(Backend):
             proc.stdin.close()
 
     async def close(self) -> None:
+        if self.fork_server is not None:
+            self.fork_server.close()
         loop = asyncio.get_running_loop()
         for fd in list(self._watched):  # the jobs outlive the service; the next one adopts them
             loop.remove_reader(fd)
@@ -329,6 +360,76 @@ def job_base_env(environ) -> dict[str, str]:
     """The service's environment without its secrets (hub API token, database URL, OAuth
     client secrets): the base a local job's environment is built on."""
     return {k: v for k, v in environ.items() if not k.startswith(PRIVATE_PREFIXES)}
+
+
+FORK_SERVER = True  # start wrappers from a warm fork server (launcher.py); False: a new interpreter each
+
+
+class ForkServer:
+    """The service's end of ``launcher.serve``: started on first use, again if it ended; one
+    request at a time. ``usable`` turns false when it cannot be started (then each wrapper is a new
+    interpreter, as without it)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env, self.usable = env, True
+        self._proc: subprocess.Popen | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()
+
+    async def _start(self) -> None:
+        self.close()
+        ours, theirs = socket.socketpair()
+        try:
+            self._proc = subprocess.Popen(  # noqa: ASYNC220 (vfork: returns once it has exec-ed)
+                [sys.executable, "-I", "-S", "-c", launcher.BOOT, SERVICES_ROOT],
+                stdin=theirs.fileno(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=self.env,
+                close_fds=True,
+                start_new_session=True,  # not in the service's group: a ^C to the service spares it
+            )
+        finally:
+            theirs.close()
+        self._reader, self._writer = await asyncio.open_unix_connection(sock=ours)
+
+    async def spawn(self, request: dict[str, Any]) -> int:
+        """The pid of a new wrapper; OSError with the fork server's sentence when it could not."""
+        async with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                try:
+                    await self._start()
+                except OSError as e:
+                    self.usable = False
+                    log.warning("the job fork server does not start (%s): each wrapper starts its own interpreter", e)
+                    raise
+            assert self._reader is not None and self._writer is not None
+            try:
+                self._writer.write(json.dumps(request).encode() + b"\n")
+                await self._writer.drain()
+                line = await asyncio.wait_for(self._reader.readline(), 30)
+            except (TimeoutError, OSError) as e:
+                self.close()
+                raise OSError(f"the job fork server did not answer: {e!r}") from None
+            if not line:
+                self.close()
+                raise OSError("the job fork server ended before it answered")
+            answer = json.loads(line)
+            if "error" in answer:
+                raise OSError(answer["error"])
+            return int(answer["pid"])
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # it exits on the end of its input
+        if self._proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(0.5)
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = self._reader = self._writer = None
 
 
 def _signal_group(pid: int, sig: int) -> None:

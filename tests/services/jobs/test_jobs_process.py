@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -137,3 +138,41 @@ def test_kill9_restart_accounts_for_every_job(proc, tmp_path):
     assert "vanished" in jobs[victim["id"]]["reason"] and "down" in jobs[victim["id"]]["reason"]
     assert {jobs[j]["state"] for j in ids if j != victim["id"]} == {"succeeded"}
     assert proc.call("admin", "GET", "allocations").json() == []
+
+
+# run as a job: its wrapper (its parent) and the wrapper's parent
+LINEAGE = """
+import json, os, pathlib
+def parent(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+def argv(pid):
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        return f.read().decode(errors="replace").split("\\0")
+wrapper = os.getppid()
+server = parent(wrapper)
+out = pathlib.Path(os.environ["YITONG_OUTPUT_DIR"])
+(out / "lineage.json").write_text(json.dumps({"wrapper": wrapper, "server": server, "server_argv": argv(server), "env": os.environ.get("MARK")}))
+"""
+
+
+def test_wrappers_come_from_the_fork_server_which_comes_back_when_killed(proc, tmp_path):
+    """The local backend starts each attempt's wrapper from its warm fork server (jobs/launcher.py),
+    not from the service; the job's environment arrives whole; a killed fork server is started
+    again for the next attempt, and the attempt it did not start is not lost."""
+    from jobs_helpers import py_job
+
+    def run(mark: str) -> dict:
+        r = proc.call("alice", "POST", "jobs", json=py_job("lin", "vision", LINEAGE, env={"MARK": mark}))
+        assert r.status_code == 201, r.text
+        job = proc.wait("alice", r.json()["id"])
+        assert job["state"] == "succeeded", (job, proc.log.read_text()[-2000:])
+        return json.loads((proc.data / "jobs" / str(job["id"]) / "outputs" / "lineage.json").read_text())
+
+    first = run("one")
+    assert first["env"] == "one"
+    assert first["server"] != proc.proc.pid and "yitong_services.jobs.launcher" in " ".join(first["server_argv"])
+    assert run("two")["server"] == first["server"]  # the same warm server
+    os.kill(first["server"], signal.SIGKILL)
+    third = run("three")
+    assert third["env"] == "three" and third["server"] != first["server"]

@@ -1,0 +1,103 @@
+"""A fork server for the local backend: one small, warm process that starts each attempt's
+wrapper by forking itself, instead of a new interpreter per attempt.
+
+A job wrapper started as ``python -I -S`` costs an interpreter's start (15-25 ms, more on a busy
+machine) before the job's own program starts; a no-op trial of an experiment is not much longer.
+The service starts this process once (``python -I -S -c BOOT <services root>``, the environment
+without the service's secrets, a socket pair as stdin); it imports the wrapper's modules and then
+serves requests, one JSON line each::
+
+    {"argv": [wrapper args...], "env": {...}, "cwd": "...", "uid": 1001 | null, "gid": 1001 | null}
+
+For each it forks; the child starts a new session, drops to ``uid``/``gid`` (no supplementary
+groups), enters ``cwd``, takes ``env`` as its whole environment and runs ``wrapper.main(argv)``,
+which is what ``python -I -S -c wrapper.LAUNCH`` would have run. The answer is one JSON line,
+``{"pid": N}`` or ``{"error": sentence}``.
+
+The children are not the service's: their ends are seen on a pidfd, the exit record is the
+wrapper's as before, and this process reaps them (SIGCHLD ignored: the kernel reaps). They
+outlive it: it exits when the service closes its socket, and a restarted service adopts the
+running attempts as before.
+
+Secrets: a request carries the attempt's environment (its tokens), and a forked child holds a
+copy of this process's memory, so earlier requests' may linger in it. The child never runs job
+code: the wrapper execs the job's program, which starts with a fresh address space. In
+multi-user mode the child changes its uid, which makes it non-dumpable (the kernel resets
+``dumpable`` on a uid change: the job's account can neither ptrace it nor read its memory); it
+also says so itself (``PR_SET_DUMPABLE`` 0) in every mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+BOOT = (
+    "import sys; sys.path.append(sys.argv.pop(1)); from yitong_services.jobs.launcher import serve; sys.exit(serve())"
+)
+PR_SET_DUMPABLE = 4
+
+
+def _undumpable() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _child(request: dict, conn_fd: int) -> None:
+    """In the forked child: become the attempt's wrapper; never returns."""
+    from . import wrapper
+
+    code = 1
+    try:
+        os.close(conn_fd)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the wrapper waits on its own child
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        if request.get("uid") is not None:
+            os.setgroups([])
+            os.setgid(int(request["gid"]))
+            os.setuid(int(request["uid"]))
+        _undumpable()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        code = wrapper.main(list(request["argv"]))
+    except BaseException:
+        code = 126
+    finally:
+        os._exit(code)
+
+
+def serve() -> int:
+    """Serve requests on stdin (a socket) until the service closes it."""
+    from . import wrapper  # noqa: F401 -- imported once here, so a child starts warm
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the wrappers
+    conn_fd = sys.stdin.fileno()
+    reader = os.fdopen(os.dup(conn_fd), "rb", buffering=1 << 16)
+    while True:
+        line = reader.readline(1 << 22)
+        if not line:
+            return 0
+        answer: dict[str, object]
+        try:
+            request = json.loads(line)
+            pid = os.fork()
+        except (ValueError, OSError) as e:
+            answer = {"error": f"cannot start the wrapper: {e}"}
+        else:
+            if pid == 0:
+                reader.close()
+                _child(request, conn_fd)
+            answer = {"pid": pid}
+        os.write(conn_fd, json.dumps(answer).encode() + b"\n")
