@@ -41,6 +41,7 @@ c.JupyterHub.spawner_class = FakeSpawner
 c.JupyterHub.authenticator_class = "null"
 c.JupyterHub.cleanup_servers = True
 c.JupyterHub.allow_named_servers = True
+c.JupyterHub.trust_user_provided_tokens = True  # the tokens below are random (secrets.token_hex), as the real config's
 c.JupyterHub.services = [
     {"name": "yitong", "api_token": env["YT_TEST_SERVICE_TOKEN"]},
     {"name": "test-admin", "api_token": env["YT_TEST_ADMIN_TOKEN"]},
