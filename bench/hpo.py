@@ -84,7 +84,7 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None) -> fl
             r.raise_for_status()
             exp_id = r.json()["id"]
             while True:
-                exp = api.get(f"/experiments/{exp_id}").json()
+                exp = api.get(f"/experiments/{exp_id}", params={"trials": "false"}).json()
                 if exp["state"] in ("done", "stopped"):
                     break
                 time.sleep(0.2)

@@ -5933,6 +5933,8 @@ export interface operations {
             query?: {
                 /** @description most points of each trial's intermediate curve; a longer curve is thinned evenly (first and last kept) and its kept step numbers are in ``intermediate_steps`` */
                 points?: number;
+                /** @description false: only the counts per state and the best trial (what a progress bar polls) */
+                trials?: boolean;
             };
             header?: never;
             path: {

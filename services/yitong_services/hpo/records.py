@@ -234,6 +234,26 @@ def public_trial(t: dict[str, Any], points: int | None = None) -> dict[str, Any]
     return out
 
 
+def summary(session: Session, exp: Experiment) -> dict[str, Any]:
+    """The experiment with its counts per state and its best trial, from two small queries (not
+    every trial's row): what a list or a progress bar shows."""
+    out = experiment_dict(exp)
+    counts = dict(
+        session.execute(
+            select(Trial.state, func.count(Trial.id)).where(Trial.experiment_id == exp.id).group_by(Trial.state)
+        ).all()
+    )
+    value = Trial.value.desc() if exp.config["objective"]["direction"] == "maximize" else Trial.value.asc()
+    top = session.scalar(
+        select(Trial)
+        .where(Trial.experiment_id == exp.id, Trial.state == states.COMPLETE, Trial.value.is_not(None))
+        .order_by(value, Trial.number)
+        .limit(1)
+    )
+    best = {"number": top.number, "value": top.value, "params": top.params, "job_id": top.job_id} if top else None
+    return out | {"counts": counts, "best": best}
+
+
 def experiment_dict(
     exp: Experiment, trials: list[dict[str, Any]] | None = None, points: int | None = None
 ) -> dict[str, Any]:

@@ -146,10 +146,7 @@ def list_experiments(
         out = []
         for exp in s.scalars(query):
             if person.admin or set(person.groups) & set(groups.get(exp.vc, [])):
-                d = records.experiment_dict(exp, records.rows(s, exp.id), points=1)
-                d.pop("trials")
-                d.pop("best_so_far")
-                out.append(d)
+                out.append(records.summary(s, exp))
     return json_response(request, out)
 
 
@@ -165,11 +162,17 @@ def get_experiment(
         le=records.MAX_POINTS,
         description="most points of each trial's intermediate curve; a longer curve is thinned evenly (first and last kept) and its kept step numbers are in ``intermediate_steps``",
     ),
+    trials: bool = Query(
+        True, description="false: only the counts per state and the best trial (what a progress bar polls)"
+    ),
 ) -> Response:
     """One experiment with its trials (number, job id, state, reason, params, intermediate values and their count ``steps``, final value, created, finished), counts per state, the best trial and the best-so-far curve. Answers carry an ``ETag``; ``If-None-Match`` with it gets 304 (the Experiments view polls so)."""
     with ctx.db.session() as s:
         exp = records.visible(s, person, experiment_id)
-        out = records.experiment_dict(exp, records.rows(s, exp.id), points=points)
+        if trials:
+            out = records.experiment_dict(exp, records.rows(s, exp.id), points=points)
+        else:
+            out = records.summary(s, exp)
     return json_response(request, out)
 
 

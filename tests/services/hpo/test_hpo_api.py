@@ -87,6 +87,10 @@ async def test_small_experiment_finishes_with_best(svc):
     listed = await svc.call("alice", "GET", "experiments")
     again = await svc.call("alice", "GET", "experiments", headers={"if-none-match": listed.headers["etag"]})
     assert again.status_code == 304
+    # a progress bar's poll: the counts and the best trial, the same as the whole answer's
+    brief = (await svc.call("alice", "GET", f"experiments/{exp['id']}?trials=false")).json()
+    assert brief == {k: v for k, v in exp.items() if k not in ("trials", "best_so_far")}
+    assert [e for e in listed.json() if e["id"] == exp["id"]] == [brief]
 
 
 async def test_tpe_and_medianstop_prunes_a_bad_trial(svc):
