@@ -115,5 +115,7 @@ class EndpointDriver(Periodic):
                     top = rollout.primary(reps)
                     if top is not None:
                         e.version_id = top["version_id"]
-                e.state, e.reason = rollout.state(reps, states_of(s, reps)) if reps else ("failed", "no replica runs")
+                e.state, e.reason = (
+                    rollout.state(reps, states_of(s, reps), e.scale or 1) if reps else ("failed", "no replica runs")
+                )
         return stop

@@ -24,7 +24,7 @@ from ..models import v2check
 from ..models.kserve_client import KServeEndpoints
 from ..models.models import Endpoint, ModelVersion
 from ..models.rollout import Router
-from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut
+from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut, EndpointScaleIn
 from ..vcs.models import VC
 from .common import Caller, Ctx, as_person
 
@@ -77,6 +77,7 @@ async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: R
     Kubernetes the endpoint is a KServe InferenceService in the VC's namespace."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
+        _one_replica_on_kube(body.replicas)
         return await kube.create(ctx.storage, ctx.settings, as_person(caller), body, client)
     args = (ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory, mgr.backend.name)
     out = await run_in_threadpool(ep.create, *args)
@@ -94,11 +95,35 @@ async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx
     rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
+        _one_replica_on_kube(body.replicas)
         return await kube.deploy(ctx.storage, ctx.settings, as_person(caller), name, body, client)
     args = (ctx.storage, ctx.settings, as_person(caller), name, body, ctx.inventory, mgr.backend.name)
     out = await run_in_threadpool(ep.deploy, *args)
     mgr.wake()
     return out
+
+
+@router.post("/{name}/scale", response_model=EndpointOut)
+async def scale_endpoint(name: str, body: EndpointScaleIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """The owner or an admin: run ``replicas`` replicas of every version with a share. New ones
+    are jobs of the VC: past its quota they stay queued and the endpoint's ``reason`` says so
+    (``v1: 2 of 3 replicas ready; queued: waiting: VC ...``); the route spreads each version's
+    share over its ready replicas. Extra ones leave the route, drain and stop (queued or starting
+    ones first). Scaling to the current count replaces replicas whose jobs ended."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        _one_replica_on_kube(body.replicas)
+    args = (ctx.storage, ctx.settings, as_person(caller), name, body.replicas, ctx.inventory, mgr.backend.name)
+    out = await run_in_threadpool(ep.scale, *args)
+    mgr.wake()
+    return out
+
+
+def _one_replica_on_kube(count: int | None) -> None:
+    if count not in (None, 1):
+        raise Refusal(
+            422, "on Kubernetes an endpoint is one KServe InferenceService; replicas other than 1 are not offered"
+        )
 
 
 @router.get("/{name}", response_model=EndpointOut)
