@@ -26,6 +26,7 @@ from .endpoints import job_states as states_of
 from .models import Endpoint
 
 log = logging.getLogger(__name__)
+ENDED = job_states.TERMINAL | {"gone"}
 
 
 class Jobs(Protocol):
@@ -100,7 +101,7 @@ class EndpointDriver(Periodic):
                     r["job"]
                     for r in reps
                     if (r.get("routed") or r.get("draining") is not None)
-                    and jobs.get(r["job"], ("gone",))[0] not in job_states.ACTIVE
+                    and jobs.get(r["job"], ("gone",))[0] in ENDED  # a drained one still queued is stopped below
                 }
                 reps = [r for r in reps if r["job"] not in ended]
                 for job in rollout.to_drain(reps):

@@ -300,11 +300,11 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     register_constants(proc, tmp_path, 3)
     r = proc.call("alice", "PUT", "models/vision/const/aliases/production", json={"version": 3})
     assert r.status_code == 200, r.text
-    r = proc.call(
-        "alice", "POST", "endpoints", json={"name": "roll", "model": "vision/const@1", "profile": "cpu-small"}
-    )
+    body = {"name": "roll", "model": "vision/const@1", "profile": "cpu-small", "replicas": 2}
+    r = proc.call("alice", "POST", "endpoints", json=body)
     assert r.status_code == 201, r.text
-    wait_endpoint(proc, "roll", lambda e: e["state"] == "ready")
+    assert r.json()["scale"] == 2 and [x["version"] for x in r.json()["replicas"]] == [1, 1]
+    wait_endpoint(proc, "roll", lambda e: e["state"] == "ready" and e["reason"] == "")
 
     # a full roll to v2 while a client calls without a pause
     caller = Caller(proc, "roll")
@@ -313,7 +313,7 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@2"})
     assert r.status_code == 200, r.text
     assert r.json()["traffic"] == {"v2": 100} and r.json()["state"] == "ready"  # v1 answers meanwhile
-    e = wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [2] and e["reason"] == "")
+    e = wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [2, 2] and e["reason"] == "")
     count = len(caller.seen)
     wait_for(lambda: len(caller.seen) >= count + 20)
     seen = caller.stop()
@@ -322,8 +322,10 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     first_v2 = predictions.index(1)
     assert set(predictions[:first_v2]) == {0} and set(predictions[first_v2:]) == {1}, predictions
     assert {s[1] for s in seen} == {"v1", "v2"} and e["version"] == 2
-    v1_job = next(j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "roll-v1")
-    assert proc.wait("alice", v1_job["id"])["state"] == "cancelled"  # drained, then stopped
+    v1_jobs = [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "roll-v1"]
+    assert len(v1_jobs) == 2
+    for job in v1_jobs:
+        assert proc.wait("alice", job["id"])["state"] == "cancelled"  # drained, then stopped
 
     # a canary: v3 takes 10 of every 100 requests, v2 the rest
     from yitong_lab.client import Client
@@ -332,14 +334,14 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:  # the SDK sends {"traffic": {"v3": 10}}
         e = Endpoints(c).deploy("roll", "vision/const@production", canary=10)
     assert e["traffic"] == {"v2": 90, "v3": 10}, e
-    wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 2)
+    wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 4)
     caller = Caller(proc, "roll")
     caller.start()
     wait_for(lambda: len(caller.seen) >= 300)
     seen = caller.stop()[:300]
     assert [s for s in seen if s[0] != 200] == []
     share = [s[2] for s in seen].count(2) / len(seen)
-    assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance
+    assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance: of requests, not of replicas
     # promote the canary with `yt deploy roll` (it waits for the drain): every request still answered
     from yitong_lab.cli.grammar import run
 
@@ -350,7 +352,7 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     assert run(["deploy", "roll", "roll", "vision/const@3"]) == 0
     assert capsys.readouterr().out == "endpoint roll: v3 100%: ready\n"
     e = proc.call("alice", "GET", "endpoints/roll").json()
-    assert [x["version"] for x in e["replicas"]] == [3]
+    assert [x["version"] for x in e["replicas"]] == [3, 3]
     seen = caller.stop()
     assert seen and [s for s in seen if s[0] != 200] == [] and seen[-1][2] == 2
     # refusals with a sentence: another model, a share of another version, another VC's person
@@ -362,3 +364,64 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     )
     r = proc.call("bob", "POST", "endpoints/roll/deploy", json={"model": "vision/const@1"})
     assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint roll"
+
+
+def test_replicas_answer_while_one_stops_queue_past_the_quota_and_scale_down(proc, tmp_path, monkeypatch, capsys):
+    register_constants(proc, tmp_path, 1)
+    body = {"name": "sc", "model": "vision/const@1", "profile": "cpu-small", "replicas": 2}
+    assert proc.call("alice", "POST", "endpoints", json=body).status_code == 201
+    e = wait_endpoint(proc, "sc", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)
+    assert e["state"] == "ready" and e["scale"] == 2 and e["traffic"] == {"v1": 100}
+
+    # one replica's job is cancelled while a client calls without a pause: the other answers
+    caller = Caller(proc, "sc")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 20)
+    gone = e["replicas"][0]["job"]
+    assert proc.call("alice", "POST", f"jobs/{gone}/cancel").status_code == 202
+    e = wait_endpoint(proc, "sc", lambda e: [x["job"] for x in e["replicas"]] == [e_job(e, gone)])
+    assert e["state"] == "ready" and e["reason"] == "v1: 1 of 2 replicas run (one ended); scale again to replace it"
+    count = len(caller.seen)
+    wait_for(lambda: len(caller.seen) >= count + 20)
+    seen = caller.stop()
+    assert [s for s in seen if s[0] != 200] == [] and {s[2] for s in seen} == {0}
+
+    # scaled past the VC's quota (2 cpu: 2 of the 3 replicas fit): the third queues with a sentence
+    r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 2, "memory": "16Gi"}})
+    assert r.status_code == 200, r.text
+    r = proc.call("alice", "POST", "endpoints/sc/scale", json={"replicas": 3})
+    assert r.status_code == 200 and r.json()["scale"] == 3 and len(r.json()["replicas"]) == 3, r.text
+    e = wait_endpoint(proc, "sc", lambda e: sum(x["routed"] for x in e["replicas"]) == 2 and "queued" in e["reason"])
+    queued = [x for x in e["replicas"] if x["job_state"] == "queued"]
+    assert len(queued) == 1 and queued[0]["job_reason"].startswith("waiting: VC vision"), e
+    assert e["state"] == "ready" and e["reason"] == f"v1: 2 of 3 replicas ready; queued: {queued[0]['job_reason']}"
+    # refusals: past the bound, another VC's person (as for no endpoint)
+    r = proc.call("alice", "POST", "endpoints/sc/scale", json={"replicas": 9})
+    assert r.status_code == 422, r.text
+    r = proc.call("bob", "POST", "endpoints/sc/scale", json={"replicas": 1})
+    assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint sc"
+
+    # scale down with `yt deploy scale`: the queued replica stops first, then a routed one drains
+    from yitong_lab.cli.grammar import run
+
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
+    caller = Caller(proc, "sc")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 5)
+    assert run(["deploy", "scale", "sc", "1", "--wait", "60"]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == "endpoint sc: 1 replicas per version: ready\n"
+    e = proc.call("alice", "GET", "endpoints/sc").json()
+    assert len(e["replicas"]) == 1 and e["replicas"][0]["routed"]
+    seen = caller.stop()
+    assert seen and [s for s in seen if s[0] != 200] == []
+    for job in [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "sc-v1"]:
+        if job["id"] != e["replicas"][0]["job"]:
+            assert proc.wait("alice", job["id"])["state"] == "cancelled"
+    wait_for(lambda: len([a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"]) == 1)
+    assert run(["deploy", "show", "sc"]) == 0
+    assert f"Replicas:  1 per version: v1 job {e['replicas'][0]['job']} running (routed)\n" in capsys.readouterr().out
+
+
+def e_job(e: dict, gone: int) -> int:
+    """The job of the replica that is not ``gone``."""
+    return next((x["job"] for x in e["replicas"] if x["job"] != gone), -1)
