@@ -6,6 +6,7 @@ and BOOL inputs, health and metadata, error shapes, the VC boundary and the VC's
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import threading
 import time
@@ -229,8 +230,8 @@ for n, out in enumerate(sys.argv[1:]):
 INFER = {"inputs": [{"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
 
 
-def register_constants(proc, tmp_path, count: int) -> None:
-    """vision/const v1..v<count>: version n predicts n - 1 for every row."""
+def register_constants(proc, tmp_path, count: int, model: str = "vision/const") -> None:
+    """``model`` v1..v<count>: version n predicts n - 1 for every row."""
     dirs = [tmp_path / f"const{n}" for n in range(1, count + 1)]
     for d in dirs:
         d.mkdir()
@@ -241,9 +242,7 @@ def register_constants(proc, tmp_path, count: int) -> None:
     signature = {"inputs": [{"name": "predict", "datatype": "FP32", "shape": [-1, 4]}], "outputs": []}
     with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:
         for d in dirs:
-            Models(c).register(
-                "vision/const", d, framework="sklearn", format="joblib", signature=signature, progress=None
-            )
+            Models(c).register(model, d, framework="sklearn", format="joblib", signature=signature, progress=None)
 
 
 class Caller(threading.Thread):
@@ -366,20 +365,35 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint roll"
 
 
+def docs_scale_commands() -> list[str]:
+    """The commands of docs/models.md's "Replicas and scaling" block."""
+    section = (ROOT / "docs" / "models.md").read_text().split("### Replicas and scaling", 1)[1]
+    block = section.split("```\n", 2)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("yt ")]
+
+
 def test_replicas_answer_while_one_stops_queue_past_the_quota_and_scale_down(proc, tmp_path, monkeypatch, capsys):
-    register_constants(proc, tmp_path, 1)
-    body = {"name": "sc", "model": "vision/const@1", "profile": "cpu-small", "replicas": 2}
-    assert proc.call("alice", "POST", "endpoints", json=body).status_code == 201
-    e = wait_endpoint(proc, "sc", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)
+    from yitong_lab.cli.grammar import run
+
+    register_constants(proc, tmp_path, 1, "vision/iris")
+    create, show, scale_up, scale_down = (shlex.split(c)[1:] for c in docs_scale_commands())
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
+    assert run(create) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("endpoint iris serves vision/iris v1: ready")
+    e = wait_endpoint(proc, "iris", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)
     assert e["state"] == "ready" and e["scale"] == 2 and e["traffic"] == {"v1": 100}
+    assert run(show) == 0
+    jobs = [x["job"] for x in e["replicas"]]
+    assert f"Replicas:  2 per version: v1 job {jobs[0]} running (routed), v1 job {jobs[1]} running (routed)\n" in (
+        capsys.readouterr().out
+    )
 
     # one replica's job is cancelled while a client calls without a pause: the other answers
-    caller = Caller(proc, "sc")
+    caller = Caller(proc, "iris")
     caller.start()
     wait_for(lambda: len(caller.seen) >= 20)
-    gone = e["replicas"][0]["job"]
-    assert proc.call("alice", "POST", f"jobs/{gone}/cancel").status_code == 202
-    e = wait_endpoint(proc, "sc", lambda e: [x["job"] for x in e["replicas"]] == [e_job(e, gone)])
+    assert proc.call("alice", "POST", f"jobs/{jobs[0]}/cancel").status_code == 202
+    e = wait_endpoint(proc, "iris", lambda e: [x["job"] for x in e["replicas"]] == [jobs[1]])
     assert e["state"] == "ready" and e["reason"] == "v1: 1 of 2 replicas run (one ended); scale again to replace it"
     count = len(caller.seen)
     wait_for(lambda: len(caller.seen) >= count + 20)
@@ -389,39 +403,30 @@ def test_replicas_answer_while_one_stops_queue_past_the_quota_and_scale_down(pro
     # scaled past the VC's quota (2 cpu: 2 of the 3 replicas fit): the third queues with a sentence
     r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 2, "memory": "16Gi"}})
     assert r.status_code == 200, r.text
-    r = proc.call("alice", "POST", "endpoints/sc/scale", json={"replicas": 3})
-    assert r.status_code == 200 and r.json()["scale"] == 3 and len(r.json()["replicas"]) == 3, r.text
-    e = wait_endpoint(proc, "sc", lambda e: sum(x["routed"] for x in e["replicas"]) == 2 and "queued" in e["reason"])
+    assert run(scale_up) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("endpoint iris: 3 replicas per version: ready (v1: 1 of 3 replicas ready")
+    e = wait_endpoint(proc, "iris", lambda e: sum(x["routed"] for x in e["replicas"]) == 2 and "queued" in e["reason"])
     queued = [x for x in e["replicas"] if x["job_state"] == "queued"]
     assert len(queued) == 1 and queued[0]["job_reason"].startswith("waiting: VC vision"), e
     assert e["state"] == "ready" and e["reason"] == f"v1: 2 of 3 replicas ready; queued: {queued[0]['job_reason']}"
+    assert e["scale"] == 3 and len(e["replicas"]) == 3
     # refusals: past the bound, another VC's person (as for no endpoint)
-    r = proc.call("alice", "POST", "endpoints/sc/scale", json={"replicas": 9})
+    r = proc.call("alice", "POST", "endpoints/iris/scale", json={"replicas": 9})
     assert r.status_code == 422, r.text
-    r = proc.call("bob", "POST", "endpoints/sc/scale", json={"replicas": 1})
-    assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint sc"
+    r = proc.call("bob", "POST", "endpoints/iris/scale", json={"replicas": 1})
+    assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint iris"
 
-    # scale down with `yt deploy scale`: the queued replica stops first, then a routed one drains
-    from yitong_lab.cli.grammar import run
-
-    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
-    caller = Caller(proc, "sc")
+    # scale down under traffic: the queued replica stops first, then a routed one drains
+    caller = Caller(proc, "iris")
     caller.start()
     wait_for(lambda: len(caller.seen) >= 5)
-    assert run(["deploy", "scale", "sc", "1", "--wait", "60"]) == 0, capsys.readouterr().err
-    assert capsys.readouterr().out == "endpoint sc: 1 replicas per version: ready\n"
-    e = proc.call("alice", "GET", "endpoints/sc").json()
+    assert run(scale_down) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == "endpoint iris: 1 replicas per version: ready\n"
+    e = proc.call("alice", "GET", "endpoints/iris").json()
     assert len(e["replicas"]) == 1 and e["replicas"][0]["routed"]
     seen = caller.stop()
     assert seen and [s for s in seen if s[0] != 200] == []
-    for job in [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "sc-v1"]:
+    for job in [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "iris-v1"]:
         if job["id"] != e["replicas"][0]["job"]:
             assert proc.wait("alice", job["id"])["state"] == "cancelled"
     wait_for(lambda: len([a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"]) == 1)
-    assert run(["deploy", "show", "sc"]) == 0
-    assert f"Replicas:  1 per version: v1 job {e['replicas'][0]['job']} running (routed)\n" in capsys.readouterr().out
-
-
-def e_job(e: dict, gone: int) -> int:
-    """The job of the replica that is not ``gone``."""
-    return next((x["job"] for x in e["replicas"] if x["job"] != gone), -1)
