@@ -214,6 +214,19 @@ def _versions(
     return out
 
 
+def _without_ended(session: Session, e: Endpoint) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The endpoint's replicas, less those that never joined the route and whose jobs ended
+    (failed, cancelled): a deploy or scale replaces them; and those."""
+    reps = [dict(r) for r in e.replicas or []]
+    states = job_states(session, reps)
+    ended = [
+        r
+        for r in reps
+        if not r.get("routed") and r.get("draining") is None and states.get(r["job"], ("gone",))[0] in ENDED
+    ]
+    return [r for r in reps if r not in ended], ended
+
+
 def _apply(
     session: Session,
     person: Person,
@@ -229,14 +242,7 @@ def _apply(
     replicas of every version with a share (jobs queued for the new ones from ``prepared``; the
     extra ones drain); replicas that never joined the route and whose jobs ended are dropped.
     The directories of the dropped ones, for the caller to remove."""
-    reps = [dict(r) for r in e.replicas or []]
-    states = job_states(session, reps)
-    ended = [
-        r
-        for r in reps
-        if not r.get("routed") and r.get("draining") is None and states.get(r["job"], ("gone",))[0] in ENDED
-    ]
-    reps = [r for r in reps if r not in ended]
+    reps, ended = _without_ended(session, e)
     reps, add, shares, drop = rollout.plan(reps, count, number, share)
     now = time.time()
     for r in reps:
@@ -325,8 +331,8 @@ def deploy(
                 f"endpoint {name} serves model {models.full_name(s.get(Model, e.model_id))}, not {models.full_name(m)}",
             )
         share = share_of(body, v.number)
-        reps = list(e.replicas or [])
-        last = rollout.primary(reps)
+        reps, _ended = _without_ended(s, e)
+        last = rollout.primary(list(e.replicas or []))
         profile_name = body.profile or (last["profile"] if last else "")
         if not profile_name:
             raise Refusal(422, f"endpoint {name} has no replica to take the profile from; give profile")
@@ -362,7 +368,7 @@ def scale(
         e = _owned(s, person, name, "scale")
         if not e.replicas:
             raise Refusal(422, f"endpoint {name} has no replica to scale; deploy a version")
-        _reps, add, _shares, _drop = rollout.plan(list(e.replicas), count)
+        _reps, add, _shares, _drop = rollout.plan(_without_ended(s, e)[0], count)
         todo = _versions(storage, s, person, e, add, {})
     prepared = _Prepared()
     try:

@@ -430,3 +430,8 @@ def test_replicas_answer_while_one_stops_queue_past_the_quota_and_scale_down(pro
         if job["id"] != e["replicas"][0]["job"]:
             assert proc.wait("alice", job["id"])["state"] == "cancelled"
     wait_for(lambda: len([a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"]) == 1)
+
+    # a deploy names the count too (here of the version it already serves: back to two)
+    r = proc.call("alice", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@1", "replicas": 2})
+    assert r.status_code == 200 and r.json()["scale"] == 2 and len(r.json()["replicas"]) == 2, r.text
+    wait_endpoint(proc, "iris", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)
