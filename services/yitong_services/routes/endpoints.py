@@ -104,7 +104,7 @@ async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx
 
 
 @router.post("/{name}/scale", response_model=EndpointOut)
-async def scale_endpoint(name: str, body: EndpointScaleIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+def scale_endpoint(name: str, body: EndpointScaleIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """The owner or an admin: run ``replicas`` replicas of every version with a share. New ones
     are jobs of the VC: past its quota they stay queued and the endpoint's ``reason`` says so
     (``v1: 2 of 3 replicas ready; queued: waiting: VC ...``); the route spreads each version's
@@ -113,9 +113,8 @@ async def scale_endpoint(name: str, body: EndpointScaleIn, caller: Caller, ctx: 
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
         _one_replica_on_kube(body.replicas)
-    args = (ctx.storage, ctx.settings, as_person(caller), name, body.replicas, ctx.inventory, mgr.backend.name)
-    out = await run_in_threadpool(ep.scale, *args)
-    mgr.wake()
+    out = ep.scale(ctx.storage, ctx.settings, as_person(caller), name, body.replicas, ctx.inventory, mgr.backend.name)
+    mgr.wake_threadsafe()  # a plain def runs in a worker thread
     return out
 
 
