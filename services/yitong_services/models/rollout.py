@@ -111,6 +111,8 @@ def pick(choices: list[dict[str, Any]], current: dict[int, float]) -> dict[str, 
     version's share over the version's replicas among ``choices``) to its running score, the
     highest score answers and loses the total. Shares hold exactly over every 100 requests,
     interleaved (10 of every 100 for a 10% canary, however many replicas each version has)."""
+    if len(choices) == 1:  # the usual case: one replica routed (its score would stay 0 anyway)
+        return choices[0]
     per_version: dict[int, int] = {}
     for r in choices:
         per_version[r["number"]] = per_version.get(r["number"], 0) + 1
