@@ -70,11 +70,12 @@ def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
 
 @router.post("", response_model=EndpointOut, status_code=201)
 async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
-    ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
-    queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-    ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
-    Kubernetes the endpoint is a KServe InferenceService in the VC's namespace."""
+    """Members of the model's VC: serve a version (``vc/name@ref``) on ``replicas`` replicas
+    (1-8), each holding the resources of ``profile``. Each replica is a job of the caller in the
+    VC: ``state`` is ``queued`` (with the queue's reason, naming the quota and VC) while the VC's
+    quota is full, then ``starting``, then ``ready`` once a server answers; 422 for a request
+    the VC's quota can never hold. On Kubernetes the endpoint is a KServe InferenceService in the
+    VC's namespace (one replica)."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
         _one_replica_on_kube(body.replicas)
@@ -88,8 +89,9 @@ async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: R
 @router.post("/{name}/deploy", response_model=EndpointOut)
 async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
-    without an unanswered request (the new replica starts, joins the route once ready, then the
-    old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+    without an unanswered request (the new replicas start, each joins the route once ready, then
+    the old ones drain and stop; ``replicas`` per version, default the current count), or give it
+    a canary share (``traffic: {"v2": 10}``: 10 of every 100
     requests; the rest stays with the current version). Deploying the canary's version again
     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
     rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
