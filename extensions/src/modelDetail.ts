@@ -1,12 +1,16 @@
 // One model in the Models view: its aliases, its versions (metadata, metrics, a side-by-side
 // metric comparison through the compare route), the lineage of the selected version as an SVG
-// graph (lineageGraph.ts), its endpoints with their state, and the "try it" form (tryIt.ts).
+// graph (lineageGraph.ts), its endpoints with their state and replicas (and, for admins, their
+// keys: endpointKeys.ts), and the "try it" form (tryIt.ts).
 // Every user value reaches the page as text (textContent) or escaped in the SVG.
 // DOM hooks: .yt-model-detail[data-model], .yt-model-alias[data-alias],
 // .yt-model-version[data-version] (.yt-model-version-select, .yt-selected), .yt-model-compare-button,
 // .yt-model-compare (tr[data-metric] td[data-version]), .yt-model-lineage[data-version] svg
-// (g[data-node]), .yt-endpoint[data-endpoint][data-state]; the form's are in tryIt.ts.
+// (g[data-node]), .yt-endpoint[data-endpoint][data-state] (.yt-endpoint-replicas); the form's
+// are in tryIt.ts, the keys' in endpointKeys.ts.
 import { el } from './dom';
+import { EndpointKeys } from './endpointKeys';
+import { replicaSummary } from './endpointText';
 import { graphSVG, lineageGraph } from './lineageGraph';
 import { IEndpoint, IModel, IModelVersion, fetchComparison } from './modelsApi';
 import { TryIt } from './tryIt';
@@ -40,8 +44,10 @@ function section(cls: string, title: string): [HTMLElement, HTMLElement] {
 export class ModelDetail {
   readonly node = el('div', 'yt-model-detail');
 
-  constructor(model: IModel) {
+  /** `admin`: the caller may issue and revoke endpoints' keys (the platform checks it again). */
+  constructor(model: IModel, admin = false) {
     this.model = model;
+    this._admin = admin;
     this.node.dataset.model = model.full_name;
     const [versionsBox, versionsBody] = section('yt-model-versions-box', 'Versions');
     const compare = button('yt-model-compare-button', 'Compare metrics');
@@ -264,11 +270,25 @@ export class ModelDetail {
         el('span', 'yt-endpoint-name', e.name),
         el('span', 'yt-endpoint-version', version),
         state,
+        el('span', 'yt-endpoint-replicas', replicaSummary(e)),
         el('span', 'yt-endpoint-meta', `${e.owner} · since ${when(e.created)}`),
         ...(e.reason ? [el('span', 'yt-endpoint-reason', e.reason)] : [])
       );
+      if (this._admin) {
+        // the same control across refreshes, so an issued key's secret stays until dismissed
+        let keys = this._keys.get(e.name);
+        if (!keys) {
+          keys = new EndpointKeys(e.name);
+          this._keys.set(e.name, keys);
+        }
+        row.append(keys.node);
+      }
       return row;
     });
+    const names = new Set(this._endpointList.map(e => e.name));
+    for (const name of [...this._keys.keys()].filter(n => !names.has(n))) {
+      this._keys.delete(name);
+    }
     this._endpoints.replaceChildren(
       ...(rows.length
         ? rows
@@ -293,4 +313,6 @@ export class ModelDetail {
   private _lineage = el('div', 'yt-model-lineage');
   private _endpoints = el('div', 'yt-model-endpoints');
   private _tryIt = new TryIt();
+  private _admin: boolean;
+  private _keys = new Map<string, EndpointKeys>();
 }

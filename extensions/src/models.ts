@@ -15,6 +15,7 @@ import {
   IModel,
   fetchEndpoint,
   fetchEndpoints,
+  fetchMe,
   fetchModelVersions,
   fetchModels
 } from './modelsApi';
@@ -55,10 +56,12 @@ export class ModelsView extends YitongView {
   }
 
   private async _start(vc: string): Promise<void> {
-    const [vcs, here] = await Promise.all([
+    const [vcs, here, me] = await Promise.all([
       fetchVCs().catch(() => []),
-      vc ? Promise.resolve(null) : serverInfo()
+      vc ? Promise.resolve(null) : serverInfo(),
+      fetchMe().catch(() => null)
     ]);
+    this._admin = me?.admin ?? false;
     this._vc = vc || here?.vc || '';
     const names = vcs.map(v => v.name);
     if (this._vc && !names.includes(this._vc)) {
@@ -102,13 +105,16 @@ export class ModelsView extends YitongView {
           this._endpointsOf(picked.full_name)
         ]);
         if (!this._detail || this._detail.model.full_name !== picked.full_name) {
-          this._detail = new ModelDetail(picked);
+          this._detail = new ModelDetail(picked, this._admin);
           this._detailBox.replaceChildren(this._detail.node);
         }
         this._detail.update(picked, versions, endpoints);
         // sooner while one starts or rolls (a ready endpoint with a reason is rolling or draining)
+        // (not while a replica only waits in the queue: that may take long)
         starting = endpoints.some(
-          e => e.state === 'starting' || (e.state === 'ready' && e.reason !== '')
+          e =>
+            e.state === 'starting' ||
+            (e.state === 'ready' && e.reason !== '' && !e.reason.includes('queued'))
         );
       }
     } catch (error) {
@@ -185,6 +191,7 @@ export class ModelsView extends YitongView {
   private _vc = '';
   private _picked: string | null = null;
   private _started = false;
+  private _admin = false;
   private _timer = 0;
   private _detail: ModelDetail | null = null;
   private _root = el('div', 'yt-models');

@@ -46,3 +46,27 @@ export function infer(endpoint: IEndpoint, request: IV2Request): Promise<IV2Resp
   const path = endpoint.url.split('/').map(encodeURIComponent).join('/');
   return requestJSON<IV2Response>('POST', `yitong/api/${path}/infer`, request);
 }
+
+/** A key of an endpoint (generated `EndpointKeyOut`): never the key itself, only its prefix. */
+export type IEndpointKey = Schemas['EndpointKeyOut'];
+/** A key just issued (generated `EndpointKeyNew`): `key` is the secret, answered this once. */
+export type INewEndpointKey = Schemas['EndpointKeyNew'];
+/** The caller as the platform sees them (generated `Me`): `admin` shows the keys control. */
+export type IMe = Schemas['Me'];
+
+export const fetchMe = (): Promise<IMe> => getJSON<IMe>('yitong/api/me');
+
+const keysPath = (endpoint: string): string =>
+  `yitong/api/endpoints/${encodeURIComponent(endpoint)}/keys`;
+
+/** Admins: an endpoint's keys, revoked ones included. */
+export const fetchKeys = (endpoint: string): Promise<IEndpointKey[]> =>
+  getJSON<IEndpointKey[]>(keysPath(endpoint));
+
+/** Admins: issue a key for callers outside the endpoint's VC; its secret is in the answer only. */
+export const issueKey = (endpoint: string, note: string): Promise<INewEndpointKey> =>
+  requestJSON<INewEndpointKey>('POST', keysPath(endpoint), { note });
+
+/** Admins: revoke a key; the next request with it is refused. */
+export const revokeKey = (endpoint: string, id: number): Promise<null> =>
+  requestJSON<null>('DELETE', `${keysPath(endpoint)}/${encodeURIComponent(String(id))}`);

@@ -229,6 +229,7 @@ class EndpointDeployIn(TypedDict):
 
     model: str
     profile: NotRequired[str | None]
+    replicas: NotRequired[int | None]
     traffic: NotRequired[dict[str, Any] | None]
 
 
@@ -236,6 +237,7 @@ class EndpointIn(TypedDict):
     model: str
     name: str
     profile: str
+    replicas: NotRequired[int]
 
 
 class EndpointKeyIn(TypedDict):
@@ -270,11 +272,18 @@ class EndpointOut(TypedDict):
     owner: str
     reason: str
     replicas: list[ReplicaOut]
+    scale: NotRequired[int]
     state: str
     traffic: dict[str, int]
     url: str
     vc: str
     version: int
+
+
+class EndpointScaleIn(TypedDict):
+    "Run another number of replicas of every version with a share."
+
+    replicas: int
 
 
 class Environment(TypedDict):
@@ -702,6 +711,7 @@ class ReclaimWarnings(TypedDict):
 class ReplicaOut(TypedDict):
     draining: bool
     job: int
+    job_reason: NotRequired[str]
     job_state: str
     routed: bool
     version: int
@@ -1010,6 +1020,7 @@ __all__ = [
     "EndpointKeyNew",
     "EndpointKeyOut",
     "EndpointOut",
+    "EndpointScaleIn",
     "Environment",
     "Error",
     "EventOut",

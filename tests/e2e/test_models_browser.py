@@ -5,7 +5,10 @@ aliased and deployed with ``yt deploy``; the view opens from the launcher and by
 (``?yt=models/vision``), lists the model, shows its versions, compares their metrics (the
 compare route), draws the lineage graph (dataset, code, job -> version), shows the endpoint
 ready, and its "try it" form sends a V2 request through the platform's endpoint route and
-shows the answer, and a refused request's sentence. Screenshot: docs/img/lab-models.png."""
+shows the answer, and a refused request's sentence. A person of the VC sees no keys control;
+an admin, in their own JupyterLab, issues a key (its secret shown once, copied with the copy
+button), sees it listed, calls the endpoint with it, and revokes it. Screenshots:
+docs/img/lab-models.png, docs/img/lab-models-keys.png."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import random
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from lab_browser import log_in, screenshot, view
 
@@ -160,6 +164,8 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
         endpoint = detail.locator('.yt-endpoint[data-endpoint="iris-lab"]')
         expect(endpoint).to_have_attribute("data-state", "ready", timeout=30_000)
         expect(endpoint).to_contain_text("v2")
+        expect(endpoint.locator(".yt-endpoint-replicas")).to_have_text("1 of 1 replica ready")
+        expect(endpoint.locator(".yt-endpoint-keys")).to_have_count(0)  # carol is no admin
         form = detail.locator(".yt-tryit")
         expect(form.locator(".yt-tryit-endpoint")).to_have_value("iris-lab")
         example = json.loads(form.locator(".yt-tryit-request").input_value())
@@ -185,7 +191,47 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
         form.locator(".yt-tryit-request").fill("[[1, 2], [3]]")
         form.locator(".yt-tryit-send").click()
         expect(answer).to_contain_text("the rows are not all of one length")
+
+        # an admin, in their own JupyterLab: issue a key (shown once, copied), list, use, revoke
+        with stack.hub(admin_token) as hub:
+            r = hub.post("/users/admin/server", json={"vc": "vision", "profile": "cpu-small"})
+            assert r.status_code in (201, 202), r.text
+        stack.wait_ready(admin_token, "admin")
+        page.context.clear_cookies()
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        admin_lab = log_in(stack, page, "admin")
+        page.goto(f"{admin_lab}?yt=models/vision")
+        detail = view(page, "models", "vision").locator('.yt-model-detail[data-model="vision/iris-lab"]')
+        keys = detail.locator('.yt-endpoint[data-endpoint="iris-lab"] .yt-endpoint-keys')
+        keys.locator(".yt-endpoint-keys-toggle").click(timeout=120_000)
+        expect(keys.locator(".yt-endpoint-keys-panel")).to_contain_text("No keys")
+        keys.locator(".yt-endpoint-key-note").fill("partner A")
+        keys.locator(".yt-endpoint-key-issue").click()
+        secret = keys.locator('.yt-endpoint-key-secret[data-key-id="1"]')
+        expect(secret).to_be_visible(timeout=30_000)
+        key = secret.locator(".yt-endpoint-key-secret-value").input_value()
+        assert key.startswith("yte_") and len(key) == 47, key
+        listed = keys.locator('.yt-endpoint-key[data-key-id="1"]')
+        expect(listed).to_have_attribute("data-state", "in-use")
+        expect(listed).to_contain_text(f"{key[:12]}... · partner A · admin")
+        assert key not in keys.locator(".yt-endpoint-key-list").inner_text()  # listed by its prefix only
+        secret.locator(".yt-endpoint-key-copy").click()
+        expect(secret.locator(".yt-endpoint-key-copied")).to_have_text("copied")
+        assert page.evaluate("navigator.clipboard.readText()") == key
+        keys.scroll_into_view_if_needed()
+        screenshot(page, "lab-models-keys.png")
+        infer = {"inputs": [{"name": "predict", "datatype": "FP32", "shape": [1, 4], "data": ROWS[0]}]}
+        url = f"{stack.platform}/endpoints/iris-lab/v2/models/iris-lab/infer"
+        assert httpx.post(url, json=infer, headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        # dismissed, the secret leaves the page (it is never shown again); revoked, the key is refused
+        secret.locator(".yt-endpoint-key-done").click()
+        expect(secret).to_be_hidden()
+        listed.locator(".yt-endpoint-key-revoke").click()
+        expect(listed).to_have_attribute("data-state", "revoked", timeout=30_000)
+        expect(listed.locator(".yt-endpoint-key-revoke")).to_have_count(0)
+        assert httpx.post(url, json=infer, headers={"Authorization": f"Bearer {key}"}).status_code == 401
     finally:
         api.delete("/endpoints/iris-lab")
         api.close()
         stack.stop_server(admin_token, USER)
+        stack.stop_server(admin_token, "admin")

@@ -209,3 +209,48 @@ def test_the_answer_as_lines():
     assert lines[:2] == ["predict INT64 [3, 1]: 1, 0, 2", "label BYTES [1]: setosa"]
     assert lines[2] == "big FP32 [25]: " + ", ".join(str(i) for i in range(20)) + ", … (25 values)"
     assert run("inferRequest", "m.responseLines({error: 'x'})") == ["(the server answered without outputs)"]
+
+
+def replica(version: int, job: int, state: str = "running", routed: bool = True, draining: bool = False) -> dict:
+    return {"version": version, "job": job, "job_state": state, "routed": routed, "draining": draining}
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        ({"scale": 1, "replicas": [replica(1, 1)]}, "1 of 1 replica ready"),
+        ({"scale": 2, "replicas": [replica(1, 1), replica(1, 2, "running", routed=False)]}, "1 of 2 replicas ready"),
+        (  # scaled past the quota: one waits in the queue
+            {"scale": 3, "replicas": [replica(1, 1), replica(1, 2), replica(1, 3, "queued", routed=False)]},
+            "2 of 3 replicas ready · 1 queued",
+        ),
+        (  # a canary on two replicas beside v1's two
+            {"scale": 2, "replicas": [replica(1, 1), replica(1, 2), replica(2, 3), replica(2, 4)]},
+            "4 of 4 replicas ready",
+        ),
+        ({"scale": 1, "replicas": [replica(1, 1, routed=False, draining=True), replica(2, 2)]}, "1 of 1 replica ready"),
+        ({"replicas": [replica(1, 1)]}, "1 of 1 replica ready"),  # an answer without scale (Kubernetes)
+    ],
+)
+def test_replica_summary(endpoint, expected):
+    assert run("endpointText", f"m.replicaSummary({json.dumps(endpoint)})") == expected
+
+
+def test_key_line_never_holds_more_than_the_prefix():
+    key = {
+        "id": 1,
+        "endpoint": "iris",
+        "prefix": "yte_ab12cd34",
+        "note": "partner <A>",
+        "created_by": "admin",
+        "created": "2026-11-26T04:40:00Z",
+        "revoked": None,
+    }
+    assert run("endpointText", f"m.keyLine({json.dumps(key)})") == (
+        "yte_ab12cd34... · partner <A> · admin · 2026-11-26 04:40 · in use"
+    )
+    revoked = key | {"note": "", "revoked": "2026-11-26T05:00:00Z"}
+    assert (
+        run("endpointText", f"m.keyLine({json.dumps(revoked)})")
+        == "yte_ab12cd34... · admin · 2026-11-26 04:40 · revoked"
+    )

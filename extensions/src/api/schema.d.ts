@@ -584,11 +584,12 @@ export interface paths {
         put?: never;
         /**
          * Create Endpoint
-         * @description Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
-         *     ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
-         *     queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-         *     ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
-         *     Kubernetes the endpoint is a KServe InferenceService in the VC's namespace.
+         * @description Members of the model's VC: serve a version (``vc/name@ref``) on ``replicas`` replicas
+         *     (1-8), each holding the resources of ``profile``. Each replica is a job of the caller in the
+         *     VC: ``state`` is ``queued`` (with the queue's reason, naming the quota and VC) while the VC's
+         *     quota is full, then ``starting``, then ``ready`` once a server answers; 422 for a request
+         *     the VC's quota can never hold. On Kubernetes the endpoint is a KServe InferenceService in the
+         *     VC's namespace (one replica).
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -636,8 +637,9 @@ export interface paths {
         /**
          * Deploy Endpoint
          * @description The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
-         *     without an unanswered request (the new replica starts, joins the route once ready, then the
-         *     old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+         *     without an unanswered request (the new replicas start, each joins the route once ready, then
+         *     the old ones drain and stop; ``replicas`` per version, default the current count), or give it
+         *     a canary share (``traffic: {"v2": 10}``: 10 of every 100
          *     requests; the rest stays with the current version). Deploying the canary's version again
          *     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
          *     rolls the InferenceService (``canaryTrafficPercent`` for a share).
@@ -689,6 +691,30 @@ export interface paths {
          * @description Admin: revoke a key; requests with it are refused from now on (it stays listed).
          */
         delete: operations["revoke_key_services_yitong_api_v1_endpoints__name__keys__key_id__delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/services/yitong/api/v1/endpoints/{name}/scale": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Scale Endpoint
+         * @description The owner or an admin: run ``replicas`` replicas of every version with a share. New ones
+         *     are jobs of the VC: past its quota they stay queued and the endpoint's ``reason`` says so
+         *     (``v1: 2 of 3 replicas ready; queued: waiting: VC ...``); the route spreads each version's
+         *     share over its ready replicas. Extra ones leave the route, drain and stop (queued or starting
+         *     ones first). Scaling to the current count replaces replicas whose jobs ended.
+         */
+        post: operations["scale_endpoint_services_yitong_api_v1_endpoints__name__scale_post"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2217,9 +2243,14 @@ export interface components {
             model: string;
             /**
              * Profile
-             * @description the new replica's profile (default: the current one's)
+             * @description the new replicas' profile (default: the current one's)
              */
             profile?: string | null;
+            /**
+             * Replicas
+             * @description replicas of the version (1..8), each a job holding the profile's resources under the VC's quota (default: the current count)
+             */
+            replicas?: number | null;
             /**
              * Traffic
              * @description the deployed version's share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)
@@ -2242,6 +2273,12 @@ export interface components {
              * @description the resources the endpoint holds in the VC, as a profile the VC offers
              */
             profile: string;
+            /**
+             * Replicas
+             * @description replicas of the version (1..8), each a job holding the profile's resources under the VC's quota
+             * @default 1
+             */
+            replicas: number;
         };
         /** EndpointKeyIn */
         EndpointKeyIn: {
@@ -2327,6 +2364,12 @@ export interface components {
             /** Replicas */
             replicas: components["schemas"]["ReplicaOut"][];
             /**
+             * Scale
+             * @description replicas of every version with a share
+             * @default 1
+             */
+            scale: number;
+            /**
              * State
              * @description queued, starting, ready or failed
              */
@@ -2344,6 +2387,17 @@ export interface components {
             vc: string;
             /** Version */
             version: number;
+        };
+        /**
+         * EndpointScaleIn
+         * @description Run another number of replicas of every version with a share.
+         */
+        EndpointScaleIn: {
+            /**
+             * Replicas
+             * @description replicas of the version (1..8), each a job holding the profile's resources under the VC's quota
+             */
+            replicas: number;
         };
         /** Environment */
         Environment: {
@@ -3346,6 +3400,12 @@ export interface components {
              * @description the job that runs this replica (its log is the server's)
              */
             job: number;
+            /**
+             * Job Reason
+             * @description the job's reason: why it is queued (the quota and VC), or how it ended
+             * @default
+             */
+            job_reason: string;
             /** Job State */
             job_state: string;
             /**
@@ -3357,7 +3417,7 @@ export interface components {
             version: number;
             /**
              * Weight
-             * @description share of the endpoint's traffic in percent
+             * @description its version's share of the endpoint's traffic in percent
              */
             weight: number;
         };
@@ -5769,6 +5829,50 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    scale_endpoint_services_yitong_api_v1_endpoints__name__scale_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointScaleIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointOut"];
+                };
             };
             /** @description Validation Error */
             422: {

@@ -1,4 +1,4 @@
-"""``yt deploy create|roll|ls|show|delete``: model versions served over the Open Inference Protocol;
+"""``yt deploy create|roll|scale|ls|show|delete``: model versions served over the Open Inference Protocol;
 ``yt deploy key create|ls|revoke``: an admin's keys for callers outside the endpoint's VC."""
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ def _endpoints(client: Any) -> Any:
     return Endpoints(client)
 
 
+REPLICAS = "replicas per version (1-8), each a job holding the profile under the VC's quota"
+
+
 def register(nouns: Any, common: Any) -> None:
     parser = nouns.add_parser("deploy", help="serve model versions as V2 inference endpoints")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -28,14 +31,20 @@ def register(nouns: Any, common: Any) -> None:
     sub = verb("create", create, "serve a model version (VC/NAME[@REF]) as an endpoint")
     sub.add_argument("name", metavar="ENDPOINT")
     sub.add_argument("model", metavar="VC/NAME[@REF]")
-    sub.add_argument("--profile", default="cpu-small", help="the resources it holds in the VC (a profile)")
+    sub.add_argument("--profile", default="cpu-small", help="the resources each replica holds in the VC (a profile)")
+    sub.add_argument("--replicas", type=int, default=1, metavar="N", help=REPLICAS)
     sub.add_argument("--wait", type=float, default=60, metavar="SECONDS", help="wait until ready (0: do not)")
     sub = verb("roll", roll, "roll an endpoint to another version of its model, or give it a canary share")
     sub.add_argument("name", metavar="ENDPOINT")
     sub.add_argument("model", metavar="VC/NAME[@REF]")
     sub.add_argument("--canary", type=int, metavar="PERCENT", help="the new version's share (1-100); default: all")
-    sub.add_argument("--profile", help="the new replica's resources (default: the current replica's)")
+    sub.add_argument("--profile", help="the new replicas' resources (default: the current replicas')")
+    sub.add_argument("--replicas", type=int, metavar="N", help=REPLICAS + " (default: the current count)")
     sub.add_argument("--wait", type=float, default=120, metavar="SECONDS", help="wait until rolled (0: do not)")
+    sub = verb("scale", scale, "run another number of replicas of every version with a share")
+    sub.add_argument("name", metavar="ENDPOINT")
+    sub.add_argument("replicas", metavar="N", type=int, help=REPLICAS)
+    sub.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait until every replica is ready")
     verb("ls", ls, "endpoints of your VCs")
     sub = verb("show", show, "one endpoint and its state")
     sub.add_argument("name", metavar="ENDPOINT")
@@ -66,20 +75,41 @@ def _text(e: dict[str, Any]) -> str:
             ("Owner", e["owner"]),
             ("State", e["state"] + (f" ({e['reason']})" if e.get("reason") else "")),
             ("Traffic", ", ".join(f"{v} {p}%" for v, p in sorted(e.get("traffic", {}).items())) or "-"),
+            ("Replicas", _replicas(e)),
             ("URL", e["url"]),
         ]
     )
 
 
+def _replicas(e: dict[str, Any]) -> str:
+    """``2 per version: v1 job 12 running (routed), v1 job 13 queued (waiting: ...)``"""
+    parts = []
+    for r in e.get("replicas", []):
+        what = "routed" if r["routed"] else "draining" if r["draining"] else r.get("job_reason", "")
+        parts.append(f"v{r['version']} job {r['job']} {r['job_state']}" + (f" ({what})" if what else ""))
+    return f"{e.get('scale', 1)} per version" + (": " + ", ".join(parts) if parts else "")
+
+
 def create(args: Any, client: Any, out: Any) -> None:
-    e = _endpoints(client).create(args.name, args.model, args.profile, wait=args.wait)
+    e = _endpoints(client).create(args.name, args.model, args.profile, wait=args.wait, replicas=args.replicas)
     out.show(e, f"endpoint {e['name']} serves {e['model']} v{e['version']}: {e['state']}")
 
 
 def roll(args: Any, client: Any, out: Any) -> None:
-    e = _endpoints(client).deploy(args.name, args.model, canary=args.canary, profile=args.profile, wait=args.wait)
+    e = _endpoints(client).deploy(
+        args.name, args.model, canary=args.canary, profile=args.profile, wait=args.wait, replicas=args.replicas
+    )
     shares = ", ".join(f"{v} {p}%" for v, p in sorted(e["traffic"].items()))
     out.show(e, f"endpoint {e['name']}: {shares}: {e['state']}" + (f" ({e['reason']})" if e["reason"] else ""))
+
+
+def scale(args: Any, client: Any, out: Any) -> None:
+    e = _endpoints(client).scale(args.name, args.replicas, wait=args.wait)
+    out.show(
+        e,
+        f"endpoint {e['name']}: {e['scale']} replicas per version: {e['state']}"
+        + (f" ({e['reason']})" if e["reason"] else ""),
+    )
 
 
 def ls(args: Any, client: Any, out: Any) -> None:

@@ -206,19 +206,32 @@ class Endpoints:
     def get(self, name: str) -> dict[str, Any]:
         return self.client.request("GET", f"/endpoints/{_q(name)}")
 
-    def create(self, name: str, model: str, profile: str, wait: float = 0) -> dict[str, Any]:
-        """Serve ``model`` (``vc/name@ref``) as endpoint ``name`` holding ``profile`` in the VC;
-        with ``wait`` (seconds), poll until it is ready (a YitongError 504 past that)."""
+    def create(self, name: str, model: str, profile: str, wait: float = 0, replicas: int = 1) -> dict[str, Any]:
+        """Serve ``model`` (``vc/name@ref``) as endpoint ``name`` on ``replicas`` replicas, each
+        holding ``profile`` in the VC; with ``wait`` (seconds), poll until it is ready (a
+        YitongError 504 past that)."""
+        parse_ref(model)
+        body = {"name": name, "model": model, "profile": profile, "replicas": replicas}
+        e = self.client.request("POST", "/endpoints", json=body)
+        return self._wait(e, wait, lambda e: e["state"] == "ready", "is not ready")
+
+    def scale(self, name: str, replicas: int, wait: float = 0) -> dict[str, Any]:
+        """Run ``replicas`` replicas of every version of endpoint ``name`` with a share: new ones
+        queue like jobs (past the VC's quota they wait, and the endpoint's reason says so), extra
+        ones drain and stop. With ``wait`` (seconds), poll until every replica is ready."""
+        e = self.client.request("POST", f"/endpoints/{_q(name)}/scale", json={"replicas": replicas})
+        return self._wait(e, wait, lambda e: e["state"] == "ready" and not e["reason"], "has not scaled")
+
+    def _wait(self, e: dict[str, Any], wait: float, done: Any, what: str) -> dict[str, Any]:
         import time
 
-        parse_ref(model)
-        e = self.client.request("POST", "/endpoints", json={"name": name, "model": model, "profile": profile})
         deadline = time.monotonic() + wait
-        while wait and e["state"] != "ready":
+        while wait and not done(e):
             if time.monotonic() > deadline:
-                raise YitongError(504, f"endpoint {name} is not ready after {wait:g} s (state {e['state']})")
+                reason = f": {e['reason']}" if e.get("reason") else ""
+                raise YitongError(504, f"endpoint {e['name']} {what} after {wait:g} s ({e['state']}{reason})")
             time.sleep(0.2)
-            e = self.get(name)
+            e = self.get(e["name"])
         return e
 
     def deploy(
@@ -228,13 +241,13 @@ class Endpoints:
         canary: int | None = None,
         profile: str | None = None,
         wait: float = 0,
+        replicas: int | None = None,
     ) -> dict[str, Any]:
         """Roll endpoint ``name`` to ``model`` (``vc/name@ref``, a version of its model): the new
-        replica starts, takes the traffic once ready, the old one drains and stops; with
-        ``canary`` (percent) the new version takes only that share. With ``wait`` (seconds), poll
-        until the roll is done (a YitongError 504 past that)."""
-        import time
-
+        replicas start, take the traffic once ready, the old ones drain and stop; with
+        ``canary`` (percent) the new version takes only that share. ``replicas``: per version
+        (default: the current count). With ``wait`` (seconds), poll until the roll is done (a
+        YitongError 504 past that)."""
         vc, mname, ref = parse_ref(model)
         body: dict[str, Any] = {"model": model}
         if canary is not None:
@@ -244,14 +257,10 @@ class Endpoints:
             body["traffic"] = {f"v{number}": canary}
         if profile:
             body["profile"] = profile
+        if replicas is not None:
+            body["replicas"] = replicas
         e = self.client.request("POST", f"/endpoints/{_q(name)}/deploy", json=body)
-        deadline = time.monotonic() + wait
-        while wait and (e["state"] != "ready" or e["reason"]):
-            if time.monotonic() > deadline:
-                raise YitongError(504, f"endpoint {name} has not rolled after {wait:g} s ({e['state']}: {e['reason']})")
-            time.sleep(0.2)
-            e = self.get(name)
-        return e
+        return self._wait(e, wait, lambda e: e["state"] == "ready" and not e["reason"], "has not rolled")
 
     def delete(self, name: str) -> None:
         self.client.request("DELETE", f"/endpoints/{_q(name)}")

@@ -26,6 +26,7 @@ from .endpoints import job_states as states_of
 from .models import Endpoint
 
 log = logging.getLogger(__name__)
+ENDED = job_states.TERMINAL | {"gone"}
 
 
 class Jobs(Protocol):
@@ -100,7 +101,7 @@ class EndpointDriver(Periodic):
                     r["job"]
                     for r in reps
                     if (r.get("routed") or r.get("draining") is not None)
-                    and jobs.get(r["job"], ("gone",))[0] not in job_states.ACTIVE
+                    and jobs.get(r["job"], ("gone",))[0] in ENDED  # a drained one still queued is stopped below
                 }
                 reps = [r for r in reps if r["job"] not in ended]
                 for job in rollout.to_drain(reps):
@@ -115,5 +116,7 @@ class EndpointDriver(Periodic):
                     top = rollout.primary(reps)
                     if top is not None:
                         e.version_id = top["version_id"]
-                e.state, e.reason = rollout.state(reps, states_of(s, reps)) if reps else ("failed", "no replica runs")
+                e.state, e.reason = (
+                    rollout.state(reps, states_of(s, reps), e.scale or 1) if reps else ("failed", "no replica runs")
+                )
         return stop

@@ -4,9 +4,11 @@ call from a worker thread).
 Create: the version must have a runtime (its framework) and one model file, the VC must offer the
 profile; a replica is prepared (models/replicas.py) and its job queued like any job of the owner:
 it waits, with the queue's reason, while the VC's quota is full and starts when capacity frees
-(jobs/queue.py admits it; no second quota check here). Deploy: a replica of another version joins
-and takes its share of traffic (models/rollout.py); the endpoint driver (models/driver.py) routes
-it once ready and drains the replicas whose share went to 0. Delete cancels every replica's job.
+(jobs/queue.py admits it; no second quota check here); ``replicas`` of them. Deploy: replicas of
+another version join and take its share of traffic (models/rollout.py); the endpoint driver
+(models/driver.py) routes each once ready and drains the replicas whose share went to 0. Scale:
+replicas are added to (queued like jobs) or drained from every version with a share. Delete
+cancels every replica's job.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from ..datasets.models import DatasetVersion
 from ..datasets.objindex import locate
 from ..datasets.storage import Storage
 from ..jobs.models import Job
+from ..jobs.states import TERMINAL
 from ..vcs import catalog
 from ..vcs.allocations import release
 from ..vcs.models import Allocation
@@ -55,7 +59,7 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     assert m is not None and v is not None
     reps = list(e.replicas or [])
     jobs = job_states(session, reps)
-    state, reason = rollout.state(reps, jobs) if reps else (e.state, e.reason)
+    state, reason = rollout.state(reps, jobs, e.scale or 1) if reps else (e.state, e.reason)
     return {
         "name": e.name,
         "vc": e.vc,
@@ -67,11 +71,13 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
         "created": e.created,
         "url": f"endpoints/{e.name}/v2/models/{e.name}",
         "traffic": rollout.traffic(reps),
+        "scale": e.scale or 1,
         "replicas": [
             {
                 "version": r["number"],
                 "job": r["job"],
                 "job_state": jobs.get(r["job"], ("gone", ""))[0],
+                "job_reason": jobs.get(r["job"], ("gone", ""))[1],
                 "weight": r["weight"],
                 "routed": bool(r.get("routed")),
                 "draining": r.get("draining") is not None,
@@ -162,23 +168,120 @@ def _replica(number: int, version_id: int, job: int, port: int, root: Path, prof
     }
 
 
+ENDED = TERMINAL | {"gone"}
+
+
+class _Prepared:
+    """Replica directories made outside the lock (copying a version's files takes a while), by
+    version number; the ones left unused are removed."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[int, list[tuple[Path, int]]] = {}
+        self.how: dict[int, tuple[int, str, str]] = {}  # number -> (version id, runtime, profile)
+
+    def make(
+        self, storage: Storage, settings: Any, owner: str, endpoint: str, version: tuple[int, int, str, str, str, str]
+    ) -> None:
+        number, version_id, manifest, runtime, uri, profile = version
+        self.how[number] = (version_id, runtime, profile)
+        made = replicas.prepare_dir(storage, settings, owner, endpoint, number, manifest, runtime, uri)
+        self.dirs.setdefault(number, []).append(made)
+
+    def take(self, number: int) -> tuple[Path, int] | None:
+        left = self.dirs.get(number) or []
+        return left.pop() if left else None
+
+    def remove(self) -> None:
+        for left in self.dirs.values():
+            for root, _port in left:
+                shutil.rmtree(root, ignore_errors=True)
+        self.dirs.clear()
+
+
+def _versions(
+    storage: Storage, session: Session, person: Person, e: Endpoint, add: dict[int, int], known: dict[int, tuple]
+) -> list[tuple[int, int, str, str, str, str]]:
+    """(number, version id, manifest, runtime, file, profile) of every replica to add."""
+    m = session.get(Model, e.model_id)
+    assert m is not None
+    out = []
+    for number, n in add.items():
+        if number not in known:
+            _m, v, runtime, uri, manifest = files(storage, session, person, f"{models.full_name(m)}@{number}")
+            profile = next((r["profile"] for r in e.replicas or [] if r["number"] == number), "")
+            known[number] = (number, v.id, manifest, runtime, uri, profile)
+        out += [known[number]] * n
+    return out
+
+
+def _without_ended(session: Session, e: Endpoint) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The endpoint's replicas, less those that never joined the route and whose jobs ended
+    (failed, cancelled): a deploy or scale replaces them; and those."""
+    reps = [dict(r) for r in e.replicas or []]
+    states = job_states(session, reps)
+    ended = [
+        r
+        for r in reps
+        if not r.get("routed") and r.get("draining") is None and states.get(r["job"], ("gone",))[0] in ENDED
+    ]
+    return [r for r in reps if r not in ended], ended
+
+
+def _apply(
+    session: Session,
+    person: Person,
+    e: Endpoint,
+    count: int,
+    number: int | None,
+    share: int,
+    prepared: _Prepared,
+    inventory: Resources,
+    backend: str,
+) -> list[str]:
+    """Under the ``~jobs`` lock: weights for a deploy of ``number`` (none: a scale), ``count``
+    replicas of every version with a share (jobs queued for the new ones from ``prepared``; the
+    extra ones drain); replicas that never joined the route and whose jobs ended are dropped.
+    The directories of the dropped ones, for the caller to remove."""
+    reps, ended = _without_ended(session, e)
+    reps, add, shares, drop = rollout.plan(reps, count, number, share)
+    now = time.time()
+    for r in reps:
+        if r["job"] in drop:
+            r["weight"], r["routed"], r["draining"] = 0, False, now
+    for n, how_many in add.items():
+        for _ in range(how_many):
+            made = prepared.take(n)
+            if made is None:  # the replicas changed between the plan and the lock: the next scale adds it
+                break
+            version_id, runtime, profile_name = prepared.how[n]
+            profile = catalog.get_profile(session, profile_name)
+            root, port = made
+            job = replicas.submit(session, person, e.name, e.vc, n, root, profile, inventory, backend, runtime)
+            reps.append(_replica(n, version_id, job, port, root, profile.name) | {"weight": shares[n]})
+    e.replicas, e.scale = reps, count
+    top = rollout.primary(reps)
+    if top is not None:
+        e.version_id = top["version_id"]
+    return [r["dir"] for r in ended]
+
+
 def create(
     storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
+    prepared = _Prepared()
     with storage.db.session() as s:
         m, v, runtime, uri, manifest = files(storage, s, person, body.model)
         if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
             raise Refusal(409, f"endpoint {body.name} already exists")
         check_profile(s, m.vc, body.profile)
         vc, model_id, version_id, number = m.vc, m.id, v.id, v.number
-    root, port = replicas.prepare_dir(storage, settings, person.name, body.name, number, manifest, runtime, uri)
     try:
+        for _ in range(body.replicas):
+            version = (number, version_id, manifest, runtime, uri, body.profile)
+            prepared.make(storage, settings, person.name, body.name, version)
         with storage.db.locked("~jobs") as s:
             if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
                 raise Refusal(409, f"endpoint {body.name} already exists")
-            profile = catalog.get_profile(s, body.profile)
-            job = replicas.submit(s, person, body.name, vc, number, root, profile, inventory, backend, runtime)
-            first = _replica(number, version_id, job, port, root, profile.name) | {"weight": 100}
             e = Endpoint(
                 name=body.name,
                 vc=vc,
@@ -186,14 +289,14 @@ def create(
                 model_id=model_id,
                 version_id=version_id,
                 state="queued",
-                replicas=[first],
+                replicas=[],
             )
+            _apply(s, person, e, body.replicas, number, 100, prepared, inventory, backend)
             s.add(e)
             s.flush()
             return endpoint_dict(s, e)
-    except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
-        raise
+    finally:
+        prepared.remove()
 
 
 def share_of(body: Any, number: int) -> int:
@@ -207,14 +310,20 @@ def share_of(body: Any, number: int) -> int:
     return int(body.traffic[key])
 
 
+def _owned(session: Session, person: Person, name: str, what: str) -> Endpoint:
+    e = visible(session, person, name)
+    if not (person.admin or person.name == e.owner):
+        raise Refusal(403, f"{person.name} may not {what} endpoint {name} of {e.owner}")
+    return e
+
+
 def deploy(
     storage: Storage, settings: Any, person: Person, name: str, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
-    """Roll endpoint ``name`` to a version of its model, or give that version ``share`` percent."""
+    """Roll endpoint ``name`` to a version of its model, or give that version ``share`` percent,
+    on ``body.replicas`` replicas per version (default: the current count)."""
     with storage.db.session() as s:
-        e = visible(s, person, name)
-        if not (person.admin or person.name == e.owner):
-            raise Refusal(403, f"{person.name} may not deploy to endpoint {name} of {e.owner}")
+        e = _owned(s, person, name, "deploy to")
         m, v, runtime, uri, manifest = files(storage, s, person, body.model)
         if m.id != e.model_id:
             raise Refusal(
@@ -222,38 +331,59 @@ def deploy(
                 f"endpoint {name} serves model {models.full_name(s.get(Model, e.model_id))}, not {models.full_name(m)}",
             )
         share = share_of(body, v.number)
-        reps = list(e.replicas or [])
-        last = rollout.primary(reps)
+        reps, _ended = _without_ended(s, e)
+        last = rollout.primary(list(e.replicas or []))
         profile_name = body.profile or (last["profile"] if last else "")
         if not profile_name:
             raise Refusal(422, f"endpoint {name} has no replica to take the profile from; give profile")
         check_profile(s, e.vc, profile_name)
-        running = any(r["number"] == v.number and r.get("draining") is None for r in reps)
-        vc, number, version_id = e.vc, v.number, v.id
-    root = None
-    if not running:
-        root, port = replicas.prepare_dir(storage, settings, person.name, name, number, manifest, runtime, uri)
+        count, number = body.replicas or e.scale or 1, v.number
+        _reps, add, _shares, _drop = rollout.plan(reps, count, number, share)
+        known = {number: (number, v.id, manifest, runtime, uri, profile_name)}
+        todo = _versions(storage, s, person, e, add, known)
+    prepared = _Prepared()
     try:
+        for version in todo:
+            prepared.make(storage, settings, person.name, name, version)
         with storage.db.locked("~jobs") as s:
             e = visible(s, person, name)
-            reps = [dict(r) for r in e.replicas or []]
-            if root is not None and not any(r["number"] == number and r.get("draining") is None for r in reps):
-                profile = catalog.get_profile(s, profile_name)
-                job = replicas.submit(s, person, name, vc, number, root, profile, inventory, backend, runtime)
-                reps.append(_replica(number, version_id, job, port, root, profile.name))
-                root = None  # in use
-            weights = rollout.target_weights(reps, number, share)
-            for r in reps:
-                r["weight"] = weights.get(r["job"], 0)
-            e.replicas = reps
-            top = rollout.primary(reps)
-            if top is not None:
-                e.version_id = top["version_id"]
+            gone = _apply(s, person, e, count, number, share, prepared, inventory, backend)
             s.flush()
-            return endpoint_dict(s, e)
+            out = endpoint_dict(s, e)
     finally:
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
+        prepared.remove()
+    for root in gone:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def scale(
+    storage: Storage, settings: Any, person: Person, name: str, count: int, inventory: Resources, backend: str
+) -> dict[str, Any]:
+    """Run ``count`` replicas of every version of endpoint ``name`` with a share: new ones queue
+    like jobs (past the VC's quota they wait, with the queue's reason in the endpoint's state);
+    extra ones drain and stop (queued or starting ones first). Scaling to the same count replaces
+    replicas whose jobs ended."""
+    with storage.db.session() as s:
+        e = _owned(s, person, name, "scale")
+        if not e.replicas:
+            raise Refusal(422, f"endpoint {name} has no replica to scale; deploy a version")
+        _reps, add, _shares, _drop = rollout.plan(_without_ended(s, e)[0], count)
+        todo = _versions(storage, s, person, e, add, {})
+    prepared = _Prepared()
+    try:
+        for version in todo:
+            prepared.make(storage, settings, person.name, name, version)
+        with storage.db.locked("~jobs") as s:
+            e = visible(s, person, name)
+            gone = _apply(s, person, e, count, None, 100, prepared, inventory, backend)
+            s.flush()
+            out = endpoint_dict(s, e)
+    finally:
+        prepared.remove()
+    for root in gone:
+        shutil.rmtree(root, ignore_errors=True)
+    return out
 
 
 def stop(pid: int) -> None:
@@ -270,9 +400,7 @@ def stop(pid: int) -> None:
 def delete(storage: Storage, settings: Any, person: Person, name: str) -> list[int]:
     """Forget the endpoint; the jobs of its replicas, for the caller to cancel."""
     with storage.db.locked("~jobs") as s:
-        e = visible(s, person, name)
-        if not (person.admin or person.name == e.owner):
-            raise Refusal(403, f"{person.name} may not delete endpoint {name} of {e.owner}")
+        e = _owned(s, person, name, "delete")
         pid, jobs = e.pid, [r["job"] for r in e.replicas or []]
         if e.allocation_id is not None:
             a = s.get(Allocation, e.allocation_id)

@@ -64,7 +64,8 @@ class ModelAlias(Base):
 class Endpoint(Base):
     """A deployed model: ``replicas`` are MLServer processes, each a job of the VC's queue (so it
     holds a job allocation under the VC's quota while it runs), each serving one version with a
-    share (``weight``) of the endpoint's traffic (models/rollout.py). ``version_id`` is the version
+    share (``weight``) of the endpoint's traffic (models/rollout.py); ``scale`` replicas of each
+    version with a share. ``version_id`` is the version
     with the largest share. ``allocation_id``/``pid``/``port``: endpoints made before replicas."""
 
     __tablename__ = "endpoints"
@@ -83,6 +84,8 @@ class Endpoint(Base):
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # [{job, version_id, number, port, dir, weight, routed, draining}] (models/rollout.py)
     replicas: Mapped[list[dict[str, Any]]] = mapped_column(default=list)
+    # replicas of every version with a share (1..rollout.MAX_REPLICAS)
+    scale: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     # on Kubernetes: {kind: kserve, namespace, name, latest, previous, canary, profile, url} (models/endpoints_kube.py)
     engine: Mapped[dict[str, Any]] = mapped_column(default=dict)
 

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from ..core.limits import MAX_ID, MAX_ITEMS, MAX_MESSAGE, MAX_SHORT, MAX_TEXT
 from ..datasets.schemas import FileEntry, TagName
 from ..vcs.schemas import Cpu, Memory, Name, Strict
+from .rollout import MAX_REPLICAS
 
 Short = Annotated[str, Field(max_length=64)]
 Key = Annotated[str, Field(min_length=1, max_length=128)]
@@ -130,6 +131,11 @@ class ModelComparison(Strict):
     versions: list[dict[str, Any]]
 
 
+REPLICAS = (
+    f"replicas of the version (1..{MAX_REPLICAS}), each a job holding the profile's resources under the VC's quota"
+)
+
+
 class EndpointIn(Strict):
     name: Name
     model: str = Field(
@@ -137,6 +143,7 @@ class EndpointIn(Strict):
         description="vc/name[@ref]: a model version of a VC of yours",
     )
     profile: Name = Field(description="the resources the endpoint holds in the VC, as a profile the VC offers")
+    replicas: int = Field(1, ge=1, le=MAX_REPLICAS, description=REPLICAS)
 
 
 class EndpointDeployIn(Strict):
@@ -151,14 +158,22 @@ class EndpointDeployIn(Strict):
         max_length=1,
         description='the deployed version\'s share in percent, e.g. {"v2": 10} (a canary); none: 100 (a full roll)',
     )
-    profile: Name | None = Field(None, description="the new replica's profile (default: the current one's)")
+    profile: Name | None = Field(None, description="the new replicas' profile (default: the current one's)")
+    replicas: int | None = Field(None, ge=1, le=MAX_REPLICAS, description=REPLICAS + " (default: the current count)")
+
+
+class EndpointScaleIn(Strict):
+    """Run another number of replicas of every version with a share."""
+
+    replicas: int = Field(ge=1, le=MAX_REPLICAS, description=REPLICAS)
 
 
 class ReplicaOut(Strict):
     version: int
     job: int = Field(description="the job that runs this replica (its log is the server's)")
     job_state: str
-    weight: int = Field(description="share of the endpoint's traffic in percent")
+    job_reason: str = Field("", description="the job's reason: why it is queued (the quota and VC), or how it ended")
+    weight: int = Field(description="its version's share of the endpoint's traffic in percent")
     routed: bool = Field(description="the route sends it requests")
     draining: bool = Field(description="left the route; stops once its requests in flight are answered")
 
@@ -174,6 +189,7 @@ class EndpointOut(Strict):
     created: datetime
     url: str
     traffic: dict[str, int] = Field(description='target shares by version, e.g. {"v1": 90, "v2": 10}')
+    scale: int = Field(1, description="replicas of every version with a share")
     replicas: list[ReplicaOut]
 
 

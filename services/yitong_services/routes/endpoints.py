@@ -24,7 +24,7 @@ from ..models import v2check
 from ..models.kserve_client import KServeEndpoints
 from ..models.models import Endpoint, ModelVersion
 from ..models.rollout import Router
-from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut
+from ..models.schemas import EndpointDeployIn, EndpointIn, EndpointOut, EndpointScaleIn
 from ..vcs.models import VC
 from .common import Caller, Ctx, as_person
 
@@ -70,13 +70,15 @@ def list_endpoints(caller: Caller, ctx: Ctx) -> list[dict]:
 
 @router.post("", response_model=EndpointOut, status_code=201)
 async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """Members of the model's VC: serve a version (``vc/name@ref``) with the resources of
-    ``profile``. Its replica is a job of the caller in the VC: ``state`` is ``queued`` (with the
-    queue's reason, naming the quota and VC) while the VC's quota is full, then ``starting``, then
-    ``ready`` once the server answers; 422 for a request the VC's quota can never hold. On
-    Kubernetes the endpoint is a KServe InferenceService in the VC's namespace."""
+    """Members of the model's VC: serve a version (``vc/name@ref``) on ``replicas`` replicas
+    (1-8), each holding the resources of ``profile``. Each replica is a job of the caller in the
+    VC: ``state`` is ``queued`` (with the queue's reason, naming the quota and VC) while the VC's
+    quota is full, then ``starting``, then ``ready`` once a server answers; 422 for a request
+    the VC's quota can never hold. On Kubernetes the endpoint is a KServe InferenceService in the
+    VC's namespace (one replica)."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
+        _one_replica_on_kube(body.replicas)
         return await kube.create(ctx.storage, ctx.settings, as_person(caller), body, client)
     args = (ctx.storage, ctx.settings, as_person(caller), body, ctx.inventory, mgr.backend.name)
     out = await run_in_threadpool(ep.create, *args)
@@ -87,18 +89,42 @@ async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: R
 @router.post("/{name}/deploy", response_model=EndpointOut)
 async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     """The owner or an admin: roll the endpoint to another version of its model (``vc/name@ref``)
-    without an unanswered request (the new replica starts, joins the route once ready, then the
-    old ones drain and stop), or give it a canary share (``traffic: {"v2": 10}``: 10 of every 100
+    without an unanswered request (the new replicas start, each joins the route once ready, then
+    the old ones drain and stop; ``replicas`` per version, default the current count), or give it
+    a canary share (``traffic: {"v2": 10}``: 10 of every 100
     requests; the rest stays with the current version). Deploying the canary's version again
     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
     rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
+        _one_replica_on_kube(body.replicas)
         return await kube.deploy(ctx.storage, ctx.settings, as_person(caller), name, body, client)
     args = (ctx.storage, ctx.settings, as_person(caller), name, body, ctx.inventory, mgr.backend.name)
     out = await run_in_threadpool(ep.deploy, *args)
     mgr.wake()
     return out
+
+
+@router.post("/{name}/scale", response_model=EndpointOut)
+def scale_endpoint(name: str, body: EndpointScaleIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
+    """The owner or an admin: run ``replicas`` replicas of every version with a share. New ones
+    are jobs of the VC: past its quota they stay queued and the endpoint's ``reason`` says so
+    (``v1: 2 of 3 replicas ready; queued: waiting: VC ...``); the route spreads each version's
+    share over its ready replicas. Extra ones leave the route, drain and stop (queued or starting
+    ones first). Scaling to the current count replaces replicas whose jobs ended."""
+    mgr, client = request.app.state.jobs, kserve(request)
+    if client is not None:
+        _one_replica_on_kube(body.replicas)
+    out = ep.scale(ctx.storage, ctx.settings, as_person(caller), name, body.replicas, ctx.inventory, mgr.backend.name)
+    mgr.wake_threadsafe()  # a plain def runs in a worker thread
+    return out
+
+
+def _one_replica_on_kube(count: int | None) -> None:
+    if count not in (None, 1):
+        raise Refusal(
+            422, "on Kubernetes an endpoint is one KServe InferenceService; replicas other than 1 are not offered"
+        )
 
 
 @router.get("/{name}", response_model=EndpointOut)

@@ -121,6 +121,9 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     ("GET", "api/v1/endpoints/{name}/keys"): (None, row(403, 403, 404)),
     ("POST", "api/v1/endpoints/{name}/keys"): ({"note": "n-{role}"}, row(403, 403, 404)),
     ("DELETE", "api/v1/endpoints/{name}/keys/{key_id}"): (None, row(403, 403, 404)),
+    # scaling: the endpoint is looked up first (p-<role> is no endpoint here: 404 for all); the
+    # owner 200, another VC's person 404, against running replicas in tests/services/models/test_endpoints.py
+    ("POST", "api/v1/endpoints/{name}/scale"): ({"replicas": 2}, row(404, 404, 404)),
     ("GET", "api/v1/audit"): (None, ADMIN_ONLY),
     # keys are the caller's own: nobody, admins included, reaches another person's
     ("GET", "api/v1/me/ssh-keys"): (None, ALL),

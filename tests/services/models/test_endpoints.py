@@ -6,6 +6,7 @@ and BOOL inputs, health and metadata, error shapes, the VC boundary and the VC's
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import threading
 import time
@@ -229,8 +230,8 @@ for n, out in enumerate(sys.argv[1:]):
 INFER = {"inputs": [{"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
 
 
-def register_constants(proc, tmp_path, count: int) -> None:
-    """vision/const v1..v<count>: version n predicts n - 1 for every row."""
+def register_constants(proc, tmp_path, count: int, model: str = "vision/const") -> None:
+    """``model`` v1..v<count>: version n predicts n - 1 for every row."""
     dirs = [tmp_path / f"const{n}" for n in range(1, count + 1)]
     for d in dirs:
         d.mkdir()
@@ -241,9 +242,7 @@ def register_constants(proc, tmp_path, count: int) -> None:
     signature = {"inputs": [{"name": "predict", "datatype": "FP32", "shape": [-1, 4]}], "outputs": []}
     with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:
         for d in dirs:
-            Models(c).register(
-                "vision/const", d, framework="sklearn", format="joblib", signature=signature, progress=None
-            )
+            Models(c).register(model, d, framework="sklearn", format="joblib", signature=signature, progress=None)
 
 
 class Caller(threading.Thread):
@@ -300,11 +299,11 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     register_constants(proc, tmp_path, 3)
     r = proc.call("alice", "PUT", "models/vision/const/aliases/production", json={"version": 3})
     assert r.status_code == 200, r.text
-    r = proc.call(
-        "alice", "POST", "endpoints", json={"name": "roll", "model": "vision/const@1", "profile": "cpu-small"}
-    )
+    body = {"name": "roll", "model": "vision/const@1", "profile": "cpu-small", "replicas": 2}
+    r = proc.call("alice", "POST", "endpoints", json=body)
     assert r.status_code == 201, r.text
-    wait_endpoint(proc, "roll", lambda e: e["state"] == "ready")
+    assert r.json()["scale"] == 2 and [x["version"] for x in r.json()["replicas"]] == [1, 1]
+    wait_endpoint(proc, "roll", lambda e: e["state"] == "ready" and e["reason"] == "")
 
     # a full roll to v2 while a client calls without a pause
     caller = Caller(proc, "roll")
@@ -313,7 +312,7 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     r = proc.call("alice", "POST", "endpoints/roll/deploy", json={"model": "vision/const@2"})
     assert r.status_code == 200, r.text
     assert r.json()["traffic"] == {"v2": 100} and r.json()["state"] == "ready"  # v1 answers meanwhile
-    e = wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [2] and e["reason"] == "")
+    e = wait_endpoint(proc, "roll", lambda e: [x["version"] for x in e["replicas"]] == [2, 2] and e["reason"] == "")
     count = len(caller.seen)
     wait_for(lambda: len(caller.seen) >= count + 20)
     seen = caller.stop()
@@ -322,8 +321,10 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     first_v2 = predictions.index(1)
     assert set(predictions[:first_v2]) == {0} and set(predictions[first_v2:]) == {1}, predictions
     assert {s[1] for s in seen} == {"v1", "v2"} and e["version"] == 2
-    v1_job = next(j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "roll-v1")
-    assert proc.wait("alice", v1_job["id"])["state"] == "cancelled"  # drained, then stopped
+    v1_jobs = [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "roll-v1"]
+    assert len(v1_jobs) == 2
+    for job in v1_jobs:
+        assert proc.wait("alice", job["id"])["state"] == "cancelled"  # drained, then stopped
 
     # a canary: v3 takes 10 of every 100 requests, v2 the rest
     from yitong_lab.client import Client
@@ -332,14 +333,14 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:  # the SDK sends {"traffic": {"v3": 10}}
         e = Endpoints(c).deploy("roll", "vision/const@production", canary=10)
     assert e["traffic"] == {"v2": 90, "v3": 10}, e
-    wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 2)
+    wait_endpoint(proc, "roll", lambda e: all(x["routed"] for x in e["replicas"]) and len(e["replicas"]) == 4)
     caller = Caller(proc, "roll")
     caller.start()
     wait_for(lambda: len(caller.seen) >= 300)
     seen = caller.stop()[:300]
     assert [s for s in seen if s[0] != 200] == []
     share = [s[2] for s in seen].count(2) / len(seen)
-    assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance
+    assert 0.07 <= share <= 0.13, share  # the weighted split, within tolerance: of requests, not of replicas
     # promote the canary with `yt deploy roll` (it waits for the drain): every request still answered
     from yitong_lab.cli.grammar import run
 
@@ -350,7 +351,7 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     assert run(["deploy", "roll", "roll", "vision/const@3"]) == 0
     assert capsys.readouterr().out == "endpoint roll: v3 100%: ready\n"
     e = proc.call("alice", "GET", "endpoints/roll").json()
-    assert [x["version"] for x in e["replicas"]] == [3]
+    assert [x["version"] for x in e["replicas"]] == [3, 3]
     seen = caller.stop()
     assert seen and [s for s in seen if s[0] != 200] == [] and seen[-1][2] == 2
     # refusals with a sentence: another model, a share of another version, another VC's person
@@ -362,3 +363,75 @@ def test_rolling_and_canary_leave_no_request_unanswered(proc, tmp_path, monkeypa
     )
     r = proc.call("bob", "POST", "endpoints/roll/deploy", json={"model": "vision/const@1"})
     assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint roll"
+
+
+def docs_scale_commands() -> list[str]:
+    """The commands of docs/models.md's "Replicas and scaling" block."""
+    section = (ROOT / "docs" / "models.md").read_text().split("### Replicas and scaling", 1)[1]
+    block = section.split("```\n", 2)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.startswith("yt ")]
+
+
+def test_replicas_answer_while_one_stops_queue_past_the_quota_and_scale_down(proc, tmp_path, monkeypatch, capsys):
+    from yitong_lab.cli.grammar import run
+
+    register_constants(proc, tmp_path, 1, "vision/iris")
+    create, show, scale_up, scale_down = (shlex.split(c)[1:] for c in docs_scale_commands())
+    yt_as(monkeypatch, proc.base, proc.hub.tokens["alice"])
+    assert run(create) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("endpoint iris serves vision/iris v1: ready")
+    e = wait_endpoint(proc, "iris", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)
+    assert e["state"] == "ready" and e["scale"] == 2 and e["traffic"] == {"v1": 100}
+    assert run(show) == 0
+    jobs = [x["job"] for x in e["replicas"]]
+    assert f"Replicas:  2 per version: v1 job {jobs[0]} running (routed), v1 job {jobs[1]} running (routed)\n" in (
+        capsys.readouterr().out
+    )
+
+    # one replica's job is cancelled while a client calls without a pause: the other answers
+    caller = Caller(proc, "iris")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 20)
+    assert proc.call("alice", "POST", f"jobs/{jobs[0]}/cancel").status_code == 202
+    e = wait_endpoint(proc, "iris", lambda e: [x["job"] for x in e["replicas"]] == [jobs[1]])
+    assert e["state"] == "ready" and e["reason"] == "v1: 1 of 2 replicas run (one ended); scale again to replace it"
+    count = len(caller.seen)
+    wait_for(lambda: len(caller.seen) >= count + 20)
+    seen = caller.stop()
+    assert [s for s in seen if s[0] != 200] == [] and {s[2] for s in seen} == {0}
+
+    # scaled past the VC's quota (2 cpu: 2 of the 3 replicas fit): the third queues with a sentence
+    r = proc.call("admin", "PATCH", "vcs/vision", json={"quota": {"cpu": 2, "memory": "16Gi"}})
+    assert r.status_code == 200, r.text
+    assert run(scale_up) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.startswith("endpoint iris: 3 replicas per version: ready (v1: 1 of 3 replicas ready")
+    e = wait_endpoint(proc, "iris", lambda e: sum(x["routed"] for x in e["replicas"]) == 2 and "queued" in e["reason"])
+    queued = [x for x in e["replicas"] if x["job_state"] == "queued"]
+    assert len(queued) == 1 and queued[0]["job_reason"].startswith("waiting: VC vision"), e
+    assert e["state"] == "ready" and e["reason"] == f"v1: 2 of 3 replicas ready; queued: {queued[0]['job_reason']}"
+    assert e["scale"] == 3 and len(e["replicas"]) == 3
+    # refusals: past the bound, another VC's person (as for no endpoint)
+    r = proc.call("alice", "POST", "endpoints/iris/scale", json={"replicas": 9})
+    assert r.status_code == 422, r.text
+    r = proc.call("bob", "POST", "endpoints/iris/scale", json={"replicas": 1})
+    assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint iris"
+
+    # scale down under traffic: the queued replica stops first, then a routed one drains
+    caller = Caller(proc, "iris")
+    caller.start()
+    wait_for(lambda: len(caller.seen) >= 5)
+    assert run(scale_down) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out == "endpoint iris: 1 replicas per version: ready\n"
+    e = proc.call("alice", "GET", "endpoints/iris").json()
+    assert len(e["replicas"]) == 1 and e["replicas"][0]["routed"]
+    seen = caller.stop()
+    assert seen and [s for s in seen if s[0] != 200] == []
+    for job in [j for j in proc.call("alice", "GET", "jobs").json() if j["name"] == "iris-v1"]:
+        if job["id"] != e["replicas"][0]["job"]:
+            assert proc.wait("alice", job["id"])["state"] == "cancelled"
+    wait_for(lambda: len([a for a in proc.call("admin", "GET", "allocations").json() if a["kind"] == "job"]) == 1)
+
+    # a deploy names the count too (here of the version it already serves: back to two)
+    r = proc.call("alice", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@1", "replicas": 2})
+    assert r.status_code == 200 and r.json()["scale"] == 2 and len(r.json()["replicas"]) == 2, r.text
+    wait_endpoint(proc, "iris", lambda e: e["reason"] == "" and sum(x["routed"] for x in e["replicas"]) == 2)

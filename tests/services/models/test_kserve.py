@@ -410,6 +410,12 @@ async def test_the_service_on_kubernetes_serves_endpoints_as_inference_services(
         assert e["version"] == 2
         r = await svc.call("bob", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@1"})
         assert r.status_code == 404 and r.json()["detail"] == "there is no endpoint iris"
+        # one InferenceService: replicas other than 1 are refused with a sentence, never a 500
+        one = "on Kubernetes an endpoint is one KServe InferenceService; replicas other than 1 are not offered"
+        r = await svc.call("alice", "POST", "endpoints/iris/scale", json={"replicas": 2})
+        assert (r.status_code, r.json()["detail"]) == (422, one)
+        r = await svc.call("alice", "POST", "endpoints/iris/deploy", json={"model": "vision/iris@2", "replicas": 3})
+        assert (r.status_code, r.json()["detail"]) == (422, one)
         assert (await svc.call("alice", "DELETE", "endpoints/iris")).status_code == 204
         assert cluster.objects("inferenceservices") == []
         assert (await svc.call("alice", "GET", "endpoints/iris")).status_code == 404
