@@ -187,3 +187,80 @@ def test_unchanged_nni_trial_reports_from_a_machine_without_the_shared_files(pro
         job = proc.call("alice", "GET", f"jobs/{t['job_id']}").json()
         assert job["spec"]["command"][:4] == ["python", "-m", "yitong_lab.hpo.forward", "--"]
         assert not (proc.data / "jobs" / str(t["job_id"]) / ".nni" / "metrics").exists()
+
+
+# alice's trial (vision): waits for the test's "go"; its final result comes after
+VICTIM = """
+import os, pathlib, time
+from yitong_lab import hpo
+hpo.get_params()
+go = pathlib.Path({go!r})
+while not go.exists():
+    time.sleep(0.05)
+hpo.report_final(0.5)
+"""
+
+# bob's trial (nlp): tries to write alice's trial with what it holds, then reports its own
+ATTACKER = """
+import json, os, pathlib
+import httpx
+from yitong_lab import hpo
+hpo.get_params()
+api, victim = os.environ["YITONG_API_URL"], int(os.environ["VICTIM_JOB"])
+url = f"{{api}}/experiments/trials/{{victim}}/report"
+body = {{"type": "final", "value": 1000.0}}
+seen = {{}}
+for name, token in (("own job token", os.environ["YITONG_JOB_TOKEN"]), ("own hub token", os.environ["YT_TOKEN"]), ("none", "")):
+    r = httpx.post(url, json=body, headers={{"Authorization": f"token {{token}}"}} if token else {{}})
+    seen[name] = [r.status_code, r.text]
+h = {{"Authorization": "token " + os.environ["YT_TOKEN"]}}
+seen["read victim experiment"] = httpx.get(f"{{api}}/experiments/{{os.environ['VICTIM_EXP']}}", headers=h).status_code
+seen["stop victim experiment"] = httpx.post(f"{{api}}/experiments/{{os.environ['VICTIM_EXP']}}/stop", headers=h).status_code
+pathlib.Path({out!r}).write_text(json.dumps(seen))
+hpo.report_final(1.0)
+"""
+
+
+def test_a_trial_in_another_vc_cannot_report_for_or_touch_someone_elses_trial(proc, tmp_path):
+    """From inside a real trial job of VC nlp (bob), with every token it holds, the report route
+    of a running trial of VC vision (alice) refuses (401: only that job's own token writes it), and
+    alice's experiment reads as absent and cannot be stopped; alice's result is untouched."""
+
+    def body(name: str, vc: str, code: str, env: dict | None = None) -> dict:
+        return {
+            "name": name,
+            "vc": vc,
+            "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+            "tuner": {"name": "Random"},
+            "concurrency": 1,
+            "max_trials": 1,
+            "template": {
+                "environment": {"kernel": "python3"},
+                "command": [PY, "-c", code],
+                "cpu": 0.5,
+                "memory": "64Mi",
+                "env": env or {},
+            },
+        }
+
+    go, out = tmp_path / "go", tmp_path / "seen.json"
+    r = proc.call("alice", "POST", "experiments", json=body("victim", "vision", VICTIM.format(go=str(go))))
+    assert r.status_code == 201, r.text
+    victim = r.json()["id"]
+    exp = wait_exp(proc, victim, lambda e: any(t.get("job_id") for t in e["trials"]))
+    victim_job = exp["trials"][0]["job_id"]
+    env = {"VICTIM_JOB": str(victim_job), "VICTIM_EXP": str(victim)}
+    r = proc.call("bob", "POST", "experiments", json=body("attacker", "nlp", ATTACKER.format(out=str(out)), env))
+    assert r.status_code == 201, r.text
+    attacker = r.json()["id"]
+    deadline = time.monotonic() + 120
+    while proc.call("bob", "GET", f"experiments/{attacker}").json()["state"] != "done":
+        assert time.monotonic() < deadline, proc.log.read_text()[-2000:]
+        time.sleep(0.2)
+    seen = __import__("json").loads(out.read_text())
+    assert seen["own job token"][0] == 401 and f"token of job {victim_job}" in seen["own job token"][1], seen
+    assert seen["own hub token"][0] == 401 and seen["none"][0] == 401, seen
+    assert seen["read victim experiment"] == 404 and seen["stop victim experiment"] == 404, seen
+    go.write_text("")
+    exp = wait_exp(proc, victim, lambda e: e["state"] == "done")
+    assert exp["counts"] == {"complete": 1} and exp["trials"][0]["value"] == 0.5, exp["trials"]
