@@ -101,37 +101,28 @@ class Driver:
             if created:
                 self.jobs.wake()
 
-    def read_reports(self, exp_id: int) -> None:
-        """Fold what each running trial wrote into its row (outside the jobs lock)."""
-        with self.db.session() as s:
-            todo = [
-                (t.id, t.job_id, t.offset)
-                for t in s.scalars(select(Trial).where(Trial.experiment_id == exp_id, Trial.state == states.RUNNING))
-                if t.job_id is not None
-            ]
-            metric = s.get(Experiment, exp_id).config["objective"]["metric"]
-        for trial_id, job_id, offset in todo:
-            path = self.jobs.workdir(job_id) / ".nni" / "metrics"
-            found, new_offset = channel.read_records(path, offset)
-            if new_offset == offset:
+    def fold_reports(self, exp: Experiment, trials: list[Trial]) -> None:
+        """Fold what each running trial appended to its file channel into its row (in the pass's
+        transaction: a few small reads of the trials' own files, no lock held long)."""
+        metric = exp.config["objective"]["metric"]
+        for t in trials:
+            if t.job_id is None:
                 continue
-            with self.db.writing() as s:
-                t = s.get(Trial, trial_id, with_for_update=True)
-                if t is None or t.offset != offset:  # another pass got here first
+            found, new_offset = channel.read_records(self.jobs.workdir(t.job_id) / ".nni" / "metrics", t.offset)
+            if new_offset == t.offset:
+                continue
+            inter, value = list(t.intermediate), t.value
+            for r in found:
+                v = channel.metric_value(r.get("value"), metric)
+                if v is None:
                     continue
-                inter, value = list(t.intermediate), t.value
-                for r in found:
-                    v = channel.metric_value(r.get("value"), metric)
-                    if v is None:
-                        continue
-                    if r.get("type") == "FINAL":
-                        value = v
-                    elif r.get("type") in ("PERIODICAL", "INTERMEDIATE") and len(inter) < MAX_STEPS:
-                        inter.append(v)
-                t.intermediate, t.value, t.offset = inter, value, new_offset
+                if r.get("type") == "FINAL":
+                    value = v
+                elif r.get("type") in ("PERIODICAL", "INTERMEDIATE") and len(inter) < MAX_STEPS:
+                    inter.append(v)
+            t.intermediate, t.value, t.offset = inter, value, new_offset
 
     def step(self, exp_id: int) -> tuple[list[int], bool]:
-        self.read_reports(exp_id)
         try:
             return self._step(exp_id)
         except Refusal as e:  # a trial the platform refuses (quota, VC gone): stop, saying why
@@ -154,9 +145,11 @@ class Driver:
                     select(Trial)
                     .where(Trial.experiment_id == exp_id, Trial.state == states.RUNNING)
                     .order_by(Trial.number)
+                    .with_for_update()  # the report route writes these rows too
                 )
             )
             ended_rows = self._ended_rows(s, exp_id, trials)
+            self.fold_reports(exp, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
             now = utcnow()
