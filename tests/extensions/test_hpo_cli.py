@@ -139,7 +139,7 @@ def test_follow_in_a_notebook_updates_one_widget(monkeypatch):
             _exp("done", [*TRIALS[:3], _t(3, "complete", 0.2)]),
         ]
     )
-    client = SimpleNamespace(experiment=lambda i: next(answers))
+    client = SimpleNamespace(experiment=lambda i, trials=True: next(answers))
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     out = Output(json=False, progress="widget")
@@ -157,9 +157,11 @@ def test_follow_on_a_terminal_is_a_tqdm_bar(capsys):
     from yitong_lab.cli import hpo as cli
     from yitong_lab.cli.output import Output
 
-    answers = iter([_exp("running", TRIALS[:2]), _exp("stopped", TRIALS)])
-    client = SimpleNamespace(experiment=lambda i: next(answers))
+    answers = iter([_exp("running", TRIALS[:2]), _exp("stopped", TRIALS), _exp("stopped", TRIALS)])
+    asked = []
+    client = SimpleNamespace(experiment=lambda i, trials=True: asked.append(trials) or next(answers))
     exp = cli.follow(client, 7, Output(json=False, progress="auto"), interval=0)
     assert exp["state"] == "stopped"
+    assert asked == [False, False, True]  # the bar polls the counts; the answer is the whole experiment
     err = capsys.readouterr().err
     assert "4/4" in err and "best=0.9" in err, err

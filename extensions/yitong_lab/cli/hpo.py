@@ -159,14 +159,15 @@ def follow(client: Any, experiment_id: int, out: Any, interval: float = 1.0) -> 
     from yitong_lab.hpo import progress
 
     display = progress.make(out.progress, disable=out.json)
-    exp = client.experiment(experiment_id)
+    rows = out.progress == "widget"  # the widget's table shows trials; a bar needs only the counts
+    exp = client.experiment(experiment_id, trials=rows)
     try:
         while True:
             display.update(exp)
             if exp["state"] in ("done", "stopped"):
-                return exp
+                return exp if rows else client.experiment(experiment_id)
             time.sleep(interval)
-            exp = client.experiment(experiment_id)
+            exp = client.experiment(experiment_id, trials=rows)
     finally:
         display.close()
 

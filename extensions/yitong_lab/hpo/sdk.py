@@ -58,9 +58,10 @@ class HpoCalls(ClientCalls):
     def experiments(self, vc: str | None = None) -> list[Experiment]:
         return self.request("GET", "/experiments", params={"vc": vc} if vc else None)
 
-    def experiment(self, experiment_id: int) -> Experiment:
-        """One experiment with its trials, counts, best trial and best-so-far curve."""
-        return self.request("GET", f"/experiments/{experiment_id}")
+    def experiment(self, experiment_id: int, trials: bool = True) -> Experiment:
+        """One experiment with its trials, counts, best trial and best-so-far curve; ``trials=False``:
+        the counts and the best trial only (cheap to poll)."""
+        return self.request("GET", f"/experiments/{experiment_id}", params=None if trials else {"trials": "false"})
 
     def stop_experiment(self, experiment_id: int) -> Experiment:
         return self.request("POST", f"/experiments/{experiment_id}/stop")
