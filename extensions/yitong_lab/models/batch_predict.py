@@ -171,7 +171,9 @@ def write_part(table: Any, tmp: Path) -> None:
     import pyarrow as pa
     import pyarrow.csv as pc
 
-    plain = all(pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) for t in table.schema.types)
+    plain = all(
+        pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) for t in table.schema.types
+    )
     if plain and not any(table.column(i).null_count for i in range(table.num_columns)):
         head = io.StringIO()
         csv.writer(head, lineterminator="\n").writerow(table.column_names)

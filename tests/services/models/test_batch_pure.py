@@ -94,8 +94,13 @@ def test_signature_width(signature, width):
     assert batch.signature_width(signature) == width
 
 
+@pytest.mark.parametrize("cpu, threads", [(0.25, 1), (1.0, 1), (1.9, 1), (2.0, 2), (8.0, 8)])
+def test_the_prediction_parses_with_the_whole_cpus_the_job_holds(cpu, threads):
+    assert batch.threads(cpu) == threads
+
+
 def test_the_job_spec_is_an_argv_with_the_plan_as_one_json_argument():
-    plan = batch.plan("/env/bin/python", ["a; rm -rf /", "b"], ["id"], 500, "/d/")
+    plan = batch.plan("/env/bin/python", ["a; rm -rf /", "b"], ["id"], 500, "/d/", cpu=2.0)
     spec = batch.batch_spec(
         name=batch.job_name("a-model-name-that-is-rather-long"),
         vc="vision",
@@ -114,7 +119,8 @@ def test_the_job_spec_is_an_argv_with_the_plan_as_one_json_argument():
             "python",
             "-m",
             "yitong_lab.models.batch",
-            '{"python":"/env/bin/python","columns":["a; rm -rf /","b"],"keep":["id"],"chunk_rows":500,"path":"d"}',
+            '{"python":"/env/bin/python","columns":["a; rm -rf /","b"],"keep":["id"],"chunk_rows":500,"path":"d",'
+            '"threads":2}',
         ],
         "inputs": [
             {"dataset": "vision/model-iris@3", "mount": "model"},
