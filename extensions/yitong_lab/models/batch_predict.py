@@ -149,7 +149,6 @@ def predict_arrow(
     columns as their text) and write each one's part: -1 when the file is done, else the chunk
     to go on from with pandas (the reader met a value Arrow does not take as a number, say)."""
     import numpy as np
-    import pyarrow as pa
 
     k = done
     for table in reader:
@@ -158,23 +157,28 @@ def predict_arrow(
         features = np.column_stack([table.column(c).to_numpy(zero_copy_only=False) for c in columns])
         predicted = model.predict(features)
         tmp = dest / f".{PART.format(k)}.tmp"
-        write_part(pa.table([*(table.column(c) for c in keep), predicted], names=[*keep, PREDICTION]), tmp)
+        write_part(table.select(keep), predicted, tmp)
         os.replace(tmp, dest / PART.format(k))
         report(skipped=False, rows=table.num_rows)
         k += 1
     return k
 
 
-def write_part(table: Any, tmp: Path) -> None:
-    """A CSV part as pandas' ``to_csv(index=False)`` writes it: with Arrow's writer when that
-    gives the same text (integer and text columns, nothing to quote), else with pandas."""
+def write_part(kept: Any, predicted: Any, tmp: Path) -> None:
+    """A CSV part (the ``kept`` columns, an Arrow table, and ``prediction``) as pandas'
+    ``to_csv(index=False)`` writes it: with Arrow's writer when that gives the same text
+    (integer and text columns, no empty value, nothing to quote), else with pandas."""
     import pyarrow as pa
     import pyarrow.csv as pc
 
-    plain = all(
-        pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t) for t in table.schema.types
-    )
-    if plain and not any(table.column(i).null_count for i in range(table.num_columns)):
+    try:
+        table = kept.append_column(PREDICTION, pa.array(predicted))
+    except (pa.ArrowException, TypeError, ValueError):  # not one column of values Arrow knows
+        table = None
+    if table is not None and all(
+        (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)) and not c.null_count
+        for t, c in zip(table.schema.types, table.columns, strict=True)
+    ):
         head = io.StringIO()
         csv.writer(head, lineterminator="\n").writerow(table.column_names)
         try:
@@ -184,7 +188,9 @@ def write_part(table: Any, tmp: Path) -> None:
             return
         except pa.ArrowInvalid:  # a value with a comma, a quote or a line break: pandas quotes it
             pass
-    table.to_pandas().to_csv(tmp, index=False)
+    frame = kept.to_pandas()
+    frame[PREDICTION] = predicted
+    frame.to_csv(tmp, index=False)
 
 
 def line_offset(path: Path, lines: int) -> int:
