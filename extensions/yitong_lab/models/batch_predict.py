@@ -12,6 +12,14 @@ already there is skipped without being predicted again (a CSV file's lines of a 
 written chunks are skipped unparsed; a Parquet file's rows are read, only the chosen columns,
 and dropped): a restarted attempt resumes where the killed one stopped. Progress goes to stdout, one JSON line per chunk: ``{"chunks", "chunks_done",
 "skipped", "rows", "rows_total"}``.
+
+A CSV file is parsed by pyarrow (:class:`ArrowChunks`: a thread, started before the model
+loads, so the parsing overlaps the framework's imports; the features as float64, the kept
+columns as their text) and its parts written with pyarrow's writer where that gives the text
+pandas' ``to_csv`` gives (:func:`write_part`), else with pandas. Where pyarrow cannot read on
+(a feature value it does not take as a number, pyarrow missing) pandas reads from that chunk
+on; a model fitted on named columns gets its frames from pandas (``"engine": "pandas"`` in the
+plan: pandas throughout). ``"threads"``: the CPUs the job holds, pyarrow's parsing threads.
 """
 
 from __future__ import annotations
