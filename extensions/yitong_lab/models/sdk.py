@@ -182,7 +182,7 @@ class Models:
         while (b := self.batch_status(job))["state"] not in ("succeeded", "failed", "cancelled"):
             if time.monotonic() > deadline:
                 raise YitongError(504, f"batch job {job} has not ended after {wait:g} s (state {b['state']})")
-            time.sleep(0.25)
+            time.sleep(BATCH_POLL_ENDING if _predicted(b) else BATCH_POLL)
         return b
 
     def pull(self, ref: str, directory: str | os.PathLike, **options: Any) -> dict[str, Any]:
@@ -192,6 +192,16 @@ class Models:
         v = self.version(ref)
         vc, name = v["model"].split("/", 1)
         return Datasets(self.client).pull(f"{vc}/model-{name}@{v['number']}", directory, **options)
+
+
+BATCH_POLL = 0.25  # seconds between looks at a batch job that is still predicting
+BATCH_POLL_ENDING = 0.05  # ... and at one whose every chunk is written (only the commit is left)
+
+
+def _predicted(b: dict[str, Any]) -> bool:
+    """Every chunk written (the runner posts that line at once): the job is committing."""
+    p = b.get("progress") or {}
+    return bool(p.get("chunks")) and p.get("chunks_done") == p.get("chunks")
 
 
 class Endpoints:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from typing import Any
 
 CSV_SUFFIX = ".csv"
@@ -89,9 +90,23 @@ def job_name(model: str) -> str:
     return ("batch-" + model)[:32].rstrip("-")
 
 
-def plan(python: str, columns: list[str], keep: list[str], chunk_rows: int, path: str) -> dict[str, Any]:
+def threads(cpu: float) -> int:
+    """The threads the prediction parses with: the whole CPUs the job holds, at least one."""
+    return max(1, math.floor(cpu))
+
+
+def plan(
+    python: str, columns: list[str], keep: list[str], chunk_rows: int, path: str, cpu: float = 1.0
+) -> dict[str, Any]:
     """What the runner is told (one argv element, JSON; never shell text)."""
-    return {"python": python, "columns": columns, "keep": keep, "chunk_rows": chunk_rows, "path": path.strip("/")}
+    return {
+        "python": python,
+        "columns": columns,
+        "keep": keep,
+        "chunk_rows": chunk_rows,
+        "path": path.strip("/"),
+        "threads": threads(cpu),
+    }
 
 
 def batch_spec(

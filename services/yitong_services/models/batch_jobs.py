@@ -153,7 +153,9 @@ def create(
     if d_out is None:
         ovc, oname = body.output.split("/", 1)
         d_out = datasets.create(session, person, ovc, oname, f"predictions of {facts['model']}", "vc")
-    the_plan = batch.plan(mlserver.framework_python(), facts["columns"], list(body.keep), body.chunk_rows, body.path)
+    the_plan = batch.plan(
+        mlserver.framework_python(), facts["columns"], list(body.keep), body.chunk_rows, body.path, body.cpu
+    )
     spec = spec_from_dict(
         batch.batch_spec(
             name=body.name or batch.job_name(name),

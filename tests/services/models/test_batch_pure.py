@@ -94,8 +94,13 @@ def test_signature_width(signature, width):
     assert batch.signature_width(signature) == width
 
 
+@pytest.mark.parametrize("cpu, threads", [(0.25, 1), (1.0, 1), (1.9, 1), (2.0, 2), (8.0, 8)])
+def test_the_prediction_parses_with_the_whole_cpus_the_job_holds(cpu, threads):
+    assert batch.threads(cpu) == threads
+
+
 def test_the_job_spec_is_an_argv_with_the_plan_as_one_json_argument():
-    plan = batch.plan("/env/bin/python", ["a; rm -rf /", "b"], ["id"], 500, "/d/")
+    plan = batch.plan("/env/bin/python", ["a; rm -rf /", "b"], ["id"], 500, "/d/", cpu=2.0)
     spec = batch.batch_spec(
         name=batch.job_name("a-model-name-that-is-rather-long"),
         vc="vision",
@@ -114,7 +119,8 @@ def test_the_job_spec_is_an_argv_with_the_plan_as_one_json_argument():
             "python",
             "-m",
             "yitong_lab.models.batch",
-            '{"python":"/env/bin/python","columns":["a; rm -rf /","b"],"keep":["id"],"chunk_rows":500,"path":"d"}',
+            '{"python":"/env/bin/python","columns":["a; rm -rf /","b"],"keep":["id"],"chunk_rows":500,"path":"d",'
+            '"threads":2}',
         ],
         "inputs": [
             {"dataset": "vision/model-iris@3", "mount": "model"},
@@ -217,3 +223,102 @@ def test_parquet_chunks_are_chunk_rows_long_across_row_groups_and_resume(tmp_pat
         "chunks": [[0, 1000], [1000, 1000], [2000, 500]],
         "resumed": [[2000, 500]],  # the first two chunks' rows dropped
     }
+
+
+# Arrow's reading and writing against the pandas path (engine "pandas"), byte for byte, in
+# MLServer's environment: a classifier (integer predictions, Arrow writes them), a regressor
+# (float predictions, pandas writes them; equal to 12 digits: Arrow parses the decimals
+# correctly rounded, pandas' default parser may be an ulp off), kept values that need quoting, integer features in
+# the first block and decimals later, a value Arrow does not read as a number ("None": pandas
+# reads it as missing; the histogram model takes missing values) from the third chunk on, and
+# resuming after two parts were written and a temporary one left behind.
+ENGINES = """
+import contextlib, csv, io, json, shutil, sys
+from pathlib import Path
+import joblib, numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from yitong_lab.models import batch_predict
+
+case, root = sys.argv[1], Path(sys.argv[2])
+rng = np.random.default_rng(0)
+x = rng.normal(size=(300, 4))
+models = {
+    "classifier": LogisticRegression(max_iter=500).fit(x, (x[:, 0] > 0).astype("int64") + (x[:, 1] > 1)),
+    "regressor": LinearRegression().fit(x, x @ [1.0, 2.0, -1.0, 0.5]),
+    "missing": HistGradientBoostingClassifier(max_iter=5).fit(np.where(x > 1.5, np.nan, x), (x[:, 0] > 0)),
+}
+(root / "model").mkdir()
+joblib.dump(models["regressor" if case == "regressor" else "missing" if case == "missing" else "classifier"],
+            root / "model" / "m.joblib")
+rows = 2500
+(root / "data").mkdir()
+with open(root / "data" / "t.csv", "w") as f:
+    f.write("id,a,b,c,d\\n")
+    for i in range(rows):
+        v = rng.normal(size=4).round(3)
+        ident = {"quoted": f'"r{i},{i % 3}"' if i % 700 == 5 else f"r{i}", "ints": str(i)}.get(case, f"r{i}")
+        cells = [str(int(v[0] * 10)) if case == "ints" and i < 1500 else str(v[0]), *map(str, v[1:])]
+        if case == "missing" and i == 2100:
+            cells[1] = "None"
+        f.write(",".join([ident, *cells]) + "\\n")
+
+def run(engine, out, chunk_rows=1000):
+    plan = {"model": str(root / "model"), "data": str(root / "data"), "out": str(out), "columns": list("abcd"),
+            "keep": ["id"], "chunk_rows": chunk_rows, "path": "", "engine": engine, "threads": 2}
+    lines, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(lines), contextlib.redirect_stderr(err):
+        batch_predict.run(plan)
+    return [json.loads(line) for line in lines.getvalue().splitlines()], err.getvalue()
+
+def parts(out):
+    return {p.name: p.read_bytes() for p in sorted((out / "t").iterdir())}
+
+def near(x, y):
+    try:
+        return x == y or abs(float(x) - float(y)) <= 1e-12 * max(1.0, abs(float(x)))
+    except ValueError:
+        return False
+
+def close(a, b):  # the same rows, floats to 12 digits (Arrow parses decimals correctly rounded, pandas to an ulp)
+    rows = lambda d: [row for name in sorted(d) for row in csv.reader(d[name].decode().splitlines())]
+    return all(x[0] == y[0] and near(x[1], y[1]) for x, y in zip(rows(a), rows(b), strict=True))
+
+_, _ = run("pandas", root / "pandas")
+progress, err = run("arrow", root / "arrow")
+(root / "resumed" / "t").mkdir(parents=True)
+for name in ("part-000000.csv", "part-000001.csv"):
+    shutil.copy(root / "pandas" / "t" / name, root / "resumed" / "t" / name)
+(root / "resumed" / "t" / ".part-000002.csv.tmp").write_text("half a part")
+resumed, _ = run("arrow", root / "resumed")
+want = parts(root / "pandas")
+print(json.dumps({
+    "parts": len(want), "same": parts(root / "arrow") == want, "resumed_same": parts(root / "resumed") == want,
+    "close": close(parts(root / "arrow"), want) and close(parts(root / "resumed"), want),
+    "progress": progress[-1], "skipped": resumed[-1]["skipped"], "pandas_took_over": "reading on with pandas" in err,
+    "head": want["part-000000.csv"].decode().splitlines()[:2],
+}))
+"""
+
+
+@pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow in MLServer's environment (make mlserver)")
+@pytest.mark.parametrize(
+    "case, same, pandas_took_over",
+    [
+        ("classifier", True, False),
+        ("regressor", False, False),
+        ("quoted", True, False),
+        ("ints", True, False),
+        ("missing", True, True),
+    ],
+)
+def test_arrow_parts_are_the_pandas_parts_byte_for_byte_and_resume(tmp_path, case, same, pandas_took_over):
+    env = {"PYTHONPATH": str(Path(batch_predict.__file__).resolve().parents[2])}
+    out = subprocess.run([MLSERVER_PY, "-c", ENGINES, case, str(tmp_path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert (got["parts"], got["same"], got["resumed_same"], got["close"]) == (3, same, same, True), got
+    assert got["progress"] == {"chunks": 3, "chunks_done": 3, "skipped": 0, "rows": 2500, "rows_total": 2500}
+    assert got["skipped"] == 2
+    assert got["pandas_took_over"] is pandas_took_over
+    assert got["head"][0] == "id,prediction"
