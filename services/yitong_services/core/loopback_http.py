@@ -116,12 +116,17 @@ class _Connection(asyncio.Protocol):
 
 class LoopbackPool:
     """Keep-alive connections per ``(host, port)``; ``timeout`` bounds each attempt (connect,
-    send, the whole answer), ``max_idle`` the idle connections kept per server."""
+    send, the whole answer), ``max_idle`` the idle connections kept per server, and
+    ``max_connections`` the requests in flight at once (more wait their turn, within
+    ``timeout``)."""
 
-    def __init__(self, timeout: float = 60.0, max_idle: int = 64) -> None:
+    def __init__(self, timeout: float = 60.0, max_idle: int = 64, max_connections: int = 256) -> None:
         self.timeout = timeout
         self.max_idle = max_idle
+        self.max_connections = max_connections
+        self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple[str, int], deque[_Connection]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def request(
         self,
@@ -141,7 +146,24 @@ class LoopbackPool:
         if any(c in target for c in _ILLEGAL) or any(c in line for line in head[3:] for c in "\r\n\0"):
             raise ValueError("a control character or space in the request line or a header")
         data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
-        key = (host, port)
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # connections of an event loop that is gone are of no use
+            self._loop, self._idle, self._slots = loop, {}, asyncio.Semaphore(self.max_connections)
+        if self._slots.locked():
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                raise LoopbackError(f"no connection to {host}:{port} was free within {self.timeout:g} s") from None
+        else:
+            await self._slots.acquire()
+        try:
+            return await self._request((host, port), data)
+        finally:
+            self._slots.release()
+
+    async def _request(self, key: tuple[str, int], data: bytes) -> Reply:
+        host, port = key
         conn = self._take(key)
         if conn is not None:
             try:

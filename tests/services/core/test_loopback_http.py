@@ -231,3 +231,38 @@ async def test_refused_timeout_and_malformed():
 async def test_no_request_smuggling(target, headers):
     with pytest.raises(ValueError, match="control character"):
         await LoopbackPool().request("127.0.0.1", 1, "GET", target, b"", headers)
+
+
+async def test_requests_past_max_connections_wait_their_turn():
+    now = {"open": 0, "most": 0}
+
+    async def handler(reader, writer) -> None:
+        now["open"] += 1
+        now["most"] = max(now["most"], now["open"])
+        try:
+            while True:
+                await read_request(reader)
+                await asyncio.sleep(0.05)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            pass
+        finally:
+            now["open"] -= 1
+
+    pool = LoopbackPool(timeout=5, max_connections=2)
+    async with raw_server(handler) as (port, accepted):
+        replies = await asyncio.gather(*(pool.request("127.0.0.1", port, "GET", "/") for _ in range(6)))
+        assert [r.body for r in replies] == [b"ok"] * 6
+        assert now["most"] == 2 and len(accepted) == 2  # two connections, each reused
+        pool.close()
+    short = LoopbackPool(timeout=5, max_connections=1)
+    async with raw_server(handler) as (port, _):
+        first = asyncio.ensure_future(short.request("127.0.0.1", port, "GET", "/"))
+        await asyncio.sleep(0.01)  # it holds the one slot
+        short.timeout = 0.01  # for the next request's wait
+        with pytest.raises(LoopbackError, match="no connection to 127.0.0.1:.* was free within"):
+            await short.request("127.0.0.1", port, "GET", "/")
+        short.timeout = 5
+        assert (await first).body == b"ok"
+        short.close()
