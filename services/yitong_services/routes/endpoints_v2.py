@@ -93,17 +93,21 @@ async def _serve(scope: Scope, receive: Receive, send: Send) -> None:
     name, rest = scope["path_params"]["name"], scope["path_params"].get("rest", "")
     request = Request(scope, receive)
     extra: dict[str, str] = {}
-    try:
-        who = await _caller(request, ctx)
-        reply = await _pass(state, name, rest, request, who, ctx)
-    except Refusal as refused:
-        reply = _error(refused.status, refused.detail)
-    except HTTPException as refused:
-        reply = _error(refused.status_code, str(refused.detail))
-        extra = dict(refused.headers or {})
-    except HubError as down:  # the hub could not say who the caller is
-        log.error("%s", down)
-        reply = _error(502, str(down))
+    reply: Reply | None
+    if request.method not in ("GET", "POST"):  # HEAD, which Starlette's Route adds to a GET route
+        reply, extra = _json(405, {"detail": "Method Not Allowed"}), {"allow": "GET, POST"}
+    else:
+        try:
+            who = await _caller(request, ctx)
+            reply = await _pass(state, name, rest, request, who, ctx)
+        except Refusal as refused:
+            reply = _error(refused.status, refused.detail)
+        except HTTPException as refused:
+            reply = _error(refused.status_code, str(refused.detail))
+            extra = dict(refused.headers or {})
+        except HubError as down:  # the hub could not say who the caller is
+            log.error("%s", down)
+            reply = _error(502, str(down))
     if reply is None:
         return  # the caller went away while sending its body
     headers = [(b"content-length", str(len(reply.body)).encode())]

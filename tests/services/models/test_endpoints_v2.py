@@ -157,6 +157,7 @@ async def test_infer_health_errors_and_the_vc_boundary(svc):
         # methods the route does not take: FastAPI's answers, as before
         assert (await svc.call("alice", "DELETE", "endpoints/iris/v2/models/iris")).status_code == 405
         assert (await svc.call("alice", "POST", "endpoints/iris/v2")).status_code == 405
+        assert (await svc.call("alice", "HEAD", "endpoints/iris/v2/health/ready")).status_code == 405
 
 
 async def test_body_limit(svc, monkeypatch):
