@@ -8,10 +8,11 @@ one asyncio process with ``--connections`` keep-alive connections, each sending 
 requests (JSON, 1 row of 4 FP32) back to back for ``--seconds``; the same generator, connections
 and body hit both targets, in ABBA order (half the seconds each run). The generator writes raw
 HTTP/1.1 on keep-alive connections (the service's own loopback client,
-yitong_services/core/loopback_http.py: about 0.3 ms of CPU a request); ``--httpx-load`` uses an
+yitong_services/core/loopback_http.py: about 0.2 ms of CPU a request); ``--httpx-load`` uses an
 httpx AsyncClient instead, as figures before 2026-11 did (about 4 ms a request: on 2 cores the
-generator then takes most of the CPU, and the ratio says more about it than about the route). Cases (each line ends with ``ratio R``; above 1
-we are ahead: for a throughput ours over the peer's, for a time the peer's over ours):
+generator then takes most of the CPU, and the ratio says more about it than about the route).
+Cases (each line ends with ``ratio R``; above 1 we are ahead: for a throughput ours over the
+peer's, for a time the peer's over ours):
 
   (a) throughput and p50/p99 latency: platform route vs MLServer direct
       goal: >= 0.8x MLServer's throughput, <= 2 ms added p99
