@@ -1,13 +1,18 @@
 """Model serving: a small scikit-learn model deployed on the embedded default, called through
 the platform's endpoint route versus the same MLServer called directly, side by side in one run.
 
-    .venv/bin/python bench/serving.py [--seconds 30] [--connections 16] [--deploys 3] [--quick]
+    .venv/bin/python bench/serving.py [--seconds 30] [--connections 16] [--deploys 3] [--quick] [--httpx-load]
 
 MLServer runs from its own environment (`make mlserver`: .venv-mlserver). The load comes from
-one asyncio process with ``--connections`` keep-alive connections (httpx), each sending V2 infer
+one asyncio process with ``--connections`` keep-alive connections, each sending V2 infer
 requests (JSON, 1 row of 4 FP32) back to back for ``--seconds``; the same generator, connections
-and body hit both targets, in ABBA order (half the seconds each run). Cases (each line ends with ``ratio R``; above 1
-we are ahead: for a throughput ours over the peer's, for a time the peer's over ours):
+and body hit both targets, in ABBA order (half the seconds each run). The generator writes raw
+HTTP/1.1 on keep-alive connections (the service's own loopback client,
+yitong_services/core/loopback_http.py: about 0.2 ms of CPU a request); ``--httpx-load`` uses an
+httpx AsyncClient instead, as figures before 2026-11 did (about 4 ms a request: on 2 cores the
+generator then takes most of the CPU, and the ratio says more about it than about the route).
+Cases (each line ends with ``ratio R``; above 1 we are ahead: for a throughput ours over the
+peer's, for a time the peer's over ours):
 
   (a) throughput and p50/p99 latency: platform route vs MLServer direct
       goal: >= 0.8x MLServer's throughput, <= 2 ms added p99
@@ -74,7 +79,42 @@ BODY = json.dumps({"inputs": [{"name": "predict", "shape": [1, 4], "datatype": "
 
 
 async def load(url: str, headers: dict[str, str], connections: int, seconds: float) -> tuple[list[float], float, int]:
-    """(latencies, seconds taken, errors) of ``connections`` workers for ``seconds``."""
+    """(latencies, seconds taken, errors) of ``connections`` workers for ``seconds``, raw HTTP/1.1
+    keep-alive requests (each worker holds one connection of the pool)."""
+    from urllib.parse import urlsplit
+
+    from yitong_services.core.loopback_http import LoopbackPool
+
+    u = urlsplit(url)
+    host, port, target = u.hostname or "127.0.0.1", u.port or 80, u.path
+    pool = LoopbackPool(timeout=30, max_idle=connections)
+    send_headers = headers | {"Content-Type": "application/json"}
+    body = BODY.encode()
+    latencies: list[float] = []
+    errors = 0
+    await asyncio.gather(*(pool.request(host, port, "POST", target, body, send_headers) for _ in range(connections)))
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal errors
+        while time.perf_counter() < stop:
+            t = time.perf_counter()
+            r = await pool.request(host, port, "POST", target, body, send_headers)
+            latencies.append(time.perf_counter() - t)
+            if r.status != 200:
+                errors += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    took = time.perf_counter() - start
+    pool.close()
+    return latencies, took, errors
+
+
+async def httpx_load(
+    url: str, headers: dict[str, str], connections: int, seconds: float
+) -> tuple[list[float], float, int]:
+    """As :func:`load`, from an httpx AsyncClient (``--httpx-load``)."""
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     latencies: list[float] = []
     errors = 0
@@ -125,6 +165,7 @@ def main() -> int:
     p.add_argument("--cases", default="abc", help="which cases to run (letters)")
     p.add_argument("--verbose", action="store_true", help="(c): each job's times and log")
     p.add_argument("--quick", action="store_true", help="10 s of load, one deploy, 200k rows")
+    p.add_argument("--httpx-load", action="store_true", help="(a): load from httpx, not raw HTTP/1.1")
     args = p.parse_args()
     if args.quick:
         args.seconds, args.deploys, args.rows = 10, 1, min(args.rows, 200_000)
@@ -249,12 +290,14 @@ def serving(args, stack, c, auth: dict[str, str], work: Path) -> None:
     runs: dict[str, list] = {"ours": [], "direct": []}
     for who in ("ours", "direct", "direct", "ours"):  # ABBA: drift on a shared machine cancels out
         url, headers = (ours_url, auth) if who == "ours" else (direct_url, {})
-        runs[who].append(asyncio.run(load(url, headers, args.connections, half)))
+        generate = httpx_load if args.httpx_load else load
+        runs[who].append(asyncio.run(generate(url, headers, args.connections, half)))
     ours, direct = figures(runs["ours"]), figures(runs["direct"])
     Endpoints(c).delete(name)
     b_ours = statistics.median(ready)
     print(
-        f"(a) {args.connections} connections, {args.seconds:g} s, 1x4 FP32 sklearn: platform {ours[0]:.0f} req/s "
+        f"(a) {args.connections} connections ({'httpx' if args.httpx_load else 'raw HTTP/1.1'}), {args.seconds:g} s, "
+        f"1x4 FP32 sklearn: platform {ours[0]:.0f} req/s "
         f"p50 {ours[1]:.1f} ms p99 {ours[2]:.1f} ms ({ours[3]} errors); MLServer direct {direct[0]:.0f} req/s "
         f"p50 {direct[1]:.1f} ms p99 {direct[2]:.1f} ms; added p99 {ours[2] - direct[2]:+.1f} ms; "
         f"goal >= 0.8x throughput; ratio {ours[0] / direct[0]:.2f} (throughput ours/peer: above 1 we are ahead)"

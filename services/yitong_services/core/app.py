@@ -33,6 +33,7 @@ from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
 from ..routes.common import Caller, require_admin
 from ..routes.console import router as console_router
+from ..routes.endpoints_v2 import V2FastPath
 from ..ssh.gateway import Gateway
 from ..vcs.inventory import inventory as backend_inventory
 from ..vcs.seed import seed
@@ -168,6 +169,8 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await hub.close()
+            if getattr(_app.state, "loopback", None) is not None:
+                _app.state.loopback.close()  # the pass-through's connections to replicas
             db.dispose()
 
     app = FastAPI(
@@ -193,6 +196,8 @@ def create_app(
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)
     openapi.install(app, f"{prefix}api/v1")
+    # the endpoints' /v2 pass-through, the hot path of serving, skips the route table
+    app.add_middleware(V2FastPath, api_prefix=f"{prefix}api/v1")
     app.add_middleware(BodyLimit, limit_for=lambda path: body_limit(path, settings.service.limits))
     operations = OperationsCollector(
         db, ctx.inventory, settings.backend, settings.alerts.failed_job_window, alerts.nvml

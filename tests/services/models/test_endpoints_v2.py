@@ -1,0 +1,227 @@
+"""The ``/endpoints/{name}/v2/...`` pass-through (routes/endpoints_v2.py) in-process, in front of
+replicas that are real HTTP servers: a uvicorn serving a small V2 app written here (it answers
+as MLServer does where the route cares: an empty 200 for health, FastAPI's ``{"detail": [...]}``
+for a body it rejects), so refusals, error shapes, headers, the query, the router's retry on a
+replica that refused the connection and keys can be checked without MLServer's minutes (the
+same route with real MLServer replicas: test_endpoints.py, test_v2_conformance.py).
+
+The endpoint's rows are written straight into the database (a replica is a job of the VC's queue
+in life; the job manager is off here, so nothing changes them meanwhile)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import httpx
+import pytest
+import uvicorn
+from helpers import free_port
+
+from yitong_services.datasets.models import Dataset, DatasetVersion
+from yitong_services.models.models import Endpoint, Model, ModelVersion
+from yitong_services.routes import endpoints_v2
+
+SIGNATURE = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 4]}], "outputs": []}
+INFER = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3, 4]}]}
+
+
+async def replica_app(scope, receive, send) -> None:
+    """A V2 server: infer echoes the request and the query; model ``broken`` rejects its body."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    while (message := await receive())["type"] == "http.request":
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    path = scope["path"]
+    headers = [(b"content-type", b"application/json"), (b"x-replica", b"yes")]
+    if path in ("/v2/health/ready", "/v2/health/live"):
+        status, out = 200, b""
+    elif path == "/v2/models/broken/infer":
+        status, out = 422, json.dumps({"detail": [{"loc": ["body", "inputs"], "msg": "field required"}]}).encode()
+    elif path.endswith("/infer"):
+        said = dict(scope["headers"])
+        status = 200
+        out = json.dumps(
+            {
+                "model_name": path.split("/")[3],
+                "query": scope["query_string"].decode(),
+                "header": said.get(b"inference-header-content-length", b"").decode(),
+                "authorization": said.get(b"authorization", b"").decode(),
+                "outputs": json.loads(body)["inputs"],
+            }
+        ).encode()
+        headers.append((b"inference-header-content-length", str(len(out)).encode()))
+    else:
+        status, out = 404, json.dumps({"error": f"Model {path} not found"}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": out})
+
+
+@contextlib.asynccontextmanager
+async def replica():
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(replica_app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def svc(service_factory):
+    async with service_factory(jobs={"enabled": False}) as s:
+        yield s
+
+
+def put_endpoint(svc, ports: list[int], name: str = "iris") -> None:
+    """Endpoint ``name`` of VC vision (alice's), one routed replica per port, equal shares."""
+    with svc.ctx.db.session() as s:
+        d = Dataset(vc="vision", name=f"{name}-files", owner="alice")
+        s.add(d)
+        s.flush()
+        dv = DatasetVersion(dataset_id=d.id, number=1, manifest="0" * 64, author="alice")
+        m = Model(vc="vision", name=name, owner="alice", dataset_id=d.id)
+        s.add_all([dv, m])
+        s.flush()
+        v = ModelVersion(model_id=m.id, number=1, dataset_version_id=dv.id, author="alice", signature=SIGNATURE)
+        s.add(v)
+        s.flush()
+        replicas = [
+            {"job": 1000 + i, "version_id": v.id, "number": 1, "port": port, "dir": "", "weight": 100, "routed": True}
+            for i, port in enumerate(ports)
+        ]
+        s.add(
+            Endpoint(
+                name=name, vc="vision", owner="alice", model_id=m.id, version_id=v.id, state="ready", replicas=replicas
+            )
+        )
+        s.commit()
+
+
+async def test_infer_health_errors_and_the_vc_boundary(svc):
+    async with replica() as port:
+        put_endpoint(svc, [port])
+        r = await svc.call(
+            "alice",
+            "POST",
+            "endpoints/iris/v2/models/iris/infer?trace=1&a=b%20c",
+            content=json.dumps(INFER),
+            headers={
+                "Content-Type": "application/json",
+                "Inference-Header-Content-Length": str(len(json.dumps(INFER))),
+            },
+        )
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        assert doc["model_name"] == "iris" and doc["outputs"] == INFER["inputs"]
+        assert doc["query"] == "trace=1&a=b%20c"  # the query as sent
+        assert doc["header"] == str(len(json.dumps(INFER)))  # the binary extension's header passes
+        assert doc["authorization"] == ""  # the caller's token never reaches the model server
+        assert r.headers["inference-header-content-length"] == str(len(r.content))
+        assert "x-replica" not in r.headers  # only the protocol's headers come back
+        # MLServer answers health with an empty 200: the protocol's body is filled in
+        r = await svc.call("alice", "GET", "endpoints/iris/v2/health/ready")
+        assert (r.status_code, r.json()) == (200, {"ready": True})
+        # the model server's own refusal, as a sentence in the protocol's error shape
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/broken/infer", json=INFER)
+        assert r.status_code == 422
+        assert r.json() == {"error": "endpoint iris: the request does not fit the protocol: inputs: field required"}
+        r = await svc.call("alice", "GET", "endpoints/iris/v2/models/nope")
+        assert (r.status_code, r.json()) == (404, {"error": "Model /v2/models/nope not found"})  # passed as it is
+        # the platform's refusals, in the same shape
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json={"inputs": [{"name": "x"}]})
+        assert r.status_code == 400 and r.json()["error"].startswith("endpoint iris: ")
+        wrong = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3], "data": [1, 2, 3]}]}
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=wrong)
+        assert r.status_code == 400 and "the model takes [-1, 4]" in r.json()["error"]
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", content=b"{not json")
+        assert r.status_code == 400 and "not JSON" in r.json()["error"]
+        r = await svc.call(None, "GET", "endpoints/iris/v2/health/ready")
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        assert r.json()["error"].startswith("authentication required")
+        # another VC's member: the sentence of an endpoint that does not exist
+        assert (await svc.call("bob", "GET", "endpoints/iris/v2/health/ready")).json() == {
+            "error": "there is no endpoint iris"
+        }
+        assert (await svc.call("bob", "GET", "endpoints/none/v2/health/ready")).json() == {
+            "error": "there is no endpoint none"
+        }
+        # methods the route does not take: FastAPI's answers, as before
+        assert (await svc.call("alice", "DELETE", "endpoints/iris/v2/models/iris")).status_code == 405
+        assert (await svc.call("alice", "POST", "endpoints/iris/v2")).status_code == 405
+        assert (await svc.call("alice", "HEAD", "endpoints/iris/v2/health/ready")).status_code == 405
+
+
+async def test_body_limit(svc, monkeypatch):
+    monkeypatch.setattr(endpoints_v2, "MAX_BODY", 100)  # a small limit, so the test sends little
+    async with replica() as port:
+        put_endpoint(svc, [port])
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", content=b"x" * 101)
+        assert r.status_code == 413
+        assert r.json() == {"error": "a request to endpoint iris of 101 bytes is over the 100-byte limit"}
+
+        async def chunks():  # no Content-Length: counted as it arrives
+            for _ in range(3):
+                yield b"x" * 40
+
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", content=chunks())
+        assert r.status_code == 413 and r.json() == {"error": "a request to endpoint iris is over the 100-byte limit"}
+
+
+async def test_a_replica_that_refuses_the_connection_is_skipped(svc):
+    """Two routed replicas, one stopped (nothing listens on its port): every request is answered
+    by the other; with both stopped, a 503 sentence."""
+    async with replica() as port:
+        put_endpoint(svc, [free_port(), port])
+        for _ in range(6):  # the weighted round robin sends half of them to the stopped one first
+            r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
+            assert r.status_code == 200, r.text
+        assert svc.app.state.endpoint_router.inflight == {}  # every enter has its leave
+    r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
+    assert r.status_code == 503
+    assert r.json() == {"error": "endpoint iris is not answering (queued, starting, or stopped): try again shortly"}
+
+
+async def test_keys_are_checked_on_every_call(svc):
+    async with replica() as port:
+        put_endpoint(svc, [port])
+        put_endpoint(svc, [port], name="other")
+        r = await svc.call("admin", "POST", "endpoints/iris/keys", json={"note": "outside"})
+        assert r.status_code == 201, r.text
+        key, key_id = r.json()["key"], r.json()["id"]
+        bearer = {"Authorization": f"Bearer {key}"}
+        r = await svc.call(None, "POST", "endpoints/iris/v2/models/iris/infer", json=INFER, headers=bearer)
+        assert r.status_code == 200, r.text
+        r = await svc.call(None, "GET", "endpoints/other/v2/health/ready", headers=bearer)
+        assert (r.status_code, r.json()) == (404, {"error": "there is no endpoint other"})  # another endpoint's
+        assert (await svc.call("admin", "DELETE", f"endpoints/iris/keys/{key_id}")).status_code == 204
+        r = await svc.call(None, "GET", "endpoints/iris/v2/health/ready", headers=bearer)
+        assert r.status_code == 401
+        assert r.json() == {"error": "this endpoint key is not valid (revoked, or never issued)"}
+
+
+async def test_the_route_table_serves_it_too_and_metrics_name_the_route(svc):
+    """Without the middleware in front (an app built from the routers alone), the registered
+    route answers the same; with it, the request metrics still name the route."""
+    async with replica() as port:
+        put_endpoint(svc, [port])
+        app = svc.app
+
+        async def router_only(scope, receive, send):
+            scope["app"] = app
+            await app.router(scope, receive, send)
+
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(router_only), base_url="http://yitong.test") as c:
+            r = await c.get(f"{svc.ctx.prefix}api/v1/endpoints/iris/v2/health/ready", headers=svc.headers("alice"))
+            assert (r.status_code, r.json()) == (200, {"ready": True})
+        assert (await svc.call("alice", "GET", "endpoints/iris/v2/health/live")).json() == {"live": True}
+        text = (await svc.call("admin", "GET", f"{svc.ctx.prefix}metrics")).text
+        assert 'route="/endpoints/{name}/v2/{rest:path}",status="200"' in text
