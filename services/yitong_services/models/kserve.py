@@ -18,7 +18,8 @@ Deployment, no Knative revisions) and gives the predictor the label
 Deployment and the Deployment's pods, and Kueue's webhook gates each such pod
 (``schedulingGates: [kueue.x-k8s.io/admission]``) until the VC's ClusterQueue admits it, which
 holds the pod's requests (the profile's resources) under the VC's quota. One replica
-(``minReplicas`` = ``maxReplicas`` = 1): one Kueue workload per endpoint. A canary split is
+(``minReplicas`` = ``maxReplicas`` = 1): one Kueue workload per endpoint; a roll surges one new
+pod and keeps the old one until the new one is ready (``maxUnavailable: 0``). A canary split is
 Knative's (``canaryTrafficPercent``), so it is refused in this mode.
 """
 
@@ -104,6 +105,11 @@ def inference_service(
     predictor: dict[str, Any] = {"minReplicas": 1}
     if queue is not None:
         predictor["maxReplicas"] = 1
+        # a roll starts the new pod (which queues) before the old one goes
+        predictor["deploymentStrategy"] = {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }
         predictor["labels"] = {QUEUE_LABEL: queue}
     predictor |= {
         "automountServiceAccountToken": False,

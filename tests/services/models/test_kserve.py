@@ -71,7 +71,7 @@ def predictor_pod(manifest: dict[str, Any]) -> dict[str, Any]:
     fields in the ``kserve-container`` (the image and the command are KServe's runtime's)."""
     predictor = dict(manifest["spec"]["predictor"])
     model = predictor.pop("model")
-    for kserve_only in ("minReplicas", "maxReplicas", "canaryTrafficPercent"):
+    for kserve_only in ("minReplicas", "maxReplicas", "canaryTrafficPercent", "deploymentStrategy"):
         predictor.pop(kserve_only, None)
     container = {k: v for k, v in model.items() if k not in ("modelFormat", "protocolVersion", "storageUri", "runtime")}
     meta = manifest["metadata"]
@@ -565,7 +565,12 @@ def test_a_queued_inference_service_makes_its_predictor_pods_kueue_workloads(acc
     predictor = m["spec"]["predictor"]
     assert predictor["labels"] == {"kueue.x-k8s.io/queue-name": "vision"}
     assert (predictor["minReplicas"], predictor["maxReplicas"]) == (1, 1)
-    assert {k: v for k, v in predictor.items() if k not in ("labels", "maxReplicas")} == plain["spec"]["predictor"]
+    assert predictor["deploymentStrategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    queued_only = ("labels", "maxReplicas", "deploymentStrategy")
+    assert {k: v for k, v in predictor.items() if k not in queued_only} == plain["spec"]["predictor"]
     assert m["metadata"]["labels"] == plain["metadata"]["labels"]
     pod = predictor_pod(m)
     assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "vision"
@@ -704,3 +709,13 @@ async def test_the_service_queues_an_endpoint_in_its_vcs_kueue_queue(service_fac
     for manifest in sent:
         predictor = {k: v for k, v in manifest["spec"]["predictor"].items() if v is not None}
         assert_valid({**manifest, "spec": {"predictor": predictor}})
+
+
+def test_the_queued_manifest_in_the_docs_is_the_builders():
+    """docs/models.md "Queued by Kueue" shows what ``inference_service(..., queue="vision")`` builds."""
+    import yaml
+
+    docs = Path(__file__).resolve().parents[3] / "docs" / "models.md"
+    section = docs.read_text().split("#### Queued by Kueue", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert yaml.safe_load(block) == build(queue="vision")
