@@ -84,7 +84,8 @@ class KServeEndpoints:
         """The live status; for a queued one, with its pods (one gated by Kueue: queued)."""
         obj = await self.backend._get(KIND, self.namespace(vc), name)
         pods: list[dict[str, Any]] = []
-        if obj is not None and kserve.QUEUE_LABEL in ((obj.get("spec") or {}).get("predictor") or {}).get("labels", {}):
+        labels = (((obj or {}).get("spec") or {}).get("predictor") or {}).get("labels") or {}
+        if kserve.QUEUE_LABEL in labels:
             pods = await self.backend._list("Pod", self.namespace(vc), f"{kserve.ISVC_POD_LABEL}={name}")
         return kserve.status(obj, pods)
 
