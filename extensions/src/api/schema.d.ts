@@ -589,7 +589,8 @@ export interface paths {
          *     VC: ``state`` is ``queued`` (with the queue's reason, naming the quota and VC) while the VC's
          *     quota is full, then ``starting``, then ``ready`` once a server answers; 422 for a request
          *     the VC's quota can never hold. On Kubernetes the endpoint is a KServe InferenceService in the
-         *     VC's namespace (one replica).
+         *     VC's namespace (one replica), ``queued`` ("waiting for Kueue admission") while Kueue holds
+         *     its pod in the VC's queue.
          */
         post: operations["create_endpoint_services_yitong_api_v1_endpoints_post"];
         delete?: never;
@@ -642,7 +643,8 @@ export interface paths {
          *     a canary share (``traffic: {"v2": 10}``: 10 of every 100
          *     requests; the rest stays with the current version). Deploying the canary's version again
          *     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
-         *     rolls the InferenceService (``canaryTrafficPercent`` for a share).
+         *     rolls the InferenceService (``canaryTrafficPercent`` for a share; 422 where endpoints are
+         *     queued by Kueue, whose RawDeployment mode has no share).
          */
         post: operations["deploy_endpoint_services_yitong_api_v1_endpoints__name__deploy_post"];
         delete?: never;

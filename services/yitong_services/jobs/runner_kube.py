@@ -113,6 +113,11 @@ class KubeSettings(BaseModel):
         default_factory=dict, description="kernel name -> image, for specs without environment.image"
     )
     cohort: str | None = Field("yitong", description="Kueue cohort of every VC's ClusterQueue (null: no borrowing)")
+    queue_endpoints: bool = Field(
+        True,
+        description="endpoints' InferenceServices run in KServe's RawDeployment mode with their pods queued in the"
+        " VC's Kueue LocalQueue (needs Kueue's pod integration); false: KServe's default mode, not queued",
+    )
     ttl_seconds_after_finished: int | None = Field(
         None, ge=0, description="delete finished Jobs (and their pods and logs) after this long"
     )

@@ -6,8 +6,13 @@ PersistentVolumeClaim KServe's storage initializer reads) and apply the Inferenc
 is an update KServe carries out (a new revision takes the traffic once ready), a canary sets
 ``canaryTrafficPercent``. What the route needs later is saved in the row's ``engine``: the
 object's namespace and name, the versions of the latest and previous revisions, the canary
-share, the profile, and the predictor's cluster address once KServe reports it. Quota on the
-cluster is the engine's (Kueue, ResourceQuota), as for notebooks' pods.
+share, the profile, and the predictor's cluster address once KServe reports it.
+
+Quota: with ``backends.kubernetes.queue_endpoints`` (the default) the predictor's pod is a Kueue
+workload of the VC's LocalQueue, as a job is: create and deploy first make the VC's namespace
+and Kueue objects (its ClusterQueue holds the VC's quota), and while Kueue has not admitted the
+pod the endpoint is ``queued``, "waiting for Kueue admission" (see :mod:`.kserve`). A canary
+share is refused there (KServe's RawDeployment mode has none).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ..datasets.storage import Storage
 from ..jobs.devices import BuildError
 from ..jobs.runner_kube import KubeError
 from ..vcs import catalog
+from ..vcs.models import VC
 from . import endpoints as ep
 from . import kserve, replicas, rollout
 from .kserve_client import KServeEndpoints
@@ -46,6 +52,8 @@ def _prepare(
             e = ep.visible(s, person, existing)
             if not (person.admin or person.name == e.owner):
                 raise Refusal(403, f"{person.name} may not deploy to endpoint {existing} of {e.owner}")
+            if client.queued and any(int(share) < 100 for share in (getattr(body, "traffic", None) or {}).values()):
+                raise Refusal(422, kserve.NO_CANARY)
         m, v, _runtime, uri, manifest = ep.files(storage, s, person, body.model)
         if e is not None and m.id != e.model_id:
             raise Refusal(422, f"endpoint {existing} serves another model, not {m.vc}/{m.name}")
@@ -70,6 +78,7 @@ def _prepare(
             "cpu": profile.cpu,
             "memory": profile.memory,
             "accelerator": profile.accelerator,
+            "quota": dict(quota) if (quota := s.scalar(select(VC.quota).where(VC.name == m.vc))) is not None else None,
         }
     root, _port = replicas.prepare_dir(storage, settings, person.name, facts["name"], v.number, manifest, "", uri)
     facts["dir"] = str(root)
@@ -78,6 +87,13 @@ def _prepare(
 
 
 def _manifest(client: KServeEndpoints, facts: dict[str, Any], canary: int | None) -> dict[str, Any]:
+    try:
+        return _build(client, facts, canary)
+    except BuildError as refused:
+        raise Refusal(422, f"endpoint {facts['name']}: {refused}") from None
+
+
+def _build(client: KServeEndpoints, facts: dict[str, Any], canary: int | None) -> dict[str, Any]:
     return client.manifest(
         name=facts["name"],
         vc=facts["vc"],
@@ -91,11 +107,14 @@ def _manifest(client: KServeEndpoints, facts: dict[str, Any], canary: int | None
     )
 
 
-async def _apply(client: KServeEndpoints, manifest: dict[str, Any]) -> None:
+async def _apply(client: KServeEndpoints, manifest: dict[str, Any], facts: dict[str, Any]) -> None:
     try:
+        await client.ensure_queue(facts["vc"], facts["quota"])
         await client.apply(manifest)
     except KubeError as e:
         raise Refusal(503, f"the cluster refused InferenceService {manifest['metadata']['name']}: {e}") from None
+    except ValueError as e:  # the VC's quota names a resource no Kueue ResourceFlavor covers
+        raise Refusal(422, f"VC {facts['vc']}: {e}") from None
 
 
 async def create(storage: Storage, settings: Any, person: Person, body: Any, client: KServeEndpoints) -> dict[str, Any]:
@@ -131,7 +150,7 @@ async def create(storage: Storage, settings: Any, person: Person, body: Any, cli
 
     out = await to_thread.run_sync(insert)
     try:
-        await _apply(client, manifest)
+        await _apply(client, manifest, facts)
     except BaseException:
         await to_thread.run_sync(_forget, storage, settings, facts["name"])
         raise
@@ -143,7 +162,7 @@ async def deploy(
 ) -> dict[str, Any]:
     facts = await to_thread.run_sync(_prepare, storage, settings, person, client, body, name)
     share = ep.share_of(body, facts["number"])
-    await _apply(client, _manifest(client, facts, share if share < 100 else None))
+    await _apply(client, _manifest(client, facts, share if share < 100 else None), facts)
 
     def record() -> dict[str, Any]:
         with storage.db.writing() as s:

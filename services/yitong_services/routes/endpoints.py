@@ -51,7 +51,8 @@ async def create_endpoint(body: EndpointIn, caller: Caller, ctx: Ctx, request: R
     VC: ``state`` is ``queued`` (with the queue's reason, naming the quota and VC) while the VC's
     quota is full, then ``starting``, then ``ready`` once a server answers; 422 for a request
     the VC's quota can never hold. On Kubernetes the endpoint is a KServe InferenceService in the
-    VC's namespace (one replica)."""
+    VC's namespace (one replica), ``queued`` ("waiting for Kueue admission") while Kueue holds
+    its pod in the VC's queue."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
         _one_replica_on_kube(body.replicas)
@@ -70,7 +71,8 @@ async def deploy_endpoint(name: str, body: EndpointDeployIn, caller: Caller, ctx
     a canary share (``traffic: {"v2": 10}``: 10 of every 100
     requests; the rest stays with the current version). Deploying the canary's version again
     without ``traffic`` promotes it; deploying the old version rolls back. On Kubernetes KServe
-    rolls the InferenceService (``canaryTrafficPercent`` for a share)."""
+    rolls the InferenceService (``canaryTrafficPercent`` for a share; 422 where endpoints are
+    queued by Kueue, whose RawDeployment mode has no share)."""
     mgr, client = request.app.state.jobs, kserve(request)
     if client is not None:
         _one_replica_on_kube(body.replicas)
