@@ -1,8 +1,10 @@
 """The prediction half of a batch inference job, run in the framework's interpreter (the
-scikit-learn environment: pandas, joblib, numpy, pyarrow; nothing of the platform's).
+MLServer environment: pandas, joblib, numpy, pyarrow, xgboost, lightgbm, onnxruntime; nothing of
+the platform's).
 
     python -m yitong_lab.models.batch_predict '{"model": DIR, "data": DIR, "out": DIR,
-        "columns": [...], "keep": [...], "chunk_rows": N, "path": ""}'
+        "columns": [...], "keep": [...], "chunk_rows": N, "path": "",
+        "framework": "sklearn|xgboost|lightgbm|onnx", "model_file": "model.json"}'
 
 Every CSV file (a header line, one row per line) and Parquet file under ``data/path`` is read
 ``chunk_rows`` rows at a time; chunk ``k`` of ``<file>.csv`` becomes ``out/<file>/part-<k>.csv``
@@ -80,13 +82,77 @@ def out_dir(out: Path, rel: str) -> Path:
     return out / rel
 
 
-def load_model(model: Path) -> Any:
+def load_model(model: Path, framework: str = "sklearn", file: str = "") -> Any:
+    """Something with ``predict(rows) -> one value a row``, loaded as the endpoint's runtime
+    loads the same file (services/yitong_services/models/runtimes.py names the file): scikit-learn
+    with joblib; XGBoost as MLServer's runtime does (a regressor, else a classifier: its labels);
+    LightGBM's ``Booster`` (what it predicts: a regressor's value, a binary model's probability);
+    ONNX with onnxruntime on the CPU (the graph's first output)."""
+    path = model / file if file else None
+    if framework == "xgboost":
+        import xgboost as xgb
+
+        try:
+            regressor = xgb.XGBRegressor()
+            regressor.load_model(str(path))
+            return regressor
+        except TypeError:  # a classifier's file (as mlserver_xgboost finds out)
+            classifier = xgb.XGBClassifier()
+            classifier.load_model(str(path))
+            return classifier
+    if framework == "lightgbm":
+        import lightgbm as lgb
+
+        return lgb.Booster(model_file=str(path))
+    if framework == "onnx":
+        return OnnxPredictor(str(path))
     import joblib
 
+    if path is not None:
+        return joblib.load(path)
     found = sorted(p for p in model.rglob("*") if p.suffix in MODEL_SUFFIXES and p.is_file())
     if not found:
         raise SystemExit(f"the model version has no {', '.join(MODEL_SUFFIXES)} file")
     return joblib.load(found[0])
+
+
+class OnnxPredictor:
+    """An ONNX graph of one input: the rows cast to the type the graph declares, its first output."""
+
+    def __init__(self, path: str) -> None:
+        import onnxruntime as ort
+
+        self.session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        inputs = self.session.get_inputs()
+        if len(inputs) != 1:
+            raise SystemExit(
+                f"the ONNX model takes {len(inputs)} inputs; batch inference feeds one (the feature columns)"
+            )
+        self.input = inputs[0].name
+        kind = inputs[0].type  # "tensor(float)", "tensor(double)", ...
+        self.dtype = {"tensor(double)": "float64", "tensor(int64)": "int64", "tensor(int32)": "int32"}.get(
+            kind, "float32"
+        )
+        self.output = self.session.get_outputs()[0].name
+
+    def predict(self, rows: Any) -> Any:
+        import numpy as np
+
+        return self.session.run([self.output], {self.input: np.asarray(rows).astype(self.dtype)})[0]
+
+
+def one_value_a_row(predicted: Any, rows: int) -> Any:
+    """A model's answer as one column: (n,) as it is, (n, 1) flattened; more values a row is refused."""
+    import numpy as np
+
+    out = np.asarray(predicted)
+    if out.ndim == 2 and out.shape[1] == 1:
+        out = out.reshape(-1)
+    if out.ndim != 1 or len(out) != rows:
+        raise SystemExit(
+            f"the model answers {tuple(out.shape)} for {rows} rows; batch inference writes one prediction a row"
+        )
+    return out
 
 
 def resume_at(dest: Path, part: str, chunks: int) -> int:
@@ -140,7 +206,7 @@ def predict_file(
     for k, frame in enumerate(frames, start=done):
         features = frame[columns] if by_name else frame[columns].to_numpy()
         result = frame[keep].copy()
-        result["prediction"] = model.predict(features)
+        result["prediction"] = one_value_a_row(model.predict(features), len(frame))
         tmp = dest / f".{part.format(k)}.tmp"
         if part is PART_PARQUET:
             result.to_parquet(tmp, index=False)
@@ -163,7 +229,7 @@ def predict_arrow(
         if table is None:
             return -1
         features = np.column_stack([table.column(c).to_numpy(zero_copy_only=False) for c in columns])
-        predicted = model.predict(features)
+        predicted = one_value_a_row(model.predict(features), table.num_rows)
         tmp = dest / f".{PART.format(k)}.tmp"
         write_part(table.select(keep), predicted, tmp)
         os.replace(tmp, dest / PART.format(k))
@@ -386,7 +452,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     ahead: dict[str, ArrowChunks] = {}
     if first is not None and plan.get("engine", "arrow") == "arrow":
         ahead[first[1]] = ArrowChunks(first[0], list(plan["keep"]), list(plan["columns"]), size, first[3], threads)
-    model = load_model(Path(plan["model"]))
+    model = load_model(Path(plan["model"]), plan.get("framework", "sklearn"), plan.get("model_file", ""))
     for src, rel, dest, done in todo:
         the_plan = plan | {"_rows": rows[rel], "threads": threads}
         predict_file(model, src, dest, the_plan, per_file[rel], report, done, ahead.pop(rel, None))

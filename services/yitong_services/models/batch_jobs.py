@@ -36,7 +36,7 @@ from ..jobs import states
 from ..jobs.models import Job, Run
 from ..jobs.spec import spec_from_dict
 from ..vcs.quantities import Resources
-from . import batch, mlserver, parquet_footer, records
+from . import batch, mlserver, parquet_footer, records, runtimes
 from .models import BatchJob, Model, ModelVersion
 from .schemas import BatchIn
 
@@ -91,9 +91,7 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
     with storage.db.session() as s:
         m = records.visible(s, person, vc, name)
         v = records.resolve(s, m, ref)
-        if v.framework.lower() not in ("sklearn", "scikit-learn"):
-            what = v.framework or "of no framework"
-            raise Refusal(422, f"{records.full_name(m)} v{v.number} is {what}; batch inference runs sklearn versions")
+        framework, model_file = _model(storage, s, f"{records.full_name(m)} v{v.number}", v)
         ivc, iname, iref = _parts(body.input)
         d_in = datasets.visible(s, person, ivc, iname)
         dv_in = datasets.resolve(s, d_in, iref)
@@ -129,7 +127,30 @@ def check(storage: Storage, person: Person, vc: str, name: str, ref: str, body: 
             "model_dataset": f"{vc}/{records.dataset_of(s, m).name}@{v.number}",
             "source": source,
             "columns": chosen or [],
+            "framework": framework,
+            "model_file": model_file,
         }
+
+
+#: the runtimes a batch job predicts with (custom Python's class is MLServer's to call)
+BATCH_FRAMEWORKS = ("sklearn", "xgboost", "lightgbm", "onnx")
+
+
+def _model(storage: Storage, session: Session, what: str, v: Any) -> tuple[str, str]:
+    """(framework, the model file relative to the version's files), or a 422 with a sentence."""
+    runtime = runtimes.choose(v.framework, v.format)
+    if runtime is None or runtime.frameworks[0] not in BATCH_FRAMEWORKS:
+        kind = f"{v.framework or 'of no framework'}" + (f" (format {v.format})" if v.format else "")
+        raise Refusal(422, f"{what} is {kind}; batch inference runs {', '.join(BATCH_FRAMEWORKS)} versions")
+    dv = session.get(DatasetVersion, v.dataset_version_id)
+    assert dv is not None
+    uri = runtimes.model_file(runtime, [f["path"] for f in storage.manifest(dv.manifest)["files"]])
+    if uri is None:
+        kinds = ", ".join(runtime.suffixes)
+        raise Refusal(
+            422, f"{what} has no single {runtime.name} model file ({kinds}); name it model{runtime.suffixes[0]}"
+        )
+    return runtime.frameworks[0], uri
 
 
 def _parts(ref: str) -> tuple[str, str, str]:
@@ -155,7 +176,7 @@ def create(
         d_out = datasets.create(session, person, ovc, oname, f"predictions of {facts['model']}", "vc")
     the_plan = batch.plan(
         mlserver.framework_python(), facts["columns"], list(body.keep), body.chunk_rows, body.path, body.cpu
-    )
+    ) | {"framework": facts["framework"], "model_file": facts["model_file"]}
     spec = spec_from_dict(
         batch.batch_spec(
             name=body.name or batch.job_name(name),

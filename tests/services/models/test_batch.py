@@ -302,7 +302,25 @@ def test_refusals_are_sentences_and_queue_nothing(proc, tmp_path):
     setup(proc, tmp_path, rows=10)
     base = {"input": "vision/flowers@1", "output": "vision/preds", "keep": ["id"]}
     before = len(proc.call("admin", "GET", "jobs").json())
-    for who, path, change, status, sentence in REFUSALS:
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Models
+
+    custom = tmp_path / "custom"
+    custom.mkdir()
+    (custom / "model.py").write_text("x = 1\n")
+    with Client(proc.base.rstrip("/"), proc.hub.tokens["alice"]) as c:  # a version MLServer alone can call
+        Models(c).register("vision/custom", custom, framework="python", progress=None)
+    refusals = [
+        *REFUSALS,
+        (
+            "alice",
+            "vision/custom/versions/1",
+            {},
+            422,
+            "vision/custom v1 is python; batch inference runs sklearn, xgboost, lightgbm, onnx versions",
+        ),
+    ]
+    for who, path, change, status, sentence in refusals:
         r = batch(proc, base | change, ref=path, who=who)
         assert r.status_code == status and sentence in r.json()["detail"], (who, path, change, r.status_code, r.text)
     assert len(proc.call("admin", "GET", "jobs").json()) == before

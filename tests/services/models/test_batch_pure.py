@@ -322,3 +322,55 @@ def test_arrow_parts_are_the_pandas_parts_byte_for_byte_and_resume(tmp_path, cas
     assert got["skipped"] == 2
     assert got["pandas_took_over"] is pandas_took_over
     assert got["head"][0] == "id,prediction"
+
+
+# in the MLServer interpreter: a model of each framework, batch_predict over a CSV, its parts
+# against the framework's own predict on the same rows
+FRAMEWORKS = r"""
+import json, sys
+from pathlib import Path
+import numpy as np, pandas as pd
+from yitong_lab.models import batch_predict
+kind, root = sys.argv[1], Path(sys.argv[2])
+rng = np.random.default_rng(0)
+x = rng.normal(size=(700, 3)).round(4)
+y = (x[:, 0] + x[:, 1] > 0).astype(int)
+model, data, out = root / "model", root / "data", root / "out"
+for d in (model, data, out):
+    d.mkdir()
+frame = pd.DataFrame(x, columns=["a", "b", "c"]); frame.insert(0, "id", np.arange(len(x)))
+frame.to_csv(data / "rows.csv", index=False)
+if kind == "xgboost-regressor":
+    import xgboost as xgb
+    m = xgb.XGBRegressor(n_estimators=5).fit(x, x[:, 0] * 2); m.save_model(model / "model.json"); expect = m.predict(x)
+elif kind == "xgboost-classifier":
+    import xgboost as xgb
+    m = xgb.XGBClassifier(n_estimators=5).fit(x, y); m.save_model(model / "model.json"); expect = m.predict(x)
+elif kind == "lightgbm":
+    import lightgbm as lgb
+    m = lgb.train({"objective": "binary", "verbose": -1}, lgb.Dataset(x, y), 5); m.save_model(str(model / "model.txt")); expect = m.predict(x)
+elif kind == "onnx":
+    from skl2onnx import to_onnx
+    from sklearn.linear_model import LogisticRegression
+    m = LogisticRegression().fit(x, y)
+    (model / "model.onnx").write_bytes(to_onnx(m, x[:1].astype("float32")).SerializeToString()); expect = m.predict(x)
+file = {"xgboost-regressor": "model.json", "xgboost-classifier": "model.json", "lightgbm": "model.txt", "onnx": "model.onnx"}[kind]
+framework = kind.split("-")[0]
+plan = {"model": str(model), "data": str(data), "out": str(out), "columns": ["a", "b", "c"], "keep": ["id"],
+        "chunk_rows": 300, "path": "", "threads": 1, "framework": framework, "model_file": file}
+batch_predict.run(plan)
+got = pd.concat([pd.read_csv(p) for p in sorted(out.rglob("part-*.csv"))])
+print(json.dumps({"rows": len(got), "ids": got["id"].tolist() == list(range(700)),
+                  "close": bool(np.allclose(got["prediction"].to_numpy(), np.asarray(expect).reshape(-1), atol=1e-5))}))
+"""
+
+
+@pytest.mark.skipif(not HAS_PYARROW, reason="needs the MLServer environment (make mlserver)")
+@pytest.mark.parametrize("kind", ["xgboost-regressor", "xgboost-classifier", "lightgbm", "onnx"])
+def test_batch_predicts_with_each_frameworks_own_model(tmp_path, kind):
+    """XGBoost (a regressor, a classifier's labels), LightGBM and ONNX versions are predicted as
+    their endpoints' runtimes load them, the same values as the framework's own ``predict``."""
+    env = {"PYTHONPATH": str(Path(batch_predict.__file__).resolve().parents[2])}
+    out = subprocess.run([MLSERVER_PY, "-c", FRAMEWORKS, kind, str(tmp_path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == {"rows": 700, "ids": True, "close": True}
