@@ -58,6 +58,9 @@ def trial_spec(
     forward: bool = False,
 ) -> Any:
     doc = dict(config["template"])
+    # least privilege: a trial reports with its job's own token and needs no hub token of its
+    # owner unless its template asks (``hub_token: true``: trial code that calls yt or the SDK)
+    doc.setdefault("hub_token", False)
     doc["env"] = {**(doc.get("env") or {}), **(env or {})}
     if forward and doc.get("command"):
         command = doc["command"]

@@ -250,7 +250,9 @@ def test_a_trial_in_another_vc_cannot_report_for_or_touch_someone_elses_trial(pr
     exp = wait_exp(proc, victim, lambda e: any(t.get("job_id") for t in e["trials"]))
     victim_job = exp["trials"][0]["job_id"]
     env = {"VICTIM_JOB": str(victim_job), "VICTIM_EXP": str(victim)}
-    r = proc.call("bob", "POST", "experiments", json=body("attacker", "nlp", ATTACKER.format(out=str(out)), env))
+    attack = body("attacker", "nlp", ATTACKER.format(out=str(out)), env)
+    attack["template"]["hub_token"] = True  # every token a trial can hold: its owner's too
+    r = proc.call("bob", "POST", "experiments", json=attack)
     assert r.status_code == 201, r.text
     attacker = r.json()["id"]
     deadline = time.monotonic() + 120
@@ -264,3 +266,45 @@ def test_a_trial_in_another_vc_cannot_report_for_or_touch_someone_elses_trial(pr
     go.write_text("")
     exp = wait_exp(proc, victim, lambda e: e["state"] == "done")
     assert exp["counts"] == {"complete": 1} and exp["trials"][0]["value"] == 0.5, exp["trials"]
+
+
+# writes which of its owner's credentials a trial holds
+CREDENTIALS = """
+import json, os, pathlib
+from yitong_lab import hpo
+hpo.get_params()
+names = ("JUPYTERHUB_API_TOKEN", "YT_TOKEN", "YITONG_JOB_TOKEN")
+pathlib.Path({out!r}).write_text(json.dumps(sorted(n for n in names if os.environ.get(n))))
+hpo.report_final(1.0)
+"""
+
+
+def test_trials_hold_no_hub_token_of_their_owner_unless_the_template_asks(proc, tmp_path):
+    """Least privilege: a trial reports with its job's own token; its owner's hub token (what lets
+    code act as them: yt, the SDK) comes only with ``hub_token: true`` in the template."""
+    seen = {}
+    for asks in (None, True):
+        out = tmp_path / f"seen-{asks}.json"
+        template = {
+            "environment": {"kernel": "python3"},
+            "command": [PY, "-c", CREDENTIALS.format(out=str(out))],
+            "cpu": 0.5,
+            "memory": "64Mi",
+            **({"hub_token": asks} if asks is not None else {}),
+        }
+        body = {
+            "name": "cred-asks" if asks else "cred",
+            "vc": "vision",
+            "space": {"x": {"_type": "uniform", "_value": [0, 1]}},
+            "tuner": {"name": "Random"},
+            "concurrency": 1,
+            "max_trials": 1,
+            "template": template,
+        }
+        r = proc.call("alice", "POST", "experiments", json=body)
+        assert r.status_code == 201, r.text
+        exp = wait_exp(proc, r.json()["id"], lambda e: e["state"] == "done")
+        assert exp["counts"] == {"complete": 1}, exp["trials"]
+        seen[asks] = __import__("json").loads(out.read_text())
+    assert seen[None] == ["YITONG_JOB_TOKEN"]
+    assert seen[True] == ["JUPYTERHUB_API_TOKEN", "YITONG_JOB_TOKEN", "YT_TOKEN"]
