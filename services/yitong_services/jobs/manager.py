@@ -59,6 +59,7 @@ class JobManager:
         self.data_dir, self.api_url, self.poll_interval = Path(data_dir).absolute(), api_url, poll_interval
         self.tokens = tokens  # None: jobs get no hub token of their own (a service without a hub)
         self._swept = 0.0
+        self._told: dict[int, tuple[str, list[str] | None]] = {}  # what the engine last said of each running job
         self._sweep: asyncio.Task | None = None
         self._sweep_again = False
         self._wake = asyncio.Event()
@@ -116,13 +117,12 @@ class JobManager:
             self._wake.clear()
 
     async def tick(self) -> None:
-        await to_thread.run_sync(queue.admit_pass, self.db, self.inventory)
-
-        def active() -> list[tuple[int, str, str | None]]:
+        def admit_then_active() -> list[tuple[int, str, str | None]]:  # one worker-thread hop for both
+            queue.admit_pass(self.db, self.inventory)
             with self.db.session() as s:
                 return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
 
-        rows = await to_thread.run_sync(active)
+        rows = await to_thread.run_sync(admit_then_active)
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
         running = {ref: job_id for job_id, _state, ref in rows if ref}
         ended = False
@@ -145,7 +145,10 @@ class JobManager:
                 for ref, r in polled.items()
                 if r.state == "running"
             }
-            await to_thread.run_sync(self._engine_news, seen)
+            news = {i: v for i, v in seen.items() if self._told.get(i) != v}  # what the engine said anew
+            self._told = seen
+            if news:
+                await to_thread.run_sync(self._engine_news, news)
         every = 60.0
         if self.tokens is not None and self.tokens.spares_waiting():  # spares are revoked once they are old
             every = max(self.tokens.spare_age, 1.0)
@@ -173,12 +176,15 @@ class JobManager:
             return
         self._swept = time.monotonic()
 
-        def running() -> set[tuple[int, int]]:
+        def active() -> set[tuple[int, int]]:
             with self.db.session() as s:
                 return {(i, a) for i, a in s.execute(select(Job.id, Job.attempts).where(Job.state.in_(states.ACTIVE)))}
 
+        async def running() -> set[tuple[int, int]]:
+            return await to_thread.run_sync(active)
+
         try:
-            await self.tokens.sweep(await to_thread.run_sync(running))
+            await self.tokens.sweep(running)
         except Exception:  # the next sweep tries again; the tokens expire on their own
             log.exception("revoking job tokens failed")
 

@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
@@ -194,14 +195,16 @@ class JobTokens:
                 log.warning("unreadable spare token record %s", path)
         return out
 
-    async def _sweep_spares(self) -> int:
+    async def _sweep_spares(self, records: dict[str, dict[str, str]]) -> int:
         """Revoke spares that waited too long, and recorded ones this process does not hold."""
         now = time.monotonic()
         for key, spares in self._spares.items():
             while spares and now - spares[0].minted >= self.spare_age:
                 self._stale.append((key[0], spares.pop(0).id))
+        if not records:
+            self._stale.clear()  # nothing recorded: nothing of theirs left to revoke
+            return 0
         held = {s.id for spares in self._spares.values() for s in spares} | self._recording
-        records = await to_thread.run_sync(self._spare_records)
         doomed = {token_id: r["user"] for token_id, r in records.items() if token_id not in held}
         doomed.update({token_id: user for user, token_id in self._stale if token_id in records})
         self._stale.clear()
@@ -229,11 +232,14 @@ class JobTokens:
         log.info("job %s attempt %s: token %s of %s revoked", job_id, attempt, record["id"], record["user"])
         return True
 
-    async def sweep(self, running: set[tuple[int, int]]) -> int:
-        """Revoke the token of every recorded attempt not in ``running`` ({(job id, attempt)})."""
-        records = await to_thread.run_sync(self._records)
+    async def sweep(self, running: Callable[[], Awaitable[set[tuple[int, int]]]]) -> int:
+        """Revoke the token of every recorded attempt not in ``running()`` ({(job id, attempt)},
+        asked only when some token is recorded)."""
+        records, spares = await to_thread.run_sync(lambda: (self._records(), self._spare_records()))
         done = 0
-        for key, record in records.items():
-            if key not in running:
-                done += await self._revoke(*key, record)
-        return done + await self._sweep_spares()
+        if records:
+            live = await running()
+            for key, record in records.items():
+                if key not in live:
+                    done += await self._revoke(*key, record)
+        return done + await self._sweep_spares(spares)
