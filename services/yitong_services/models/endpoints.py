@@ -341,20 +341,7 @@ def deploy(
         _reps, add, _shares, _drop = rollout.plan(reps, count, number, share)
         known = {number: (number, v.id, manifest, runtime, uri, profile_name)}
         todo = _versions(storage, s, person, e, add, known)
-    prepared = _Prepared()
-    try:
-        for version in todo:
-            prepared.make(storage, settings, person.name, name, version)
-        with storage.db.locked("~jobs") as s:
-            e = visible(s, person, name)
-            gone = _apply(s, person, e, count, number, share, prepared, inventory, backend)
-            s.flush()
-            out = endpoint_dict(s, e)
-    finally:
-        prepared.remove()
-    for root in gone:
-        shutil.rmtree(root, ignore_errors=True)
-    return out
+    return _carry_out(storage, settings, person, name, todo, count, number, share, inventory, backend)
 
 
 def scale(
@@ -370,13 +357,30 @@ def scale(
             raise Refusal(422, f"endpoint {name} has no replica to scale; deploy a version")
         _reps, add, _shares, _drop = rollout.plan(_without_ended(s, e)[0], count)
         todo = _versions(storage, s, person, e, add, {})
+    return _carry_out(storage, settings, person, name, todo, count, None, 100, inventory, backend)
+
+
+def _carry_out(
+    storage: Storage,
+    settings: Any,
+    person: Person,
+    name: str,
+    todo: list[Any],
+    count: int,
+    number: int | None,
+    share: int,
+    inventory: Resources,
+    backend: str,
+) -> dict[str, Any]:
+    """Make the new replicas' directories (no lock held), apply the plan under the jobs lock, then
+    remove what the plan let go: what deploy and scale share."""
     prepared = _Prepared()
     try:
         for version in todo:
             prepared.make(storage, settings, person.name, name, version)
         with storage.db.locked("~jobs") as s:
             e = visible(s, person, name)
-            gone = _apply(s, person, e, count, None, 100, prepared, inventory, backend)
+            gone = _apply(s, person, e, count, number, share, prepared, inventory, backend)
             s.flush()
             out = endpoint_dict(s, e)
     finally:
