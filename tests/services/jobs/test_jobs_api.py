@@ -300,3 +300,24 @@ async def test_a_string_command_finds_python_like_the_docs_say(svc):
     log = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs?rank=0")).text
     assert (job["state"], job["exit_code"]) == ("succeeded", 0), log
     assert log.strip().splitlines() == [f"hello from {sys.prefix}"]
+
+
+async def test_without_the_fork_server_each_wrapper_is_its_own_interpreter(service_factory, monkeypatch):
+    """The fallback of the local backend (jobs/runner_local.py, when its fork server cannot
+    start): the wrapper is a new interpreter, this process's child, and the job runs as usual."""
+    import os
+
+    from yitong_services.jobs import runner_local
+
+    monkeypatch.setattr(runner_local, "FORK_SERVER", False)
+    program = (
+        "import os; w = os.getppid(); print(open(f'/proc/{w}/stat').read().rsplit(')', 1)[1].split()[1],"
+        " '-S' in open(f'/proc/{w}/cmdline').read().split(chr(0)))"
+    )
+    async with service_factory(**FAST) as svc:
+        r = await submit(svc, "alice", py_job("nofork", "vision", program))
+        job = await wait_state(svc, "alice", r.json()["id"])
+        assert job["state"] == "succeeded", job
+        parent, interpreter = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.split()
+    # the wrapper's parent is this (in-process) service, and it is `python -I -S -c ...`
+    assert (int(parent), interpreter) == (os.getpid(), "True")
