@@ -94,7 +94,10 @@ class Driver:
             with self.db.session() as s:
                 return list(s.scalars(select(Experiment.id).where(Experiment.state == states.EXP_RUNNING)))
 
-        for exp_id in await to_thread.run_sync(running):
+        ids = await to_thread.run_sync(running)
+        for gone in set(self._ended) - set(ids):  # done or stopped: a resume reads its rows again
+            del self._ended[gone]
+        for exp_id in ids:
             cancel, created = await to_thread.run_sync(self.step, exp_id)
             for job_id in cancel:
                 await self.jobs.cancel(job_id)
