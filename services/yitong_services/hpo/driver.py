@@ -36,7 +36,7 @@ class Jobs(Protocol):
     """What the driver needs of the job manager."""
 
     backend: Any
-    on_end: list[Any]
+    on_end: list[Any]  # called with a job's id, in a worker thread, once its end is committed
 
     def workdir(self, job_id: int) -> Path: ...
 
@@ -59,6 +59,7 @@ class Driver:
         # only by going back to running (a retried job revives it), so a pass reads the running
         # ones and these from memory, checked against the table's counts (``_ended_rows``)
         self._ended: dict[int, dict[int, dict[str, Any]]] = {}
+        self._trial_jobs: dict[int, int] = {}  # job id -> experiment id, of the running trials seen
 
     def wake(self) -> None:
         self._wake.set()
@@ -70,7 +71,7 @@ class Driver:
 
     async def start(self) -> None:
         self._loop_ref = asyncio.get_running_loop()
-        self.jobs.on_end.append(self.wake_threadsafe)  # a trial's job ended: decide at once
+        self.jobs.on_end.append(self.job_ended)  # a trial's job ended: decide at once
         self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
@@ -96,13 +97,31 @@ class Driver:
 
         ids = await to_thread.run_sync(running)
         for gone in set(self._ended) - set(ids):  # done or stopped: a resume reads its rows again
-            del self._ended[gone]
+            self._ended.pop(gone, None)
         for exp_id in ids:
             cancel, created = await to_thread.run_sync(self.step, exp_id)
-            for job_id in cancel:
-                await self.jobs.cancel(job_id)
+            await self._cancel(cancel)
             if created:
                 self.jobs.wake()
+
+    async def _cancel(self, job_ids: list[int]) -> None:
+        for job_id in job_ids:
+            await self.jobs.cancel(job_id)
+
+    def job_ended(self, job_id: int) -> bool:
+        """The job manager's ``on_end`` (in its worker thread, the end committed): a trial's job
+        ended, so its experiment's pass runs now, and the trials it asks for are admitted by the
+        manager in the same tick. True: trials were created."""
+        exp_id = self._trial_jobs.pop(job_id, None)
+        if exp_id is None:
+            with self.db.session() as s:  # a trial not seen running by this process (or no trial)
+                exp_id = s.scalar(select(Trial.experiment_id).where(Trial.job_id == job_id))
+            if exp_id is None:
+                return False
+        cancel, created = self.step(exp_id)
+        if cancel:
+            asyncio.run_coroutine_threadsafe(self._cancel(cancel), self._loop_ref)
+        return created
 
     def fold_reports(self, exp: Experiment, trials: list[Trial]) -> None:
         """Fold what each running trial appended to its file channel into its row (in the pass's
@@ -152,6 +171,7 @@ class Driver:
                 )
             )
             ended_rows = self._ended_rows(s, exp_id, trials)
+            self._trial_jobs.update((t.job_id, exp_id) for t in trials if t.job_id is not None)
             self.fold_reports(exp, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
@@ -208,6 +228,8 @@ class Driver:
                     s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name
                 )
                 rows.append(records.trial_dict(trial))
+                if trial.job_id is not None:
+                    self._trial_jobs[trial.job_id] = exp_id
                 created = True
             if not active and not created and budget <= 0:
                 exp.state, exp.finished = states.EXP_DONE, now

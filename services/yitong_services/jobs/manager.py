@@ -60,12 +60,15 @@ class JobManager:
         self.tokens = tokens  # None: jobs get no hub token of their own (a service without a hub)
         self._swept = 0.0
         self._told: dict[int, tuple[str, list[str] | None]] = {}  # what the engine last said of each running job
+        self._fresh: dict[int, tuple[str, list[str] | None]] = {}  # the same, of attempts started since the last poll
         self._sweep: asyncio.Task | None = None
         self._sweep_again = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         backend.on_exit = lambda _ref: self.wake()  # an attempt ended: poll now, not at the next tick
-        self.on_end: list[Callable[[], None]] = []  # called (in a worker thread) when an attempt ends
+        # called with the job's id (in a worker thread, after the end is committed) when an attempt
+        # ends; True: it queued jobs (the manager admits them)
+        self.on_end: list[Callable[[int], bool]] = []
 
     def workdir(self, job_id: int) -> Path:
         return self.data_dir / "jobs" / str(job_id)
@@ -116,16 +119,20 @@ class JobManager:
                 await asyncio.wait_for(self._wake.wait(), self.poll_interval)
             self._wake.clear()
 
-    async def tick(self) -> None:
-        def admit_then_active() -> list[tuple[int, str, str | None]]:  # one worker-thread hop for both
-            queue.admit_pass(self.db, self.inventory)
-            with self.db.session() as s:
-                return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
+    def _admit_then_active(self) -> list[tuple[int, str, str | None]]:
+        queue.admit_pass(self.db, self.inventory)
+        with self.db.session() as s:
+            return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
 
-        rows = await to_thread.run_sync(admit_then_active)
+    def _finish_then_admit(self, ended: dict[int, Polled]) -> list[tuple[int, str, str | None]]:
+        """Record the ends, let what they set off run (``on_end``: an experiment's next trial),
+        then admit: one worker-thread hop, so the jobs that follow start in the same tick."""
+        for job_id, result in ended.items():
+            self.finish(job_id, result, admit_follows=True)
+        return self._admit_then_active()
+
+    async def _launch_admitted(self, rows: list[tuple[int, str, str | None]]) -> bool:
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
-        running = {ref: job_id for job_id, _state, ref in rows if ref}
-        ended = False
         if to_launch:
             gate = asyncio.Semaphore(self.launch_concurrency)
 
@@ -134,25 +141,34 @@ class JobManager:
                     await self.launch(job_id)
 
             await asyncio.gather(*(gated(j) for j in to_launch))
+        return bool(to_launch)
+
+    async def tick(self) -> None:
+        rows = await to_thread.run_sync(self._admit_then_active)  # one worker-thread hop for both
+        launched = await self._launch_admitted(rows)
+        running = {ref: job_id for job_id, _state, ref in rows if ref}
+        ended = False
         if running:
             polled = await self.backend.poll_many(list(running))
-            for ref, result in polled.items():
-                if result.state != "running":
-                    await to_thread.run_sync(self.finish, running[ref], result)
-                    ended = True
+            ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
+            if ends:
+                ended = True
+                launched |= await self._launch_admitted(await to_thread.run_sync(self._finish_then_admit, ends))
             seen = {
                 running[ref]: (r.reason, r.info.get("hosts") or None)
                 for ref, r in polled.items()
                 if r.state == "running"
             }
-            news = {i: v for i, v in seen.items() if self._told.get(i) != v}  # what the engine said anew
+            news = {  # what the engine said anew (of an attempt started since the last poll: anew since its start)
+                i: v for i, v in seen.items() if (self._told[i] if i in self._told else self._fresh.pop(i, None)) != v
+            }
             self._told = seen
             if news:
                 await to_thread.run_sync(self._engine_news, news)
         every = 60.0
         if self.tokens is not None and self.tokens.spares_waiting():  # spares are revoked once they are old
             every = max(self.tokens.spare_age, 1.0)
-        if ended or to_launch or time.monotonic() - self._swept > every:
+        if ended or launched or time.monotonic() - self._swept > every:
             self.sweep_soon()
 
     def sweep_soon(self) -> None:
@@ -249,7 +265,7 @@ class JobManager:
             facts = _facts(s.get(Job, job_id))
         self._started(job_id, ref, facts)
 
-    def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> bool:
+    def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> tuple[bool, str]:
         described = self.backend.describe(ref)
         with self.db.locked("~jobs") as s:
             job = s.get(Job, job_id)
@@ -273,7 +289,7 @@ class JobManager:
                 backend=self.backend.name,
                 started=job.started.isoformat(),
             )
-            return job.cancel_requested
+            return job.cancel_requested, job.reason
 
     async def launch(self, job_id: int) -> None:
         try:
@@ -293,17 +309,35 @@ class JobManager:
             log.exception("job %s could not be started", job_id)
             await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))
             return
-        if await to_thread.run_sync(self._started, job_id, ref, facts):
+        cancelled, reason = await to_thread.run_sync(self._started, job_id, ref, facts)
+        self._fresh[job_id] = (reason, None)  # the engine saying nothing of it is no news
+        if cancelled:
             await self.backend.cancel(ref)  # cancelled while it was being started
 
     # ---- end ----
 
-    def finish(self, job_id: int, polled: Polled) -> str:
-        """Record the end of an attempt, release its allocation, retry if the spec says so."""
+    def finish(self, job_id: int, polled: Polled, admit_follows: bool = False) -> str:
+        """Record the end of an attempt, release its allocation, retry if the spec says so; then
+        tell ``on_end``. ``admit_follows``: the caller runs an admission pass next (the tick)."""
+        state = self._finish(job_id, polled)
+        if state == "unchanged":
+            return state
+        self._fresh.pop(job_id, None)
+        queued = False
+        for listener in self.on_end:
+            try:
+                queued |= bool(listener(job_id))
+            except Exception:  # the end is recorded; a listener's pass runs again on its own
+                log.exception("a listener of job %s's end failed", job_id)
+        if not admit_follows:
+            self.wake_threadsafe()  # its allocation is free (and a retry or a next trial may be queued)
+        return state
+
+    def _finish(self, job_id: int, polled: Polled) -> str:
         with self.db.locked("~jobs") as s:
             job = s.get(Job, job_id)
             if job is None or job.state not in states.ACTIVE:
-                return job.state if job else "gone"
+                return "unchanged"
             if polled.state == "vanished":
                 new, reason = (
                     (states.CANCELLED, "cancelled") if job.cancel_requested else (states.FAILED, polled.reason)
@@ -337,9 +371,6 @@ class JobManager:
             else:
                 s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
             log.info("job %s: %s (%s)", job.id, job.state, job.reason)
-            self.wake_threadsafe()
-            for listener in self.on_end:
-                listener()
             return job.state
 
     def wake_threadsafe(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 
 import pytest
 from jobs_helpers import PY, wait_state
@@ -91,6 +92,26 @@ async def test_small_experiment_finishes_with_best(svc):
     brief = (await svc.call("alice", "GET", f"experiments/{exp['id']}?trials=false")).json()
     assert brief == {k: v for k, v in exp.items() if k not in ("trials", "best_so_far")}
     assert [e for e in listed.json() if e["id"] == exp["id"]] == [brief]
+
+
+async def test_a_trials_end_starts_the_next_trial_without_waiting_for_a_poll(service_factory):
+    """The job manager records a trial's end, the experiment's pass runs in the same hop (the
+    manager's ``on_end``) and the next trial is admitted and started in the same tick: with a
+    30 s poll interval, four trials one after another still finish in seconds."""
+    async with service_factory(jobs={"poll_interval": 30}) as svc:
+        body = experiment("chain", "from yitong_lab import hpo; hpo.get_params(); hpo.report_final(1.0)")
+        body.update(concurrency=1, max_trials=4)
+        start = time.monotonic()
+        r = await svc.call("alice", "POST", "experiments", json=body)
+        assert r.status_code == 201, r.text
+        exp = await wait_exp(svc, "alice", r.json()["id"], timeout=25)
+        assert exp["counts"] == {"complete": 4}, exp
+        assert time.monotonic() - start < 25
+        jobs = [(await svc.call("alice", "GET", f"jobs/{t['job_id']}")).json() for t in exp["trials"]]
+        assert all(j["state"] == "succeeded" for j in jobs)
+        for before, after in zip(jobs, jobs[1:]):  # each next job started right at the end of the one before
+            gap = datetime.fromisoformat(after["started"]) - datetime.fromisoformat(before["finished"])
+            assert gap.total_seconds() < 5, (before, after)
 
 
 async def test_tpe_and_medianstop_prunes_a_bad_trial(svc):
