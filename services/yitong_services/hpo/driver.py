@@ -174,7 +174,11 @@ class Driver:
             self._trial_jobs.update((t.job_id, exp_id) for t in trials if t.job_id is not None)
             self.fold_reports(exp, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
-            jobs = {j.id: j for j in s.scalars(select(Job).where(Job.id.in_(job_ids)))} if job_ids else {}
+            jobs = (
+                {j.id: j for j in s.execute(select(Job.id, Job.state, Job.reason).where(Job.id.in_(job_ids)))}
+                if job_ids
+                else {}
+            )
             now = utcnow()
             for t in trials:  # trials whose jobs ended
                 job = jobs.get(t.job_id) if t.job_id else None
@@ -224,8 +228,8 @@ class Driver:
             room = min(budget, exp.config["concurrency"] - len(active))
             for _ in range(max(room, 0)):
                 params, internal = engine.ask(exp.config, rows, key=exp.id)
-                trial = records.new_trial(
-                    s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name
+                trial = records.new_trial(  # rows holds every trial of the experiment: the next number
+                    s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
                 )
                 rows.append(records.trial_dict(trial))
                 if trial.job_id is not None:

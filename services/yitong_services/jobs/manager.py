@@ -65,7 +65,9 @@ class JobManager:
         self._sweep_again = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
-        backend.on_exit = lambda _ref: self.wake()  # an attempt ended: poll now, not at the next tick
+        self._admit_asked = True  # a wake that may have queued work (an exit alone queues none)
+        self._admitted_at = 0.0  # when the last admission pass ran (monotonic)
+        backend.on_exit = lambda _ref: self._wake.set()  # an attempt ended: poll now, not at the next tick
         # called with the job's id (in a worker thread, after the end is committed) when an attempt
         # ends; True: it queued jobs (the manager admits them)
         self.on_end: list[Callable[[int], bool]] = []
@@ -74,6 +76,8 @@ class JobManager:
         return self.data_dir / "jobs" / str(job_id)
 
     def wake(self) -> None:
+        """Run a tick now: something was queued, cancelled or freed."""
+        self._admit_asked = True
         self._wake.set()
 
     @property
@@ -119,8 +123,10 @@ class JobManager:
                 await asyncio.wait_for(self._wake.wait(), self.poll_interval)
             self._wake.clear()
 
-    def _admit_then_active(self) -> list[tuple[int, str, str | None]]:
-        queue.admit_pass(self.db, self.inventory)
+    def _admit_then_active(self, admit: bool = True) -> list[tuple[int, str, str | None]]:
+        if admit:
+            self._admitted_at = time.monotonic()
+            queue.admit_pass(self.db, self.inventory)
         with self.db.session() as s:
             return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
 
@@ -144,7 +150,11 @@ class JobManager:
         return bool(to_launch)
 
     async def tick(self) -> None:
-        rows = await to_thread.run_sync(self._admit_then_active)  # one worker-thread hop for both
+        # woken only by attempts' ends: nothing new is queued (the admission after the ends runs
+        # below); else, or once a poll interval, admit first
+        admit = self._admit_asked or time.monotonic() - self._admitted_at >= self.poll_interval
+        self._admit_asked = False
+        rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
         launched = await self._launch_admitted(rows)
         running = {ref: job_id for job_id, _state, ref in rows if ref}
         ended = False
@@ -376,7 +386,7 @@ class JobManager:
     def wake_threadsafe(self) -> None:
         loop = getattr(self, "_loop_ref", None)
         if loop is not None:
-            loop.call_soon_threadsafe(self._wake.set)
+            loop.call_soon_threadsafe(self.wake)
 
     async def cancel(self, job_id: int) -> None:
         def mark() -> str | None:

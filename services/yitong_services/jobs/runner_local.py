@@ -88,6 +88,20 @@ def read_pid(path: Path) -> tuple[int, int] | None:
         return None
 
 
+def _look(ref: str) -> Polled:
+    """An attempt's state from its exit record and its process (blocking: a few small reads)."""
+    pid, started, here = parse_ref(ref)
+    done = read_exit(here)
+    if done is None and pid and procs.alive(pid, started):
+        return Polled("running")
+    if done is None:
+        done = read_exit(here)  # it may have ended between the two looks
+    if done is not None:
+        rc = done.get("exit_code")
+        return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"))
+    return Polled("vanished", None, f"process {pid} vanished without an exit record")
+
+
 class LocalBackend(Backend):
     name = "local"
     grace = 10.0  # seconds between SIGTERM and SIGKILL on cancel
@@ -181,7 +195,7 @@ class LocalBackend(Backend):
             ended = self._watch(pid, proc, then)
             if proc is not None and launch.late_env is not None:
                 await self._hand_over(proc, launch.late_env, ended)
-            started = await to_thread.run_sync(procs.start_time, pid)
+            started = procs.start_time(pid)  # one small /proc read: cheaper than a worker thread
         except BaseException:
             if proc is not None and proc.stdin is not None:
                 proc.stdin.close()
@@ -297,22 +311,11 @@ class LocalBackend(Backend):
         return await to_thread.run_sync(find)
 
     async def poll(self, ref: str) -> Polled:
-        pid, started, here = parse_ref(ref)
+        return await to_thread.run_sync(_look, ref)
 
-        def look() -> Polled:
-            done = read_exit(here)
-            if done is not None:
-                rc = done.get("exit_code")
-                return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"))
-            if pid and procs.alive(pid, started):
-                return Polled("running")
-            done = read_exit(here)  # it may have ended between the two looks
-            if done is not None:
-                rc = done.get("exit_code")
-                return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"))
-            return Polled("vanished", None, f"process {pid} vanished without an exit record")
-
-        return await to_thread.run_sync(look)
+    async def poll_many(self, refs: list[str]) -> dict[str, Polled]:
+        """Every attempt's files in one worker-thread hop (a few small reads each)."""
+        return await to_thread.run_sync(lambda: {ref: _look(ref) for ref in refs})
 
     async def cancel(self, ref: str) -> None:
         pid, started, _here = parse_ref(ref)
