@@ -51,8 +51,11 @@ def _undumpable() -> None:
 
 def _child(request: dict, conn_fd: int) -> None:
     """In the forked child: become the attempt's wrapper; never returns."""
+    import gc
+
     from . import wrapper
 
+    gc.disable()  # the wrapper makes no garbage worth a collection that would copy shared pages
     code = 1
     try:
         os.close(conn_fd)
@@ -80,8 +83,13 @@ def _child(request: dict, conn_fd: int) -> None:
 
 def serve() -> int:
     """Serve requests on stdin (a socket) until the service closes it."""
+    import gc
+
     from . import wrapper  # noqa: F401 -- imported once here, so a child starts warm
 
+    # what is loaded now stays out of the collector's reach: a child's collections would write to
+    # (and so copy) every page of it; a child is short-lived and collects nothing (see _child)
+    gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the wrappers
     conn_fd = sys.stdin.fileno()
     reader = os.fdopen(os.dup(conn_fd), "rb", buffering=1 << 16)
