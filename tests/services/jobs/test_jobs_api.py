@@ -321,3 +321,46 @@ async def test_without_the_fork_server_each_wrapper_is_its_own_interpreter(servi
         parent, interpreter = (await svc.call("alice", "GET", f"jobs/{job['id']}/logs")).text.split()
     # the wrapper's parent is this (in-process) service, and it is `python -I -S -c ...`
     assert (int(parent), interpreter) == (os.getpid(), "True")
+
+
+async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_nothing(service_factory):
+    """``JobManager.on_end`` is called with the job's id once the end is committed (a fresh
+    session reads the final state); a listener that raises is logged, the end stays recorded, and
+    a job a listener queues is admitted and started in the same tick (no poll: the interval is 30 s)."""
+    from sqlalchemy import select
+
+    from yitong_services.jobs.models import Job
+
+    async with service_factory(jobs={"poll_interval": 30}) as svc:
+        mgr = svc.app.state.jobs
+        seen: list[tuple[int, str]] = []
+        follow: dict[str, int] = {}
+
+        def read(job_id: int) -> bool:
+            with mgr.db.session() as s:
+                seen.append((job_id, s.scalar(select(Job.state).where(Job.id == job_id))))
+            return False
+
+        def broken(job_id: int) -> bool:
+            raise RuntimeError("a listener's own bug")
+
+        def queue_next(job_id: int) -> bool:  # what the HPO driver does: queue the next job
+            if follow:
+                return False
+            from yitong_services.core.authz import Person
+            from yitong_services.jobs import records
+            from yitong_services.jobs.spec import spec_from_dict
+
+            with mgr.db.locked("~jobs") as s:
+                person = Person(name="alice", groups=("vision", "everyone"))
+                spec = spec_from_dict(py_job("next", "vision", "pass"))
+                follow["id"] = records.create(s, person, spec, {}, svc.ctx.inventory, mgr.backend.name).id
+            return True
+
+        mgr.on_end.extend([read, broken, queue_next])
+        job = (await submit(svc, "alice", py_job("first", "vision", "pass"))).json()
+        done = await wait_state(svc, "alice", job["id"], timeout=20)
+        assert done["state"] == "succeeded"
+        assert (job["id"], "succeeded") in seen
+        nxt = await wait_state(svc, "alice", follow["id"], timeout=20)  # started by the same tick, not a poll
+        assert nxt["state"] == "succeeded"
