@@ -1,8 +1,12 @@
 """The job manager: one task per service that admits, launches and watches jobs.
 
-Every ``jobs.poll_interval`` seconds (or at once when woken by a submit, cancel or retry): an
-admission pass (``queue.admit_pass``), a launch of each admitted job, a poll of each running
-job. Database work runs in worker threads; the backend's methods are async.
+A tick, every ``jobs.poll_interval`` seconds or at once when woken (a submit, cancel or retry;
+an attempt's end on the local backend): an admission pass (``queue.admit_pass``; skipped when
+only attempts' ends woke it, but run at least once a poll interval), a launch of each admitted
+job, a poll of the running ones. The ends it finds are recorded, ``on_end`` listeners run with
+each job's id (the HPO driver queues an experiment's next trial there), and a second admission
+pass and launch follow in the same tick. Database work runs in worker threads; the backend's
+methods are async.
 """
 
 from __future__ import annotations
@@ -378,7 +382,7 @@ class JobManager:
                 job.state = states.check_move(job.state, states.QUEUED)
                 job.reason = f"retrying ({reason}); attempt {job.attempts + 1} of {retries + 1}"
                 job.backend_ref = None
-            else:
+            elif job.inputs:  # its input versions are pinned until it ends (records.pin_inputs)
                 s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
             log.info("job %s: %s (%s)", job.id, job.state, job.reason)
             return job.state
