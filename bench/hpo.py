@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import secrets
 import statistics
 import subprocess
@@ -61,8 +62,6 @@ def busy_seconds() -> float | None:
             fields = [int(x) for x in f.readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    import os
-
     return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
@@ -129,8 +128,6 @@ def optuna_run(trials: int, concurrency: int) -> float:
     def objective(trial: optuna.Trial) -> float:
         x = trial.suggest_float("x", 0, 1)
         env = {"YT_HPO_PARAMS": json.dumps({"x": x})}
-        import os
-
         subprocess.run([PY, "-c", NOOP], check=True, env={**os.environ, **env}, capture_output=True)
         return 0.0
 

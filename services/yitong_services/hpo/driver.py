@@ -59,7 +59,6 @@ class Driver:
         # only by going back to running (a retried job revives it), so a pass reads the running
         # ones and these from memory, checked against the table's counts (``_ended_rows``)
         self._ended: dict[int, dict[int, dict[str, Any]]] = {}
-        self._trial_jobs: dict[int, int] = {}  # job id -> experiment id, of the running trials seen
 
     def wake(self) -> None:
         self._wake.set()
@@ -108,20 +107,17 @@ class Driver:
         for job_id in job_ids:
             await self.jobs.cancel(job_id)
 
-    def job_ended(self, job_id: int) -> bool:
-        """The job manager's ``on_end`` (in its worker thread, the end committed): a trial's job
-        ended, so its experiment's pass runs now, and the trials it asks for are admitted by the
-        manager in the same tick. True: trials were created."""
-        exp_id = self._trial_jobs.pop(job_id, None)
+    def job_ended(self, job_id: int) -> None:
+        """The job manager's ``on_end`` (in its worker thread, the end committed): when the job is
+        a trial's, its experiment's pass runs now, and the manager admits the trials it asks for
+        in the same tick."""
+        with self.db.session() as s:
+            exp_id = s.scalar(select(Trial.experiment_id).where(Trial.job_id == job_id))
         if exp_id is None:
-            with self.db.session() as s:  # a trial not seen running by this process (or no trial)
-                exp_id = s.scalar(select(Trial.experiment_id).where(Trial.job_id == job_id))
-            if exp_id is None:
-                return False
-        cancel, created = self.step(exp_id)
+            return
+        cancel, _created = self.step(exp_id)
         if cancel:
             asyncio.run_coroutine_threadsafe(self._cancel(cancel), self._loop_ref)
-        return created
 
     def fold_reports(self, exp: Experiment, trials: list[Trial]) -> None:
         """Fold what each running trial appended to its file channel into its row (in the pass's
@@ -171,7 +167,6 @@ class Driver:
                 )
             )
             ended_rows = self._ended_rows(s, exp_id, trials)
-            self._trial_jobs.update((t.job_id, exp_id) for t in trials if t.job_id is not None)
             self.fold_reports(exp, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = (
@@ -232,8 +227,6 @@ class Driver:
                     s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
                 )
                 rows.append(records.trial_dict(trial))
-                if trial.job_id is not None:
-                    self._trial_jobs[trial.job_id] = exp_id
                 created = True
             if not active and not created and budget <= 0:
                 exp.state, exp.finished = states.EXP_DONE, now

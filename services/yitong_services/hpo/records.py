@@ -112,13 +112,11 @@ def new_trial(
     workdir: Any,
     inventory: Resources,
     backend: str,
-    number: int | None = None,
+    number: int,
 ) -> Trial:
-    """Insert the trial and its job (``workdir(job_id)`` is the job's directory), and write its
-    parameter file before the transaction commits, so the job never starts without it.
-    ``number``: the experiment's trial count, when the caller holds every row already."""
-    if number is None:
-        number = session.scalar(select(func.count(Trial.id)).where(Trial.experiment_id == exp.id)) or 0
+    """Insert trial ``number`` (the experiment's count of trials so far) and its job
+    (``workdir(job_id)`` is the job's directory), and write its parameter file before the
+    transaction commits, so the job never starts without it."""
     trial = Trial(
         experiment_id=exp.id,
         number=number,

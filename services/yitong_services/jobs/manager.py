@@ -73,8 +73,8 @@ class JobManager:
         self._admitted_at = 0.0  # when the last admission pass ran (monotonic)
         backend.on_exit = lambda _ref: self._wake.set()  # an attempt ended: poll now, not at the next tick
         # called with the job's id (in a worker thread, after the end is committed) when an attempt
-        # ends; True: it queued jobs (the manager admits them)
-        self.on_end: list[Callable[[int], bool]] = []
+        # ends; what they queue is admitted next (in the tick, or on the wake that follows)
+        self.on_end: list[Callable[[int], None]] = []
 
     def workdir(self, job_id: int) -> Path:
         return self.data_dir / "jobs" / str(job_id)
@@ -337,10 +337,9 @@ class JobManager:
         if state == "unchanged":
             return state
         self._fresh.pop(job_id, None)
-        queued = False
         for listener in self.on_end:
             try:
-                queued |= bool(listener(job_id))
+                listener(job_id)
             except Exception:  # the end is recorded; a listener's pass runs again on its own
                 log.exception("a listener of job %s's end failed", job_id)
         if not admit_follows:

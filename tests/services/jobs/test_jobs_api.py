@@ -336,17 +336,16 @@ async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_no
         seen: list[tuple[int, str]] = []
         follow: dict[str, int] = {}
 
-        def read(job_id: int) -> bool:
+        def read(job_id: int) -> None:
             with mgr.db.session() as s:
                 seen.append((job_id, s.scalar(select(Job.state).where(Job.id == job_id))))
-            return False
 
-        def broken(job_id: int) -> bool:
+        def broken(job_id: int) -> None:
             raise RuntimeError("a listener's own bug")
 
-        def queue_next(job_id: int) -> bool:  # what the HPO driver does: queue the next job
+        def queue_next(job_id: int) -> None:  # what the HPO driver does: queue the next job
             if follow:
-                return False
+                return
             from yitong_services.core.authz import Person
             from yitong_services.jobs import records
             from yitong_services.jobs.spec import spec_from_dict
@@ -355,7 +354,6 @@ async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_no
                 person = Person(name="alice", groups=("vision", "everyone"))
                 spec = spec_from_dict(py_job("next", "vision", "pass"))
                 follow["id"] = records.create(s, person, spec, {}, svc.ctx.inventory, mgr.backend.name).id
-            return True
 
         mgr.on_end.extend([read, broken, queue_next])
         job = (await submit(svc, "alice", py_job("first", "vision", "pass"))).json()
