@@ -167,13 +167,13 @@ class Driver:
                 )
             )
             ended_rows = self._ended_rows(s, exp_id, trials)
-            self.fold_reports(exp, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
             jobs = (
                 {j.id: j for j in s.execute(select(Job.id, Job.state, Job.reason).where(Job.id.in_(job_ids)))}
                 if job_ids
                 else {}
             )
+            self.fold_reports(exp, trials)  # after the reads: its changes and the ends go in one UPDATE
             now = utcnow()
             for t in trials:  # trials whose jobs ended
                 job = jobs.get(t.job_id) if t.job_id else None

@@ -34,19 +34,33 @@ import os
 import signal
 import sys
 
+TYPE_CHECKING = False  # typing is not imported: this process, and so each child, stays small
+if TYPE_CHECKING:
+    from typing import Any
+
 BOOT = (
     "import sys; sys.path.append(sys.argv.pop(1)); from yitong_services.jobs.launcher import serve; sys.exit(serve())"
 )
 PR_SET_DUMPABLE = 4
 
 
-def _undumpable() -> None:
+def _prctl() -> Any:
+    """libc's ``prctl``, or None where it cannot be had. Looked up once, in the server: importing
+    ctypes in each forked child cost it about 4 ms of CPU, as much as the rest of its start."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+_PRCTL: Any = None  # set by serve()
+
+
+def _undumpable() -> None:
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def _child(request: dict, conn_fd: int) -> None:
@@ -86,6 +100,9 @@ def serve() -> int:
     import gc
 
     from . import wrapper  # noqa: F401 -- imported once here, so a child starts warm
+
+    global _PRCTL
+    _PRCTL = _prctl()
 
     # what is loaded now stays out of the collector's reach: a child's collections would write to
     # (and so copy) every page of it; a child is short-lived and collects nothing (see _child)

@@ -139,7 +139,10 @@ class JobManager:
         then admit: one worker-thread hop, so the jobs that follow start in the same tick."""
         for job_id, result in ended.items():
             self.finish(job_id, result, admit_follows=True)
-        return self._admit_then_active()
+        self._admitted_at = time.monotonic()
+        # only what this pass admitted is launched here: anything admitted before it was launched
+        # by the tick's first pass (a launch that fails ends its job), so no query of the active jobs
+        return [(job_id, states.ADMITTED, None) for job_id in queue.admit_pass(self.db, self.inventory)]
 
     async def _launch_admitted(self, rows: list[tuple[int, str, str | None]]) -> bool:
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]

@@ -117,3 +117,20 @@ def test_artifacts_skip_links_planted_in_the_outputs(tmp_path):
     linked = tmp_path / "linked-outputs"
     linked.symlink_to(outputs)
     assert artifacts(linked) == []
+
+
+def test_the_fork_servers_children_say_they_are_not_dumpable():
+    """jobs/launcher.py looks ``prctl`` up once, in the server, and each wrapper it forks calls it:
+    PR_SET_DUMPABLE 0, so a job of the same account cannot ptrace it or read its memory (where
+    earlier requests' tokens may linger). Run in a fresh interpreter, as the server would."""
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes; from yitong_services.jobs import launcher; "
+        "assert launcher._PRCTL is None; launcher._PRCTL = launcher._prctl(); "
+        "before = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0); launcher._undumpable(); "  # 3: PR_GET_DUMPABLE
+        "print(before, ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1", "0"]
