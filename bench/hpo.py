@@ -65,7 +65,8 @@ def busy_seconds() -> float | None:
             fields = [int(x) for x in f.readline().split()[1:]]
     except (OSError, ValueError):
         return None
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+    # user, nice, system, irq, softirq: not idle, iowait, or steal (a busy host's other guests)
+    return (sum(fields[:7]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 CPU: dict[str, float] = {}  # "platform" / "peer" -> machine CPU seconds over the last run
