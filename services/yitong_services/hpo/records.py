@@ -117,9 +117,12 @@ def new_trial(
     """Insert trial ``number`` (the experiment's count of trials so far) and its job
     (``workdir(job_id)`` is the job's directory), and write its parameter file before the
     transaction commits, so the job never starts without it."""
+    spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
+    job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
     trial = Trial(
         experiment_id=exp.id,
         number=number,
+        job_id=job.id,
         params=params,
         internal=internal,
         state=states.RUNNING,
@@ -128,9 +131,7 @@ def new_trial(
         offset=0,
     )
     session.add(trial)
-    session.flush()
-    spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
-    job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
+    session.flush()  # its id goes in the job's environment
     # the job's own directory: handed to the job's account at launch in multi-user mode, so the
     # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
     sys_dir = Path(workdir(job.id))
@@ -138,7 +139,6 @@ def new_trial(
     if not forwarded(exp.config, backend):  # the driver reads the trial's directory at its end
         env["YT_HPO_FINAL"] = "file"
     job.spec = {**job.spec, "env": {**job.spec.get("env", {}), **env}}
-    trial.job_id = job.id
     channel.write_parameters(sys_dir, number, params)
     return trial
 

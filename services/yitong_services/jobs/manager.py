@@ -250,11 +250,12 @@ class JobManager:
     def _prepare(self, job_id: int) -> tuple[Launch, dict[str, Any]]:
         token = secrets.token_urlsafe(32)
         with self.db.locked("~jobs") as s:
-            job = s.get(Job, job_id)
+            job, vc_quota = s.execute(  # the job and its VC's quota in one statement
+                select(Job, VC.quota).outerjoin(VC, VC.name == Job.vc).where(Job.id == job_id)
+            ).one()
             job.token_hash = token_hash(token)
             spec = spec_from_dict(job.spec)
             facts = _facts(job)
-            vc_quota = s.scalar(select(VC.quota).where(VC.name == job.vc))
         paths = {i["mount"]: str(materialize(self.storage, i["manifest"])) for i in facts["inputs"]}
         for i in facts["inputs"]:
             i["path"] = paths[i["mount"]]
