@@ -171,7 +171,11 @@ async def test_node_agent_reports_through_the_route(service):
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(service.app, host="127.0.0.1", port=port, log_level="warning"))
+    # lifespan off: the fixture already started the app; a second startup would start a second job
+    # manager that the fixture never stops, left running on a database the next test shares
+    server = uvicorn.Server(
+        uvicorn.Config(service.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    )
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.05)
