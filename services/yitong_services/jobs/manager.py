@@ -127,10 +127,14 @@ class JobManager:
                 await asyncio.wait_for(self._wake.wait(), self.poll_interval)
             self._wake.clear()
 
+    def _admit(self) -> list[int]:
+        """An admission pass (the ids it admitted), timed for the tick's once-a-poll-interval rule."""
+        self._admitted_at = time.monotonic()
+        return queue.admit_pass(self.db, self.inventory)
+
     def _admit_then_active(self, admit: bool = True) -> list[tuple[int, str, str | None]]:
         if admit:
-            self._admitted_at = time.monotonic()
-            queue.admit_pass(self.db, self.inventory)
+            self._admit()
         with self.db.session() as s:
             return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
 
@@ -139,10 +143,9 @@ class JobManager:
         then admit: one worker-thread hop, so the jobs that follow start in the same tick."""
         for job_id, result in ended.items():
             self.finish(job_id, result, admit_follows=True)
-        self._admitted_at = time.monotonic()
         # only what this pass admitted is launched here: anything admitted before it was launched
         # by the tick's first pass (a launch that fails ends its job), so no query of the active jobs
-        return [(job_id, states.ADMITTED, None) for job_id in queue.admit_pass(self.db, self.inventory)]
+        return [(job_id, states.ADMITTED, None) for job_id in self._admit()]
 
     async def _launch_admitted(self, rows: list[tuple[int, str, str | None]]) -> bool:
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
