@@ -13,7 +13,7 @@ import time
 
 import pytest
 from jobs_helpers import PY
-from lab_browser import deep_link, log_in, screenshot, view
+from lab_browser import deep_link, launcher_card, log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -76,13 +76,11 @@ def test_experiments_view(stack, admin_token, page):
         polls: list[str] = []
         page.on("request", lambda req: polls.append(req.url) if "/yitong/api/experiments/" in req.url else None)
 
-        # the launcher's card opens the list; its row opens the experiment, still running
-        page.goto(lab)
+        # the launcher's card opens the list; its row opens the experiment, still running. A fresh
+        # layout first: an earlier test may have left alice's workspace with tabs that poll
+        page.goto(f"{lab}?reset")
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
-        page.keyboard.press("Control+Shift+L")
-        card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text="Experiments").last
-        card.wait_for(timeout=60_000)
-        card.click()
+        launcher_card(page, "Experiments").click()
         row = view(page, "experiments").locator(f'.yt-exp-row[data-experiment="{exp_id}"]')
         expect(row).to_be_visible(timeout=30_000)
         row.click()

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from jobs_helpers import TERMINAL
-from lab_browser import deep_link, log_in, screenshot, view
+from lab_browser import deep_link, launcher_card, log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -55,10 +55,7 @@ def test_lab_views(stack, admin_token, page):
             tab.click()  # open, the sidebar stays open across reloads (the workspace)
         page.locator('#yitong-panel .yt-vc[data-vc="vision"]').wait_for(timeout=60_000)
         for label, name in (("Jobs", "jobs"), ("Datasets", "datasets")):
-            page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create)
-            card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text=label).last
-            card.wait_for(timeout=60_000)
-            card.click()
+            launcher_card(page, label).click()
             expect(view(page, name)).to_be_visible(timeout=30_000)
         screenshot(page, "lab-datasets.png")
 
@@ -212,8 +209,7 @@ def test_a_terminal_has_yt_acting_as_the_person(stack, admin_token, page):
         lab = log_in(stack, page, USER)
         page.goto(f"{lab}?reset")  # a fresh layout: the last test left tabs whose updates re-render the launcher
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
-        page.keyboard.press("Control+Shift+L")  # a new launcher (launcher:create), its Terminal card
-        page.locator(".jp-LauncherCard", has_text="Terminal").last.click()
+        launcher_card(page, "Terminal", category="Other").click()
         terminal = page.locator(".jp-Terminal")
         expect(terminal).to_be_visible(timeout=120_000)
         page.wait_for_timeout(1000)  # the shell's prompt

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from lab_browser import log_in, screenshot, view
+from lab_browser import launcher_card, log_in, screenshot, view
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -126,10 +126,7 @@ def test_models_view(stack, admin_token, alice_token, page, tmp_path):
         # earlier browser test may have left carol's workspace with tabs whose updates re-render the launcher)
         page.goto(f"{lab}?reset")
         page.locator('.jp-SideBar [data-id="yitong-panel"]').wait_for(timeout=120_000)
-        page.keyboard.press("Control+Shift+L")
-        card = page.locator('.jp-LauncherCard[data-category="Yitong"]', has_text="Models").last
-        card.wait_for(timeout=60_000)
-        card.click()
+        launcher_card(page, "Models").click()
         expect(view(page, "models").locator('.yt-model[data-model="vision/iris-lab"]')).to_be_visible(timeout=30_000)
 
         # by deep link: the VC's models, the first picked
