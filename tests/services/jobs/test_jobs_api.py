@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -359,6 +360,12 @@ async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_no
         job = (await submit(svc, "alice", py_job("first", "vision", "pass"))).json()
         done = await wait_state(svc, "alice", job["id"], timeout=20)
         assert done["state"] == "succeeded"
+        # the listeners run after the end is committed, so the route can say "succeeded" before
+        # they have (seen on PostgreSQL: follow was still empty); they run in order
+        for _ in range(100):
+            if "id" in follow:
+                break
+            await asyncio.sleep(0.05)
         assert (job["id"], "succeeded") in seen
         nxt = await wait_state(svc, "alice", follow["id"], timeout=20)  # started by the same tick, not a poll
         assert nxt["state"] == "succeeded"
