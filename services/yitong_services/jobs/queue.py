@@ -101,9 +101,7 @@ class Usage:
         return free
 
 
-def _usage(session, inventory: Resources, devices: bool = True) -> Usage:
-    """What the allocations hold; with ``devices``, also the device indices active jobs were given
-    (read only when a job is to be placed)."""
+def _usage(session, inventory: Resources) -> Usage:
     usage = Usage()
     for vc, user, resources, placed in session.execute(
         select(Allocation.vc, Allocation.user, Allocation.resources, Allocation.devices)
@@ -111,10 +109,9 @@ def _usage(session, inventory: Resources, devices: bool = True) -> Usage:
         usage.take(vc, user, resources)
         if placed and placed.get("type"):  # a server's devices (vcs/placement.py): not given to a job
             usage.taken.setdefault(placed["type"], set()).update(placed.get("visible") or [])
-    if devices:
-        for placed in session.scalars(select(Job.devices).where(Job.state.in_(states.ACTIVE))):
-            if placed and placed.get("type"):
-                usage.taken.setdefault(placed["type"], set()).update(placed.get("visible") or [])
+    for devices in session.scalars(select(Job.devices).where(Job.state.in_(states.ACTIVE))):
+        if devices and devices.get("type"):
+            usage.taken.setdefault(devices["type"], set()).update(devices.get("visible") or [])
     return usage
 
 
@@ -171,7 +168,6 @@ def _allocate(s, rows: list[dict[str, Any]]) -> None:
         delete(Allocation)
         .where(Allocation.kind == "job", Allocation.ref.in_(refs))
         .returning(Allocation.id, Allocation.ref)
-        .execution_options(synchronize_session=False)  # no Allocation objects in the session to update
     ).all()
     for alloc_id, ref in stale:
         log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
@@ -192,7 +188,7 @@ def admit_alone(s, job: Job, inventory: Resources) -> bool:
     if vc is None:
         return False
     rows: list[dict[str, Any]] = []
-    if _admit_one(job, vc, _usage(s, inventory, devices=False), inventory, utcnow(), rows):
+    if _admit_one(job, vc, _usage(s, inventory), inventory, utcnow(), rows):
         return False  # it waits: the pass stores why
     _allocate(s, rows)
     return True
