@@ -22,7 +22,6 @@ from sqlalchemy import func, select
 from ..core.db import Database
 from ..core.errors import Refusal
 from ..core.models import utcnow
-from ..jobs import queue
 from ..jobs import states as job_states
 from ..jobs.models import Job
 from ..vcs.quantities import Resources
@@ -91,16 +90,15 @@ class Driver:
             self._wake.clear()
 
     async def tick(self) -> None:
-        def running() -> list[tuple[int, str]]:
+        def running() -> list[int]:
             with self.db.session() as s:
-                query = select(Experiment.id, Experiment.vc).where(Experiment.state == states.EXP_RUNNING)
-                return [(i, vc) for i, vc in s.execute(query)]
+                return list(s.scalars(select(Experiment.id).where(Experiment.state == states.EXP_RUNNING)))
 
         ids = await to_thread.run_sync(running)
-        for gone in set(self._ended) - {i for i, _vc in ids}:  # done or stopped: a resume reads its rows again
+        for gone in set(self._ended) - set(ids):  # done or stopped: a resume reads its rows again
             self._ended.pop(gone, None)
-        for exp_id, vc in ids:
-            cancel, created = await to_thread.run_sync(self.step, exp_id, vc)
+        for exp_id in ids:
+            cancel, created = await to_thread.run_sync(self.step, exp_id)
             await self._cancel(cancel)
             if created:
                 self.jobs.wake()
@@ -111,17 +109,13 @@ class Driver:
 
     def job_ended(self, job_id: int) -> None:
         """The job manager's ``on_end`` (in its worker thread, the end committed): when the job is
-        a trial's, its experiment's pass runs now, and the trials it asks for start in the same
-        tick (admitted by the pass itself when nothing else waits, else by the manager's)."""
+        a trial's, its experiment's pass runs now, and the manager admits the trials it asks for
+        in the same tick."""
         with self.db.session() as s:
-            found = s.execute(
-                select(Trial.experiment_id, Experiment.vc)
-                .join(Experiment, Experiment.id == Trial.experiment_id)
-                .where(Trial.job_id == job_id)
-            ).first()
-        if found is None:
+            exp_id = s.scalar(select(Trial.experiment_id).where(Trial.job_id == job_id))
+        if exp_id is None:
             return
-        cancel, _created = self.step(*found)
+        cancel, _created = self.step(exp_id)
         if cancel:
             asyncio.run_coroutine_threadsafe(self._cancel(cancel), self._loop_ref)
 
@@ -146,9 +140,9 @@ class Driver:
                     inter.append(v)
             t.intermediate, t.value, t.offset = inter, value, new_offset
 
-    def step(self, exp_id: int, vc: str) -> tuple[list[int], bool]:
+    def step(self, exp_id: int) -> tuple[list[int], bool]:
         try:
-            return self._step(exp_id, vc)
+            return self._step(exp_id)
         except Refusal as e:  # a trial the platform refuses (quota, VC gone): stop, saying why
             with self.db.writing() as s:
                 exp = s.get(Experiment, exp_id)
@@ -156,12 +150,10 @@ class Driver:
                 exp.reason = f"a trial could not be submitted: {e.detail}"
             return [], False
 
-    def _step(self, exp_id: int, vc: str) -> tuple[list[int], bool]:
+    def _step(self, exp_id: int) -> tuple[list[int], bool]:
         cancel: list[int] = []
         created = False
-        # the locks of an admission pass (the jobs and the experiment's VC, whose quota its new
-        # trials take): a new trial that is the only queued job is admitted here, at once
-        with self.db.locked_many(["~jobs", vc]) as s:
+        with self.db.locked("~jobs") as s:
             exp = s.get(Experiment, exp_id)
             if exp is None or exp.state != states.EXP_RUNNING:
                 self._ended.pop(exp_id, None)
@@ -231,10 +223,9 @@ class Driver:
             room = min(budget, exp.config["concurrency"] - len(active))
             for _ in range(max(room, 0)):
                 params, internal = engine.ask(exp.config, rows, key=exp.id)
-                trial, job = records.new_trial(  # rows holds every trial of the experiment: the next number
+                trial = records.new_trial(  # rows holds every trial of the experiment: the next number
                     s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
                 )
-                queue.admit_alone(s, job, self.inventory)
                 rows.append(records.trial_dict(trial))
                 created = True
             if not active and not created and budget <= 0:

@@ -113,7 +113,7 @@ def new_trial(
     inventory: Resources,
     backend: str,
     number: int,
-) -> tuple[Trial, Job]:
+) -> Trial:
     """Insert trial ``number`` (the experiment's count of trials so far) and its job
     (``workdir(job_id)`` is the job's directory), and write its parameter file before the
     transaction commits, so the job never starts without it."""
@@ -140,7 +140,7 @@ def new_trial(
         env["YT_HPO_FINAL"] = "file"
     job.spec = {**job.spec, "env": {**job.spec.get("env", {}), **env}}
     channel.write_parameters(sys_dir, number, params)
-    return trial, job
+    return trial
 
 
 def revive_trial(session: Session, job_id: int) -> None:

@@ -143,13 +143,9 @@ class JobManager:
         then admit: one worker-thread hop, so the jobs that follow start in the same tick."""
         for job_id, result in ended.items():
             self.finish(job_id, result, admit_follows=True)
-        self._admit()
-        # what this pass admitted and what a listener admitted at once (queue.admit_alone): the
-        # admitted attempts not started. Those admitted before were launched by the tick's first
-        # pass (a launch that fails ends its job), and only the tick launches
-        with self.db.session() as s:
-            query = select(Job.id).where(Job.state == states.ADMITTED, Job.backend_ref.is_(None))
-            return [(job_id, states.ADMITTED, None) for job_id in s.scalars(query)]
+        # only what this pass admitted is launched here: anything admitted before it was launched
+        # by the tick's first pass (a launch that fails ends its job), so no query of the active jobs
+        return [(job_id, states.ADMITTED, None) for job_id in self._admit()]
 
     async def _launch_admitted(self, rows: list[tuple[int, str, str | None]]) -> bool:
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]

@@ -10,9 +10,6 @@ lock and the lock of every VC involved (exactly the locks ``POST /allocations`` 
 and notebooks share the quotas): usage is read once, kept as running totals while the chunk's
 jobs are checked (``quota.check_usage``), and the ``kind=job`` allocations (ref = job id) and
 job rows are written together at the end.
-
-:func:`admit_alone` is the same check for one job, in the transaction that queues it, when no
-other job waits (an experiment's next trial): nothing to order, so nothing to wait for.
 """
 
 from __future__ import annotations
@@ -115,85 +112,6 @@ def _usage(session, inventory: Resources) -> Usage:
     return usage
 
 
-def _admit_one(
-    job: Job, vc: VC, usage: Usage, inventory: Resources, now: Any, rows: list[dict[str, Any]]
-) -> str | None:
-    """Admit one queued ``job`` of ``vc`` against the running totals: the job row moves to
-    ``admitted`` and its allocation row joins ``rows``; else why it waits (nothing changed)."""
-    request, accelerator = admission_request(job)
-    limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
-    why = quota.check_usage(
-        request,
-        limits,
-        usage.vc.get(vc.name, {}),
-        usage.user.get((vc.name, job.user), {}),
-        job.user,
-        inventory,
-        usage.cluster,
-    )
-    if why:
-        return why
-    usage.take(vc.name, job.user, request)
-    rows.append(
-        {
-            "user": job.user,
-            "vc": vc.name,
-            "profile": "job",
-            "kind": "job",
-            "ref": str(job.id),
-            "resources": request,
-            "created": now,
-        }
-    )
-    job.devices = {}
-    if accelerator:
-        visible = usage.devices(accelerator["type"], accelerator["count"], inventory)
-        job.devices = {"type": accelerator["type"], "count": accelerator["count"], "visible": visible}
-    job.state = states.check_move(job.state, states.ADMITTED)
-    job.admitted = now
-    job.attempts += 1
-    job.reason = ""
-    job.backend_ref = None
-    return None
-
-
-def _allocate(s, rows: list[dict[str, Any]]) -> None:
-    """Insert the admitted jobs' allocation rows."""
-    if not rows:
-        return
-    # A queued job holds no allocation, so a row already naming it is foreign (written by hand or
-    # by an older release): it must not make the insert fail for every VC.
-    refs = [r["ref"] for r in rows]
-    stale = s.execute(
-        delete(Allocation)
-        .where(Allocation.kind == "job", Allocation.ref.in_(refs))
-        .returning(Allocation.id, Allocation.ref)
-    ).all()
-    for alloc_id, ref in stale:
-        log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
-    s.execute(insert(Allocation), rows)
-
-
-def admit_alone(s, job: Job, inventory: Resources) -> bool:
-    """Admit ``job``, just queued in the transaction ``s``, at once when it is the only queued job
-    and asks for no accelerator: what the next admission pass would do, without waiting for it
-    (an experiment's next trial starts in the pass that ended the last one). The caller holds the
-    locks of a pass (``~jobs`` and the job's VC). False: it stays queued for the pass."""
-    if not job.request or job.request.get("accelerator"):
-        return False  # device placement takes the pass's device locks
-    others = s.scalar(select(Job.id).where(Job.state == states.QUEUED, Job.id != job.id).limit(1))
-    if others is not None:
-        return False  # the pass orders them: priority, then fairness between VCs
-    vc = s.scalar(select(VC).where(VC.name == job.vc).with_for_update())
-    if vc is None:
-        return False
-    rows: list[dict[str, Any]] = []
-    if _admit_one(job, vc, _usage(s, inventory), inventory, utcnow(), rows):
-        return False  # it waits: the pass stores why
-    _allocate(s, rows)
-    return True
-
-
 def _admit_chunk(
     db: Database,
     chunk: list[Waiting],
@@ -223,13 +141,55 @@ def _admit_chunk(
                 head, why = blocked[w.vc]
                 reasons[w.id] = f"waiting: behind job {head}: {why}"
                 continue
-            refused = _admit_one(job, vc, usage, inventory, now, rows)
-            if refused:
-                blocked[w.vc] = (w.id, refused)
-                reasons[w.id] = f"waiting: {refused}"
+            request, accelerator = admission_request(job)
+            limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
+            why = quota.check_usage(
+                request,
+                limits,
+                usage.vc.get(vc.name, {}),
+                usage.user.get((vc.name, job.user), {}),
+                job.user,
+                inventory,
+                usage.cluster,
+            )
+            if why:
+                blocked[w.vc] = (w.id, why)
+                reasons[w.id] = f"waiting: {why}"
                 continue
+            usage.take(vc.name, job.user, request)
+            rows.append(
+                {
+                    "user": job.user,
+                    "vc": vc.name,
+                    "profile": "job",
+                    "kind": "job",
+                    "ref": str(job.id),
+                    "resources": request,
+                    "created": now,
+                }
+            )
+            job.devices = {}
+            if accelerator:
+                visible = usage.devices(accelerator["type"], accelerator["count"], inventory)
+                job.devices = {"type": accelerator["type"], "count": accelerator["count"], "visible": visible}
+            job.state = states.check_move(job.state, states.ADMITTED)
+            job.admitted = now
+            job.attempts += 1
+            job.reason = ""
+            job.backend_ref = None
             admitted.append(job.id)
-        _allocate(s, rows)
+        if rows:
+            # A queued job holds no allocation, so a row already naming it is foreign (written by
+            # hand or by an older release): it must not make the insert fail for every VC.
+            refs = [r["ref"] for r in rows]
+            stale = s.execute(
+                delete(Allocation)
+                .where(Allocation.kind == "job", Allocation.ref.in_(refs))
+                .returning(Allocation.id, Allocation.ref)
+            ).all()
+            for alloc_id, ref in stale:
+                log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
+            s.execute(insert(Allocation), rows)
         for job_id, why in reasons.items():
             job = jobs.get(job_id)
             if job is not None and job.reason != why:

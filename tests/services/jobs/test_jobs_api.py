@@ -324,63 +324,6 @@ async def test_without_the_fork_server_each_wrapper_is_its_own_interpreter(servi
     assert (int(parent), interpreter) == (os.getpid(), "True")
 
 
-async def test_a_lone_queued_job_is_admitted_in_the_transaction_that_queues_it(service_factory):
-    """``queue.admit_alone`` (what an experiment's pass does with its next trial): the only queued
-    job, asking for no accelerator, is admitted at once with its allocation, under the same quota
-    check as a pass; one that does not fit, one behind another queued job, and one asking for a
-    device stay queued for the pass (which orders and places them)."""
-    from anyio import to_thread
-    from sqlalchemy import select
-
-    from yitong_services.core.authz import Person
-    from yitong_services.jobs import queue, records
-    from yitong_services.jobs.models import Job
-    from yitong_services.jobs.spec import spec_from_dict
-    from yitong_services.vcs.models import Allocation
-
-    # a 30 s poll and no wake: the manager's own pass does not run during the test
-    async with service_factory(jobs={"poll_interval": 30}) as svc:
-        mgr, inventory = svc.app.state.jobs, svc.ctx.inventory
-        person = Person(name="alice", groups=("vision", "everyone"))
-
-        def queue_one(name: str, **extra) -> tuple[int, bool]:
-            with mgr.db.locked_many(["~jobs", "vision"]) as s:
-                spec = spec_from_dict(py_job(name, "vision", "pass", **extra))
-                job = records.create(s, person, spec, {}, inventory, mgr.backend.name)
-                return job.id, queue.admit_alone(s, job, inventory)
-
-        def rows(job_id: int) -> tuple[str, int, list[dict]]:
-            with mgr.db.session() as s:
-                job = s.get(Job, job_id)
-                allocs = [a.resources for a in s.scalars(select(Allocation).where(Allocation.ref == str(job_id)))]
-                return job.state, job.attempts, allocs
-
-        first, admitted = await to_thread.run_sync(lambda: queue_one("alone", cpu=6))
-        assert admitted
-        state, attempts, allocs = await to_thread.run_sync(rows, first)
-        assert (state, attempts) == ("admitted", 1) and allocs[0]["cpu"] == 6
-
-        big, admitted = await to_thread.run_sync(lambda: queue_one("big", cpu=4))  # 6 of vision's 8 CPUs held
-        assert not admitted
-        assert await to_thread.run_sync(rows, big) == ("queued", 0, [])
-
-        behind, admitted = await to_thread.run_sync(lambda: queue_one("behind", cpu=1))  # fits, but "big" waits
-        assert not admitted
-        assert await to_thread.run_sync(rows, behind) == ("queued", 0, [])
-
-        def cancel_waiting() -> None:
-            with mgr.db.locked("~jobs") as s:
-                for job_id in (big, behind):
-                    s.get(Job, job_id).state = "cancelled"
-
-        await to_thread.run_sync(cancel_waiting)
-        gpu, admitted = await to_thread.run_sync(
-            lambda: queue_one("gpu", cpu=1, accelerator={"type": "nvidia.com/gpu", "count": 1})
-        )
-        assert not admitted
-        assert await to_thread.run_sync(rows, gpu) == ("queued", 0, [])
-
-
 async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_nothing(service_factory):
     """``JobManager.on_end`` is called with the job's id once the end is committed (a fresh
     session reads the final state); a listener that raises is logged, the end stays recorded, and
