@@ -6,12 +6,16 @@ Fixtures and helpers:
   is missing on a developer's machine, but *fail* it under CI (``CI=true``) or when
   ``YITONG_REQUIRE_ALL=1``: a run that skips what it cannot reach is not a pass.
 - ``free_port()``: an unused TCP port on 127.0.0.1.
+- ``served(app, port)``: an app whose lifespan a fixture already ran, on a real socket.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -34,6 +38,27 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.asynccontextmanager
+async def served(app, port: int | None = None) -> AsyncIterator[int]:
+    """Serve ``app`` on 127.0.0.1 (uvicorn, this event loop) while the block runs; yields the port.
+    The lifespan stays off: the fixture that built the app started it, and a second startup would
+    start a second job manager that nothing stops, left running on a database later tests share."""
+    import uvicorn
+
+    port = port or free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
+    serving = asyncio.ensure_future(server.serve())
+    while not server.started:
+        if serving.done():
+            serving.result()  # it could not listen: say why
+        await asyncio.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        await serving
 
 
 def yt_as(monkeypatch, base: str, token: str) -> dict[str, str]:

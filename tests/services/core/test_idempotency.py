@@ -348,22 +348,15 @@ class DroppingProxy:
 @pytest.fixture
 async def behind_proxy(svc, request):
     """``(proxy, api_url)``: the service on a real socket (uvicorn, this loop) behind a DroppingProxy."""
-    import uvicorn
-    from helpers import free_port
+    from helpers import served
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
-    serving = asyncio.ensure_future(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    proxy = DroppingProxy(port, request.param)
-    proxy_port = await proxy.start()
-    try:
-        yield proxy, f"http://127.0.0.1:{proxy_port}/services/yitong/api/v1"
-    finally:
-        await proxy.stop()
-        server.should_exit = True
-        await serving
+    async with served(svc.app) as port:
+        proxy = DroppingProxy(port, request.param)
+        proxy_port = await proxy.start()
+        try:
+            yield proxy, f"http://127.0.0.1:{proxy_port}/services/yitong/api/v1"
+        finally:
+            await proxy.stop()
 
 
 @pytest.mark.parametrize("behind_proxy", [b"/jobs "], indirect=True)

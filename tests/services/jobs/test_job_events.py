@@ -9,8 +9,7 @@ import json
 
 import httpx
 import pytest
-import uvicorn
-from helpers import free_port
+from helpers import served
 from jobs_helpers import py_job
 
 from yitong_services.jobs.events import changes
@@ -26,20 +25,6 @@ def test_changes_are_the_differences():
         (2, "admitted", None),
     ]
     assert changes(after, after) == []
-
-
-@contextlib.asynccontextmanager
-async def served(app):
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}{PREFIX}"
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def events(client: httpx.AsyncClient, url: str, out: list[dict], ready: asyncio.Event) -> None:
@@ -63,7 +48,8 @@ async def svc(service_factory):
 
 
 async def test_a_watcher_receives_state_changes_of_its_vcs_only(svc, hub):
-    async with served(svc.app) as base:
+    async with served(svc.app) as port:
+        base = f"http://127.0.0.1:{port}{PREFIX}"
         seen: dict[str, list[dict]] = {"alice": [], "bob": []}
         tasks = []
         async with httpx.AsyncClient(timeout=30) as client:

@@ -18,7 +18,7 @@ import sys
 
 import kubernetes_validate
 import pytest
-from helpers import free_port
+from helpers import free_port, served
 from jobs_helpers import DDP, py_job, wait_state
 
 from tests.services.conftest import PREFIX
@@ -291,15 +291,9 @@ async def test_device_refusal_creates_nothing(svc, cluster):
 
 async def test_two_node_pytorch(service_factory, cluster, tmp_path):
     pytest.importorskip("torch")
-    import uvicorn
-
     port = free_port()  # a real listener: the ranks POST their metrics to YITONG_API_URL
     async with service_factory(**kube_settings(tmp_path, api_url=f"http://127.0.0.1:{port}{PREFIX}api/v1")) as svc:
-        server = uvicorn.Server(
-            uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-        )
-        serving = asyncio.create_task(server.serve())
-        try:
+        async with served(svc.app, port):
             body = {
                 "name": "ddp",
                 "vc": "vision",
@@ -330,9 +324,6 @@ async def test_two_node_pytorch(service_factory, cluster, tmp_path):
             assert KubeRef.parse(done["backend_ref"]).nodes == 2
             assert_valid(cluster.sent)
             assert cluster.errors == []
-        finally:
-            server.should_exit = True
-            await serving
 
 
 # ---- the pure parts: Job status -> state, paths, settings ----

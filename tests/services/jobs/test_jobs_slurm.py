@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-import uvicorn
-from helpers import free_port, require
+from helpers import free_port, require, served
 from jobs_helpers import DDP, py_job, wait_state
 
 from tests.services.conftest import PREFIX
@@ -264,11 +263,7 @@ async def test_ddp_job_and_ledger_on_slurm(service_factory, partition, tmp_path)
         "code": {"commit": "0123abcd", "dirty_hash": "b3:ffee", "path": str(script.parent)},
     }
     async with service_factory(**settings) as svc:
-        server = uvicorn.Server(
-            uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-        )
-        serving = asyncio.create_task(server.serve())
-        try:
+        async with served(svc.app, port):
             job_id = await submit(svc, "alice", body)
             job = await wait_state(svc, "alice", job_id, timeout=240)
             logs = {rank: (await svc.call("alice", "GET", f"jobs/{job_id}/logs?rank={rank}")).text for rank in (0, 1)}
@@ -277,9 +272,6 @@ async def test_ddp_job_and_ledger_on_slurm(service_factory, partition, tmp_path)
                 assert f"rank {rank} of 2" in logs[rank]
             assert job["ranks"] == [0, 1]
             record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
-        finally:
-            server.should_exit = True
-            await serving
     assert record["code"] == body["code"] and record["backend"] == "slurm"
     assert record["metrics"]["world"] == 2 and "loss" in record["metrics"]
     assert [a["path"] for a in record["artifacts"]] == ["model.pt"]

@@ -6,7 +6,7 @@ import http.server
 import threading
 
 import pytest
-from helpers import free_port
+from helpers import free_port, served
 
 from yitong_services.ops import dashboard as board
 
@@ -168,18 +168,7 @@ async def test_node_agent_reports_through_the_route(service):
     import subprocess
     import sys
 
-    import uvicorn
-
-    port = free_port()
-    # lifespan off: the fixture already started the app; a second startup would start a second job
-    # manager that the fixture never stops, left running on a database the next test shares
-    server = uvicorn.Server(
-        uvicorn.Config(service.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    )
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.05)
-    try:
+    async with served(service.app) as port:
         api = f"http://127.0.0.1:{port}/services/yitong/api/v1"
         argv = [sys.executable, "-m", "yitong_services.core.app", "node-report", "--api", api, "--name", "slurm-n1"]
         argv += [
@@ -197,9 +186,6 @@ async def test_node_agent_reports_through_the_route(service):
             subprocess.run, argv[:6] + ["--device", "gpu"], env=env, capture_output=True, text=True, timeout=60
         )
         assert bad.returncode != 0 and "expected NAME=VALUE" in bad.stderr
-    finally:
-        server.should_exit = True
-        await task
     d = (await service.call("admin", "GET", "dashboard")).json()
     node = next(n for n in d["nodes"] if n["name"] == "slurm-n1")
     assert node["source"] == "slurm" and node["allocatable"]["nvidia.com/gpu"] == 2
