@@ -9,15 +9,18 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql import ClauseElement
 
+from .fastsql import Prepared, Transaction, transaction
 from .readcache import ReadCache, Writes
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
@@ -62,6 +65,18 @@ class Database:
         self._locks_guard = threading.Lock()
         # hot reads (GET /jobs, GET /jobs/{id}) kept until this process commits a write
         self.reads = ReadCache(Writes(self.engine))
+        self._prepared: dict[Any, Prepared] = {}
+
+    def prepared(self, stmt: ClauseElement) -> Prepared:
+        """``stmt`` compiled for this engine, once (:mod:`.fastsql`)."""
+        found = self._prepared.get(stmt)
+        if found is None:
+            found = self._prepared[stmt] = Prepared(stmt, self.engine.dialect)
+        return found
+
+    def fast(self, lock: str | None) -> AbstractContextManager[Transaction]:
+        """:meth:`locked` for Core statements run on the DB-API connection (:mod:`.fastsql`)."""
+        return transaction(self, lock)
 
     def session(self) -> Session:
         return self._sessions()

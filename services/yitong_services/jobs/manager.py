@@ -17,7 +17,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,10 @@ from ..core.models import utcnow
 from ..datasets.materialize import materialize
 from ..datasets.models import DatasetRef
 from ..datasets.storage import Storage
-from ..vcs.models import VC, Allocation
 from ..vcs.quantities import Resources
-from . import ledger, queue, states
+from . import ledger, lifecycle, queue, states
 from .backend import Backend, Launch, Polled
-from .models import Job, Run
+from .models import Job
 from .reconcile import reconcile_jobs
 from .spec import spec_from_dict
 from .tokens import JobTokens
@@ -135,8 +134,8 @@ class JobManager:
     def _admit_then_active(self, admit: bool = True) -> list[tuple[int, str, str | None]]:
         if admit:
             self._admit()
-        with self.db.session() as s:
-            return list(s.execute(select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))))
+        with self.db.fast(None) as tx:
+            return tx.run(lifecycle.ACTIVE)  # type: ignore[return-value]
 
     def _finish_then_admit(self, ended: dict[int, Polled]) -> list[tuple[int, str, str | None]]:
         """Record the ends, let what they set off run (``on_end``: an experiment's next trial),
@@ -252,13 +251,13 @@ class JobManager:
 
     def _prepare(self, job_id: int) -> tuple[Launch, dict[str, Any]]:
         token = secrets.token_urlsafe(32)
-        with self.db.locked("~jobs") as s:
-            job, vc_quota = s.execute(  # the job and its VC's quota in one statement
-                select(Job, VC.quota).outerjoin(VC, VC.name == Job.vc).where(Job.id == job_id)
-            ).one()
-            job.token_hash = token_hash(token)
-            spec = spec_from_dict(job.spec)
-            facts = _facts(job)
+        with self.db.fast("~jobs") as tx:
+            row = tx.one(lifecycle.PREPARE, id=job_id)  # the job and its VC's quota in one statement
+            if row is None:
+                raise LookupError(f"job {job_id} is gone")
+            tx.run(lifecycle.SET_TOKEN, id=job_id, token_hash=token_hash(token))
+        facts, vc_quota = _facts(row[:-1]), row[-1]
+        spec = spec_from_dict(facts["spec"])
         paths = {i["mount"]: str(materialize(self.storage, i["manifest"])) for i in facts["inputs"]}
         for i in facts["inputs"]:
             i["path"] = paths[i["mount"]]
@@ -283,23 +282,31 @@ class JobManager:
     def adopted(self, job_id: int, ref: str) -> None:
         """A running attempt found again after a restart (reconcile.py): record it as started."""
         with self.db.session() as s:
-            facts = _facts(s.get(Job, job_id))
+            facts = _facts(s.execute(select(*lifecycle.FACTS).where(Job.id == job_id)).one())
         self._started(job_id, ref, facts)
 
     def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> tuple[bool, str]:
         described = self.backend.describe(ref)
-        with self.db.locked("~jobs") as s:
-            job = s.get(Job, job_id)
-            job.backend_ref = ref
-            job.state = states.check_move(job.state, states.RUNNING)
-            job.started = utcnow()
-            job.hosts = described.get("hosts", [])
-            job.ports = described.get("ports", {})
-            run = Run(job_id=job_id, attempt=facts["attempt"], record={}, metrics={})
-            s.add(run)
-            s.flush()
-            run.record = ledger.start_record(
-                run_id=run.id,
+        started = utcnow()
+        with self.db.fast("~jobs") as tx:
+            row = tx.one(lifecycle.START_STATE, id=job_id)
+            if row is None:
+                raise LookupError(f"job {job_id} is gone")
+            state, cancel_requested, reason = row
+            tx.run(
+                lifecycle.START,
+                id=job_id,
+                backend_ref=ref,
+                state=states.check_move(state, states.RUNNING),
+                started=started,
+                hosts=described.get("hosts", []),
+                ports=described.get("ports", {}),
+            )
+            ((run_id,),) = tx.run(
+                lifecycle.NEW_RUN, job_id=job_id, attempt=facts["attempt"], record={}, metrics={}, created=started
+            )
+            record = ledger.start_record(
+                run_id=run_id,
                 job=facts["job"],
                 attempt=facts["attempt"],
                 spec=facts["spec"],
@@ -308,9 +315,10 @@ class JobManager:
                 environment=ledger.environment(facts["spec"]),
                 devices=ledger.device_info(facts["spec"], facts["visible"]),
                 backend=self.backend.name,
-                started=job.started.isoformat(),
+                started=started.isoformat(),
             )
-            return job.cancel_requested, job.reason
+            tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
+            return cancel_requested, reason
 
     async def launch(self, job_id: int) -> None:
         try:
@@ -354,44 +362,46 @@ class JobManager:
         return state
 
     def _finish(self, job_id: int, polled: Polled) -> str:
-        with self.db.locked("~jobs") as s:
-            job = s.get(Job, job_id)
-            if job is None or job.state not in states.ACTIVE:
+        with self.db.fast("~jobs") as tx:
+            row = tx.one(lifecycle.END_STATE, id=job_id)
+            if row is None or row[0] not in states.ACTIVE:
                 return "unchanged"
+            state, cancel_requested, spec, attempts, inputs = row
             if polled.state == "vanished":
-                new, reason = (
-                    (states.CANCELLED, "cancelled") if job.cancel_requested else (states.FAILED, polled.reason)
-                )
+                new, reason = (states.CANCELLED, "cancelled") if cancel_requested else (states.FAILED, polled.reason)
             else:
-                new = states.final_state(polled.exit_code, job.cancel_requested)
+                new = states.final_state(polled.exit_code, cancel_requested)
                 reason = (
                     "cancelled"
                     if new == states.CANCELLED
                     else polled.reason or (f"exit code {polled.exit_code}" if new == states.FAILED else "")
                 )
-            job.state = states.check_move(job.state, new)
-            job.reason, job.exit_code, job.finished = reason, polled.exit_code, utcnow()
-            s.execute(delete(Allocation).where(Allocation.kind == "job", Allocation.ref == str(job.id)))
-            run = s.scalar(select(Run).where(Run.job_id == job.id, Run.attempt == job.attempts))
+            state, finished = states.check_move(state, new), utcnow()
+            tx.run(lifecycle.FREE, ref=str(job_id))
+            run = tx.one(lifecycle.RUN_OF, id=job_id, attempt=attempts)
             if run is not None:
-                outputs = self.workdir(job.id) / job.spec.get("outputs", "outputs")
-                run.record = ledger.finish_record(
-                    run.record,
+                run_id, record, metrics = run
+                outputs = self.workdir(job_id) / spec.get("outputs", "outputs")
+                record = ledger.finish_record(
+                    record,
                     state=new,
                     exit_code=polled.exit_code,
-                    finished=job.finished.isoformat(),
-                    metrics=dict(run.metrics),
+                    finished=finished.isoformat(),
+                    metrics=dict(metrics),
                     artifacts=ledger.artifacts(outputs),
                 )
-            retries = int(job.spec.get("retries") or 0)
-            if new == states.FAILED and job.attempts <= retries:
-                job.state = states.check_move(job.state, states.QUEUED)
-                job.reason = f"retrying ({reason}); attempt {job.attempts + 1} of {retries + 1}"
-                job.backend_ref = None
-            elif job.inputs:  # its input versions are pinned until it ends (records.pin_inputs)
-                s.execute(delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == str(job.id)))
-            log.info("job %s: %s (%s)", job.id, job.state, job.reason)
-            return job.state
+                tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
+            retries = int(spec.get("retries") or 0)
+            end = lifecycle.END
+            if new == states.FAILED and attempts <= retries:
+                state = states.check_move(state, states.QUEUED)
+                reason = f"retrying ({reason}); attempt {attempts + 1} of {retries + 1}"
+                end = lifecycle.RETRY
+            elif inputs:  # its input versions are pinned until it ends (records.pin_inputs)
+                tx.run(lifecycle.UNPIN, ref=str(job_id))
+            tx.run(end, id=job_id, state=state, reason=reason, exit_code=polled.exit_code, finished=finished)
+            log.info("job %s: %s (%s)", job_id, state, reason)
+            return state
 
     def wake_threadsafe(self) -> None:
         loop = getattr(self, "_loop_ref", None)
@@ -418,12 +428,14 @@ class JobManager:
         self.wake()
 
 
-def _facts(job: Job) -> dict[str, Any]:
+def _facts(row: Sequence[Any]) -> dict[str, Any]:
+    """What a launch and the ledger need of a job, from its :data:`lifecycle.FACTS` columns."""
+    job_id, name, vc, user, attempts, spec, inputs, code, devices = row
     return {
-        "job": {"id": job.id, "name": job.name, "vc": job.vc, "user": job.user},
-        "attempt": job.attempts,
-        "spec": job.spec,
-        "inputs": [dict(i) for i in job.inputs],
-        "code": dict(job.code),
-        "visible": list((job.devices or {}).get("visible") or []),
+        "job": {"id": job_id, "name": name, "vc": vc, "user": user},
+        "attempt": attempts,
+        "spec": spec,
+        "inputs": [dict(i) for i in inputs],
+        "code": dict(code),
+        "visible": list((devices or {}).get("visible") or []),
     }

@@ -1,0 +1,137 @@
+"""Core statements run straight on the DB-API connection, for the few transactions every job pays.
+
+A job's start and end are each a transaction of a few statements, and on a busy node they run
+hundreds of times a minute (an experiment's trials are jobs). Through a Session each statement
+costs SQLAlchemy's per-statement work (about 0.3-0.6 ms of CPU here), several times what the
+database itself spends. A :class:`Prepared` statement is built with Core from the models' own
+tables, compiled once for the engine's dialect, and executed with its types' bind and result
+processors on the pooled DB-API connection: the same SQL and the same stored values as the ORM's,
+for a tenth of the CPU (docs/benchmarks.md, "Where a trial's time goes").
+
+:func:`transaction` is :meth:`Database.locked` for such statements: the same process lock, the
+same ``BEGIN IMMEDIATE`` on SQLite, and a commit that moves the read cache's count of writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from .readcache import MARK
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Dialect
+    from sqlalchemy.sql import ClauseElement
+
+    from .db import Database
+
+_Processor = Callable[[Any], Any] | None
+
+
+class Prepared:
+    """``stmt`` compiled for ``dialect``: its SQL, the order of its parameters, the values it fixes
+    (literals such as ``Job.state.in_(ACTIVE)``), and a processor per parameter and result column.
+    Every parameter the statement leaves open must be given when it runs (Python-side column
+    defaults are not applied: name the column's value)."""
+
+    def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
+        compiled = stmt.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+        assert isinstance(compiled, SQLCompiler)
+        self.sql = compiled.string
+        params = compiled.construct_params(_check=False) or {}
+        self.names: list[str] = list(compiled.positiontup or []) if compiled.positional else list(params)
+        self.positional = bool(compiled.positional)
+        self.fixed = {k: v for k, v in params.items() if v is not None}
+        binds = compiled.binds
+
+        def bind_processor(name: str) -> _Processor:
+            bind = binds.get(name)
+            if bind is None:
+                bind = binds.get(name.rsplit("_", 1)[0])  # an IN list's item: name_1_2
+            return None if bind is None else bind.type.dialect_impl(dialect).bind_processor(dialect)
+
+        self.processors = [(name, bind_processor(name)) for name in self.names]
+        columns = getattr(stmt, "selected_columns", None)
+        if columns is None:
+            columns = getattr(stmt, "_returning", ()) or ()
+        self.results: list[_Processor] = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
+
+    def parameters(self, given: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        values = {**self.fixed, **given} if self.fixed else given
+        if self.positional:
+            return tuple(p(values[n]) if p is not None else values[n] for n, p in self.processors)
+        return {n: (p(values[n]) if p is not None else values[n]) for n, p in self.processors}
+
+    def rows(self, cursor: Any) -> list[tuple[Any, ...]]:
+        got = cursor.fetchall()
+        if not any(self.results):
+            return [tuple(r) for r in got]
+        procs = self.results
+        return [tuple(v if p is None else p(v) for p, v in zip(procs, r, strict=True)) for r in got]
+
+
+class Transaction:
+    """One transaction on a pooled DB-API connection; statements are run by :meth:`run`."""
+
+    def __init__(self, db: Database, dbapi: Any) -> None:
+        self._db = db
+        self._cursor = dbapi.cursor()
+        self.wrote = False
+
+    def run(self, stmt: ClauseElement, **params: Any) -> list[tuple[Any, ...]]:
+        """Run ``stmt`` (a module-level Core statement: it is compiled once and kept) with the
+        parameters it leaves open; the rows it returns, processed, for a select or a RETURNING."""
+        prepared = self._db.prepared(stmt)
+        self._cursor.execute(prepared.sql, prepared.parameters(params))
+        if not prepared.sql.lstrip()[:6].upper().startswith("SELECT"):
+            self.wrote = True
+        return prepared.rows(self._cursor) if prepared.results else []
+
+    def one(self, stmt: ClauseElement, **params: Any) -> tuple[Any, ...] | None:
+        """The first row of ``stmt``, or None."""
+        rows = self.run(stmt, **params)
+        return rows[0] if rows else None
+
+
+@contextmanager
+def transaction(db: Database, lock: str | None) -> Iterator[Transaction]:
+    """A write transaction holding the process lock ``lock`` (and, on SQLite, the database's write
+    lock from its start), committed on leaving, rolled back on an exception. Without ``lock``: a
+    read, each statement on its own on SQLite."""
+    held: threading.Lock | contextlib.nullcontext[None] = contextlib.nullcontext()
+    if lock is not None:
+        with db._locks_guard:
+            held = db._locks.setdefault(lock, threading.Lock())
+    with held:
+        pooled = db.engine.raw_connection()
+        try:
+            dbapi: Any = pooled.driver_connection
+            sqlite = db.is_sqlite
+            if sqlite and lock is not None:
+                dbapi.execute("BEGIN IMMEDIATE")
+            tx = Transaction(db, dbapi)
+            try:
+                yield tx
+            except BaseException:
+                if sqlite:
+                    if lock is not None:
+                        dbapi.execute("ROLLBACK")
+                else:
+                    dbapi.rollback()
+                raise
+            if tx.wrote:
+                pooled.info[MARK] = True  # the pool's checkin moves the read cache's count again
+            if sqlite:
+                if lock is not None:
+                    dbapi.execute("COMMIT")
+            else:
+                dbapi.commit()
+            if tx.wrote:
+                db.reads.writes.bump()
+        finally:
+            pooled.close()

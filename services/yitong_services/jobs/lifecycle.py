@@ -1,0 +1,69 @@
+"""The statements of an attempt's launch, start and end, as Core built from the models.
+
+The job manager runs them on the DB-API connection (:mod:`..core.fastsql`): every job pays for
+them once per attempt, so they are kept out of the Session's per-statement work. Every other
+read and write of jobs goes through the ORM.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, delete, insert, null, select, update
+
+from ..datasets.models import DatasetRef
+from ..vcs.models import VC, Allocation
+from . import states
+from .models import Job, Run
+
+#: what a launch needs of its job, in the order :func:`..manager.facts` takes them
+FACTS = (Job.id, Job.name, Job.vc, Job.user, Job.attempts, Job.spec, Job.inputs, Job.code, Job.devices)
+
+ACTIVE = select(Job.id, Job.state, Job.backend_ref).where(Job.state.in_(states.ACTIVE))
+
+# ---- launch: the job and its VC's quota in one statement; the attempt's token
+PREPARE = select(*FACTS, VC.quota).outerjoin(VC, VC.name == Job.vc).where(Job.id == bindparam("id"))
+SET_TOKEN = update(Job).where(Job.id == bindparam("id")).values(token_hash=bindparam("token_hash"))
+
+# ---- start: the job moves to running; the attempt's run (ledger record) holds its own id
+START_STATE = select(Job.state, Job.cancel_requested, Job.reason).where(Job.id == bindparam("id"))
+START = (
+    update(Job)
+    .where(Job.id == bindparam("id"))
+    .values(
+        backend_ref=bindparam("backend_ref"),
+        state=bindparam("state"),
+        started=bindparam("started"),
+        hosts=bindparam("hosts"),
+        ports=bindparam("ports"),
+    )
+)
+NEW_RUN = (
+    insert(Run)
+    .values(
+        job_id=bindparam("job_id"),
+        attempt=bindparam("attempt"),
+        record=bindparam("record"),
+        metrics=bindparam("metrics"),
+        created=bindparam("created"),
+    )
+    .returning(Run.id)
+)
+SET_RECORD = update(Run).where(Run.id == bindparam("id")).values(record=bindparam("record"))
+
+# ---- end: its allocation is freed, its run's record completed, its inputs unpinned
+END_STATE = select(Job.state, Job.cancel_requested, Job.spec, Job.attempts, Job.inputs).where(Job.id == bindparam("id"))
+FREE = delete(Allocation).where(Allocation.kind == "job", Allocation.ref == bindparam("ref"))
+RUN_OF = select(Run.id, Run.record, Run.metrics).where(
+    Run.job_id == bindparam("id"), Run.attempt == bindparam("attempt")
+)
+END = (
+    update(Job)
+    .where(Job.id == bindparam("id"))
+    .values(
+        state=bindparam("state"),
+        reason=bindparam("reason"),
+        exit_code=bindparam("exit_code"),
+        finished=bindparam("finished"),
+    )
+)
+RETRY = END.values(backend_ref=null())
+UNPIN = delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == bindparam("ref"))
