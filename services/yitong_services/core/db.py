@@ -67,11 +67,12 @@ class Database:
         self.reads = ReadCache(Writes(self.engine))
         self._prepared: dict[Any, Prepared] = {}
 
-    def prepared(self, stmt: ClauseElement) -> Prepared:
-        """``stmt`` compiled for this engine, once (:mod:`.fastsql`)."""
-        found = self._prepared.get(stmt)
+    def prepared(self, stmt: ClauseElement, lengths: tuple[tuple[str, int], ...] = ()) -> Prepared:
+        """``stmt`` compiled for this engine, once per length of its expanding parameters (:mod:`.fastsql`)."""
+        key = (stmt, lengths) if lengths else stmt
+        found = self._prepared.get(key)
         if found is None:
-            found = self._prepared[stmt] = Prepared(stmt, self.engine.dialect)
+            found = self._prepared[key] = Prepared(stmt, self.engine.dialect, dict(lengths))
         return found
 
     def fast(self, lock: str | None) -> AbstractContextManager[Transaction]:

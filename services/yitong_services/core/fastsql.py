@@ -33,19 +33,29 @@ if TYPE_CHECKING:
 _Processor = Callable[[Any], Any] | None
 
 
+class In(tuple[Any, ...]):
+    """The values of an expanding parameter (``column.in_(bindparam(name, expanding=True))``);
+    never empty."""
+
+
 class Prepared:
     """``stmt`` compiled for ``dialect``: its SQL, the order of its parameters, the values it fixes
     (literals such as ``Job.state.in_(ACTIVE)``), and a processor per parameter and result column.
     Every parameter the statement leaves open must be given when it runs (Python-side column
-    defaults are not applied: name the column's value)."""
+    defaults are not applied: name the column's value). An expanding parameter (``IN`` a list
+    given when it runs) is compiled for one length (``lengths``): a variant per length is kept."""
 
-    def __init__(self, stmt: ClauseElement, dialect: Dialect) -> None:
-        compiled = stmt.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    def __init__(self, stmt: ClauseElement, dialect: Dialect, lengths: dict[str, int] | None = None) -> None:
+        compiled = stmt.compile(dialect=dialect)
         assert isinstance(compiled, SQLCompiler)
-        self.sql = compiled.string
-        params = compiled.construct_params(_check=False) or {}
-        self.names: list[str] = list(compiled.positiontup or []) if compiled.positional else list(params)
+        # the IN lists rendered: fixed ones with their values, given ones with placeholders
+        open_: dict[str, Any] = {b.key: None for b in compiled.binds.values() if b.required}
+        open_.update({name: [None] * n for name, n in (lengths or {}).items()})
+        state = compiled.construct_expanded_state(open_)
+        self.sql = state.statement
+        params = dict(state.parameters)
         self.positional = bool(compiled.positional)
+        self.names: list[str] = list(state.positiontup or []) if self.positional else list(params)
         self.fixed = {k: v for k, v in params.items() if v is not None}
         binds = compiled.binds
 
@@ -85,8 +95,16 @@ class Transaction:
 
     def run(self, stmt: ClauseElement, **params: Any) -> list[tuple[Any, ...]]:
         """Run ``stmt`` (a module-level Core statement: it is compiled once and kept) with the
-        parameters it leaves open; the rows it returns, processed, for a select or a RETURNING."""
-        prepared = self._db.prepared(stmt)
+        parameters it leaves open (:class:`In` for an expanding one); the rows it returns,
+        processed, for a select or a RETURNING."""
+        lists = {k: v for k, v in params.items() if isinstance(v, In)}
+        if lists:
+            for name, values in lists.items():
+                del params[name]
+                params.update({f"{name}_{i}": v for i, v in enumerate(values, start=1)})
+            prepared = self._db.prepared(stmt, tuple(sorted((k, len(v)) for k, v in lists.items())))
+        else:
+            prepared = self._db.prepared(stmt)
         self._cursor.execute(prepared.sql, prepared.parameters(params))
         if not prepared.sql.lstrip()[:6].upper().startswith("SELECT"):
             self.wrote = True
@@ -99,15 +117,17 @@ class Transaction:
 
 
 @contextmanager
-def transaction(db: Database, lock: str | None) -> Iterator[Transaction]:
-    """A write transaction holding the process lock ``lock`` (and, on SQLite, the database's write
-    lock from its start), committed on leaving, rolled back on an exception. Without ``lock``: a
-    read, each statement on its own on SQLite."""
-    held: threading.Lock | contextlib.nullcontext[None] = contextlib.nullcontext()
-    if lock is not None:
-        with db._locks_guard:
-            held = db._locks.setdefault(lock, threading.Lock())
-    with held:
+def transaction(db: Database, lock: str | Sequence[str] | None) -> Iterator[Transaction]:
+    """A write transaction holding the process lock ``lock`` (or each of several, in sorted order,
+    as :meth:`Database.locked_many`) and, on SQLite, the database's write lock from its start;
+    committed on leaving, rolled back on an exception. Without ``lock``: a read, each statement
+    on its own on SQLite."""
+    names = [] if lock is None else [lock] if isinstance(lock, str) else sorted(set(lock))
+    with db._locks_guard:
+        locks = [db._locks.setdefault(name, threading.Lock()) for name in names]
+    with contextlib.ExitStack() as held:
+        for each in locks:
+            held.enter_context(each)
         pooled = db.engine.raw_connection()
         try:
             dbapi: Any = pooled.driver_connection

@@ -7,7 +7,7 @@ read and write of jobs goes through the ORM.
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, insert, null, select, update
+from sqlalchemy import BigInteger, bindparam, delete, func, insert, null, select, update
 
 from ..datasets.models import DatasetRef
 from ..vcs.models import VC, Allocation
@@ -67,3 +67,46 @@ END = (
 )
 RETRY = END.values(backend_ref=null())
 UNPIN = delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == bindparam("ref"))
+
+# ---- admission (queue.py): the queue, the chunk's VCs and jobs (locked), the usage, the writes
+QUEUED = select(Job.id, Job.vc, Job.priority, Job.created).where(Job.state == states.QUEUED)
+CHUNK_VCS = (
+    select(VC.name, VC.quota, VC.user_caps).where(VC.name.in_(bindparam("names", expanding=True))).with_for_update()
+)
+DEVICE_LOCK = select(func.pg_advisory_xact_lock(bindparam("key", type_=BigInteger)))
+CHUNK_JOBS = (
+    select(Job.id, Job.user, Job.spec, Job.request, Job.reason)
+    .where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == states.QUEUED)
+    .with_for_update()
+)
+ALLOCATED = select(Allocation.vc, Allocation.user, Allocation.resources, Allocation.devices)
+ACTIVE_DEVICES = select(Job.devices).where(Job.state.in_(states.ACTIVE))
+DROP_STALE = (
+    delete(Allocation)
+    .where(Allocation.kind == "job", Allocation.ref.in_(bindparam("refs", expanding=True)))
+    .returning(Allocation.id, Allocation.ref)
+)
+ALLOCATE = insert(Allocation).values(
+    user=bindparam("user"),
+    vc=bindparam("vc"),
+    profile=bindparam("profile"),
+    kind=bindparam("kind"),
+    ref=bindparam("ref"),
+    resources=bindparam("resources"),
+    created=bindparam("created"),
+)
+ADMIT = (
+    update(Job)
+    .where(Job.id == bindparam("id"))
+    .values(
+        devices=bindparam("devices"),
+        state=bindparam("state"),
+        admitted=bindparam("admitted"),
+        attempts=Job.attempts + 1,
+        reason="",
+        backend_ref=null(),
+        request=bindparam("request"),
+    )
+)
+SET_REASON = update(Job).where(Job.id == bindparam("id"), Job.state == states.QUEUED).values(reason=bindparam("reason"))
+REASONS = select(Job.id, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == states.QUEUED)

@@ -23,14 +23,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import func, select
 
 from ..core.db import Database
+from ..core.fastsql import In, Transaction
 from ..core.models import utcnow
 from ..vcs import quota
-from ..vcs.models import VC, Allocation
 from ..vcs.quantities import Resources
-from . import states
+from . import lifecycle, states
 from .models import Job
 from .spec import request_of, spec_from_dict
 
@@ -47,12 +47,10 @@ class Waiting:
     created: Any
 
 
-def admission_request(job: Job) -> tuple[Resources, dict[str, Any] | None]:
-    """``(resources, accelerator)`` of a queued job: the stored request (jobs submitted before it
-    was stored: computed from the spec, once)."""
-    if not job.request:
-        job.request = request_of(spec_from_dict(job.spec))
-    return job.request["resources"], job.request["accelerator"]
+def admission_request(request: dict[str, Any] | None, spec: dict[str, Any]) -> dict[str, Any]:
+    """``{resources, accelerator}`` of a queued job: the stored request (jobs submitted before it
+    was stored: computed from the spec; the admission stores it)."""
+    return request or request_of(spec_from_dict(spec))
 
 
 def fair_order(jobs: Sequence[Waiting]) -> list[Waiting]:
@@ -67,8 +65,8 @@ def fair_order(jobs: Sequence[Waiting]) -> list[Waiting]:
 
 
 def queued(db: Database) -> list[Waiting]:
-    with db.session() as s:
-        rows = s.execute(select(Job.id, Job.vc, Job.priority, Job.created).where(Job.state == states.QUEUED)).all()
+    with db.fast(None) as tx:
+        rows = tx.run(lifecycle.QUEUED)
     return fair_order([Waiting(*r) for r in rows])
 
 
@@ -98,15 +96,13 @@ class Usage:
         return free
 
 
-def _usage(session, inventory: Resources) -> Usage:
+def _usage(tx: Transaction) -> Usage:
     usage = Usage()
-    for vc, user, resources, placed in session.execute(
-        select(Allocation.vc, Allocation.user, Allocation.resources, Allocation.devices)
-    ):
+    for vc, user, resources, placed in tx.run(lifecycle.ALLOCATED):
         usage.take(vc, user, resources)
         if placed and placed.get("type"):  # a server's devices (vcs/placement.py): not given to a job
             usage.taken.setdefault(placed["type"], set()).update(placed.get("visible") or [])
-    for devices in session.scalars(select(Job.devices).where(Job.state.in_(states.ACTIVE))):
+    for (devices,) in tx.run(lifecycle.ACTIVE_DEVICES):
         if devices and devices.get("type"):
             usage.taken.setdefault(devices["type"], set()).update(devices.get("visible") or [])
     return usage
@@ -121,18 +117,16 @@ def _admit_chunk(
     admitted: list[int],
 ) -> None:
     names = sorted({w.vc for w in chunk})
-    with db.locked_many(["~jobs", *names]) as s:
-        vcs = {v.name: v for v in s.scalars(select(VC).where(VC.name.in_(names)).with_for_update())}
+    with db.fast(["~jobs", *names]) as tx:
+        vcs = {name: (quota_, caps) for name, quota_, caps in tx.run(lifecycle.CHUNK_VCS, names=In(names))}
         if not db.is_sqlite:
             for name in sorted(r for r in inventory if quota.is_device(r)):
-                s.execute(select(func.pg_advisory_xact_lock(zlib.crc32(name.encode()))))
-        ids = [w.id for w in chunk]
-        jobs = {
-            j.id: j for j in s.scalars(select(Job).where(Job.id.in_(ids), Job.state == states.QUEUED).with_for_update())
-        }
-        usage = _usage(s, inventory)
+                tx.run(lifecycle.DEVICE_LOCK, key=zlib.crc32(name.encode()))
+        jobs = {j[0]: j for j in tx.run(lifecycle.CHUNK_JOBS, ids=In(w.id for w in chunk))}
+        usage = _usage(tx)
         now = utcnow()
-        rows: list[dict[str, Any]] = []
+        refs: list[str] = []
+        admit: list[dict[str, Any]] = []
         for w in chunk:
             job, vc = jobs.get(w.id), vcs.get(w.vc)
             if job is None or vc is None:
@@ -141,14 +135,16 @@ def _admit_chunk(
                 head, why = blocked[w.vc]
                 reasons[w.id] = f"waiting: behind job {head}: {why}"
                 continue
-            request, accelerator = admission_request(job)
-            limits = quota.VCLimits(name=vc.name, quota=vc.quota, user_caps=vc.user_caps)
+            job_id, user, spec, stored, _reason = job
+            request = admission_request(stored, spec)
+            resources, accelerator = request["resources"], request["accelerator"]
+            limits = quota.VCLimits(name=w.vc, quota=vc[0], user_caps=vc[1])
             why = quota.check_usage(
-                request,
+                resources,
                 limits,
-                usage.vc.get(vc.name, {}),
-                usage.user.get((vc.name, job.user), {}),
-                job.user,
+                usage.vc.get(w.vc, {}),
+                usage.user.get((w.vc, user), {}),
+                user,
                 inventory,
                 usage.cluster,
             )
@@ -156,44 +152,45 @@ def _admit_chunk(
                 blocked[w.vc] = (w.id, why)
                 reasons[w.id] = f"waiting: {why}"
                 continue
-            usage.take(vc.name, job.user, request)
-            rows.append(
-                {
-                    "user": job.user,
-                    "vc": vc.name,
-                    "profile": "job",
-                    "kind": "job",
-                    "ref": str(job.id),
-                    "resources": request,
-                    "created": now,
-                }
-            )
-            job.devices = {}
+            usage.take(w.vc, user, resources)
+            devices: dict[str, Any] = {}
             if accelerator:
                 visible = usage.devices(accelerator["type"], accelerator["count"], inventory)
-                job.devices = {"type": accelerator["type"], "count": accelerator["count"], "visible": visible}
-            job.state = states.check_move(job.state, states.ADMITTED)
-            job.admitted = now
-            job.attempts += 1
-            job.reason = ""
-            job.backend_ref = None
-            admitted.append(job.id)
-        if rows:
+                devices = {"type": accelerator["type"], "count": accelerator["count"], "visible": visible}
+            refs.append(str(job_id))
+            admit.append(
+                {
+                    "allocation": {
+                        "user": user,
+                        "vc": w.vc,
+                        "profile": "job",
+                        "kind": "job",
+                        "ref": str(job_id),
+                        "resources": resources,
+                        "created": now,
+                    },
+                    "job": {
+                        "id": job_id,
+                        "devices": devices,
+                        "state": states.check_move(states.QUEUED, states.ADMITTED),
+                        "admitted": now,
+                        "request": request,
+                    },
+                }
+            )
+            admitted.append(job_id)
+        if admit:
             # A queued job holds no allocation, so a row already naming it is foreign (written by
             # hand or by an older release): it must not make the insert fail for every VC.
-            refs = [r["ref"] for r in rows]
-            stale = s.execute(
-                delete(Allocation)
-                .where(Allocation.kind == "job", Allocation.ref.in_(refs))
-                .returning(Allocation.id, Allocation.ref)
-            ).all()
-            for alloc_id, ref in stale:
+            for alloc_id, ref in tx.run(lifecycle.DROP_STALE, refs=In(refs)):
                 log.warning("dropped allocation %s: it named queued job %s, which held none", alloc_id, ref)
-            s.execute(insert(Allocation), rows)
+            for each in admit:
+                tx.run(lifecycle.ALLOCATE, **each["allocation"])
+                tx.run(lifecycle.ADMIT, **each["job"])
         for job_id, why in reasons.items():
             job = jobs.get(job_id)
-            if job is not None and job.reason != why:
-                job.reason = why
+            if job is not None and job[4] != why:
+                tx.run(lifecycle.SET_REASON, id=job_id, reason=why)
 
 
 def admit_pass(db: Database, inventory: Resources) -> list[int]:
@@ -212,10 +209,10 @@ def admit_pass(db: Database, inventory: Resources) -> list[int]:
 
 
 def _store_reasons(db: Database, reasons: dict[int, str]) -> None:
-    with db.locked("~jobs") as s:
-        for job in s.scalars(select(Job).where(Job.id.in_(list(reasons)), Job.state == states.QUEUED)):
-            if job.reason != reasons[job.id]:
-                job.reason = reasons[job.id]
+    with db.fast("~jobs") as tx:
+        for job_id, reason in tx.run(lifecycle.REASONS, ids=In(reasons)):
+            if reason != reasons[job_id]:
+                tx.run(lifecycle.SET_REASON, id=job_id, reason=reasons[job_id])
 
 
 def fingerprint(db: Database) -> tuple[Any, ...]:
