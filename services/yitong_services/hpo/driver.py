@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from anyio import to_thread
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from ..core.db import Database
 from ..core.errors import Refusal
@@ -30,6 +30,7 @@ from .models import Experiment, Trial
 
 log = logging.getLogger(__name__)
 MAX_STEPS = 100_000  # intermediate results kept per trial
+EXPERIMENT_OF = select(Trial.experiment_id).where(Trial.job_id == bindparam("job_id"))  # a job's, if it is a trial
 
 
 class Jobs(Protocol):
@@ -111,10 +112,11 @@ class Driver:
         """The job manager's ``on_end`` (in its worker thread, the end committed): when the job is
         a trial's, its experiment's pass runs now, and the manager admits the trials it asks for
         in the same tick."""
-        with self.db.session() as s:
-            exp_id = s.scalar(select(Trial.experiment_id).where(Trial.job_id == job_id))
-        if exp_id is None:
+        with self.db.fast(None) as tx:  # every job's end asks: on the DB-API connection (core/fastsql.py)
+            row = tx.one(EXPERIMENT_OF, job_id=job_id)
+        if row is None or row[0] is None:
             return
+        exp_id = row[0]
         cancel, _created = self.step(exp_id)
         if cancel:
             asyncio.run_coroutine_threadsafe(self._cancel(cancel), self._loop_ref)
