@@ -26,6 +26,7 @@ from .readcache import MARK
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Dialect
+    from sqlalchemy.orm import Session
     from sqlalchemy.sql import ClauseElement
 
     from .db import Database
@@ -69,7 +70,9 @@ class Prepared:
         columns = getattr(stmt, "selected_columns", None)
         if columns is None:
             columns = getattr(stmt, "_returning", ()) or ()
-        self.results: list[_Processor] = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
+        self.columns = [c.type.dialect_impl(dialect) for c in columns]
+        self._dialect = dialect
+        self._results: list[_Processor] | None = None  # from the first result's column types
 
     def parameters(self, given: dict[str, Any]) -> Sequence[Any] | dict[str, Any]:
         values = {**self.fixed, **given} if self.fixed else given
@@ -79,18 +82,23 @@ class Prepared:
 
     def rows(self, cursor: Any) -> list[tuple[Any, ...]]:
         got = cursor.fetchall()
-        if not any(self.results):
+        procs = self._results
+        if procs is None:  # as SQLAlchemy does: a processor may depend on the driver's type code
+            codes = [d[1] for d in cursor.description]
+            d = self._dialect
+            procs = self._results = [t.result_processor(d, c) for t, c in zip(self.columns, codes, strict=True)]
+        if not any(procs):
             return [tuple(r) for r in got]
-        procs = self.results
         return [tuple(v if p is None else p(v) for p, v in zip(procs, r, strict=True)) for r in got]
 
 
 class Transaction:
     """One transaction on a pooled DB-API connection; statements are run by :meth:`run`."""
 
-    def __init__(self, db: Database, dbapi: Any) -> None:
+    def __init__(self, db: Database, dbapi: Any, info: dict[str, Any] | None = None) -> None:
         self._db = db
         self._cursor = dbapi.cursor()
+        self._info = info  # a joined Session's connection: a write marks it for the read cache
         self.wrote = False
 
     def run(self, stmt: ClauseElement, **params: Any) -> list[tuple[Any, ...]]:
@@ -106,9 +114,11 @@ class Transaction:
         else:
             prepared = self._db.prepared(stmt)
         self._cursor.execute(prepared.sql, prepared.parameters(params))
-        if not prepared.sql.lstrip()[:6].upper().startswith("SELECT"):
+        if not self.wrote and not prepared.sql.lstrip()[:6].upper().startswith("SELECT"):
             self.wrote = True
-        return prepared.rows(self._cursor) if prepared.results else []
+            if self._info is not None:
+                self._info[MARK] = True
+        return prepared.rows(self._cursor) if prepared.columns else []
 
     def one(self, stmt: ClauseElement, **params: Any) -> tuple[Any, ...] | None:
         """The first row of ``stmt``, or None."""
@@ -155,3 +165,12 @@ def transaction(db: Database, lock: str | Sequence[str] | None) -> Iterator[Tran
                 db.reads.writes.bump()
         finally:
             pooled.close()
+
+
+def joined(db: Database, session: Session) -> Transaction:
+    """A :class:`Transaction` inside ``session``'s transaction, on its connection: for the hot
+    statements of a pass that also uses the ORM. The session commits or rolls back (a write here
+    moves the read cache as the session's own would); its identity map does not see these rows,
+    so the pass must not also load them through it."""
+    conn = session.connection()
+    return Transaction(db, conn.connection.driver_connection, conn.info)

@@ -17,16 +17,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from anyio import to_thread
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import bindparam, select
 
 from ..core.db import Database
 from ..core.errors import Refusal
+from ..core.fastsql import In, Transaction, joined
 from ..core.models import utcnow
 from ..jobs import states as job_states
-from ..jobs.models import Job
 from ..vcs.quantities import Resources
 from . import channel, engine, records, states
+from . import pass_rows as hpo_rows
 from .models import Experiment, Trial
+from .pass_rows import ExperimentRow, TrialRow
 
 log = logging.getLogger(__name__)
 MAX_STEPS = 100_000  # intermediate results kept per trial
@@ -46,7 +48,7 @@ class Jobs(Protocol):
     async def cancel(self, job_id: int) -> None: ...
 
 
-def elapsed(exp: Experiment, now: datetime) -> float:
+def elapsed(exp: Experiment | ExperimentRow, now: datetime) -> float:
     run = (now - exp.resumed).total_seconds() if exp.state == states.EXP_RUNNING else 0.0
     return exp.used_seconds + max(run, 0.0)
 
@@ -121,7 +123,7 @@ class Driver:
         if cancel:
             asyncio.run_coroutine_threadsafe(self._cancel(cancel), self._loop_ref)
 
-    def fold_reports(self, exp: Experiment, trials: list[Trial]) -> None:
+    def fold_reports(self, exp: ExperimentRow, trials: list[TrialRow]) -> None:
         """Fold what each running trial appended to its file channel into its row (in the pass's
         transaction: a few small reads of the trials' own files, no lock held long)."""
         metric = exp.config["objective"]["metric"]
@@ -156,41 +158,33 @@ class Driver:
         cancel: list[int] = []
         created = False
         with self.db.locked("~jobs") as s:
-            exp = s.get(Experiment, exp_id)
+            tx = joined(self.db, s)  # the pass's rows on the DB-API connection; submit checks on the ORM
+            exp = hpo_rows.experiment(tx, exp_id)
             if exp is None or exp.state != states.EXP_RUNNING:
                 self._ended.pop(exp_id, None)
                 return [], False
-            trials = list(
-                s.scalars(
-                    select(Trial)
-                    .where(Trial.experiment_id == exp_id, Trial.state == states.RUNNING)
-                    .order_by(Trial.number)
-                    .with_for_update()  # the report route writes these rows too
-                )
-            )
-            ended_rows = self._ended_rows(s, exp_id, trials)
+            trials = hpo_rows.trials(tx, hpo_rows.RUNNING, exp_id)
+            read = {t.id: hpo_rows.snapshot(t) for t in trials}
+            ended_rows = self._ended_rows(tx, exp_id, trials)
             job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
-            jobs = (
-                {j.id: j for j in s.execute(select(Job.id, Job.state, Job.reason).where(Job.id.in_(job_ids)))}
-                if job_ids
-                else {}
-            )
+            jobs = {j[0]: j for j in tx.run(hpo_rows.JOBS, ids=In(job_ids))} if job_ids else {}
             self.fold_reports(exp, trials)  # after the reads: its changes and the ends go in one UPDATE
             now = utcnow()
             for t in trials:  # trials whose jobs ended
                 job = jobs.get(t.job_id) if t.job_id else None
-                if t.state != states.RUNNING or job is None or job.state not in job_states.TERMINAL:
+                if t.state != states.RUNNING or job is None or job[1] not in job_states.TERMINAL:
                     continue
+                job_id, job_state, job_reason = job
                 if t.reason.startswith("pruned"):
                     t.state = states.PRUNED
-                elif job.state == job_states.SUCCEEDED and t.value is not None:
+                elif job_state == job_states.SUCCEEDED and t.value is not None:
                     t.state, t.reason = states.COMPLETE, ""
-                elif job.state == job_states.SUCCEEDED:
+                elif job_state == job_states.SUCCEEDED:
                     t.state, t.reason = states.FAILED, "the trial ended without reporting a final result"
-                elif job.state == job_states.CANCELLED:
-                    t.state, t.reason = states.CANCELLED, job.reason or "cancelled"
+                elif job_state == job_states.CANCELLED:
+                    t.state, t.reason = states.CANCELLED, job_reason or "cancelled"
                 else:
-                    t.state, t.reason = states.FAILED, f"job {job.id} {job.state}: {job.reason}"
+                    t.state, t.reason = states.FAILED, f"job {job_id} {job_state}: {job_reason}"
                 t.finished = now
             now_ended = [t for t in trials if t.state != states.RUNNING]
             trials = [t for t in trials if t.state == states.RUNNING]
@@ -223,29 +217,33 @@ class Driver:
                         cancel.append(t.job_id)
             budget = 0 if over_time else exp.config["max_trials"] - len(rows)
             room = min(budget, exp.config["concurrency"] - len(active))
+            for t in [*now_ended, *trials]:
+                hpo_rows.save(tx, t, read[t.id])
             for _ in range(max(room, 0)):
                 params, internal = engine.ask(exp.config, rows, key=exp.id)
                 trial = records.new_trial(  # rows holds every trial of the experiment: the next number
-                    s, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
+                    s, tx, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
                 )
                 rows.append(records.trial_dict(trial))
                 created = True
             if not active and not created and budget <= 0:
-                exp.state, exp.finished = states.EXP_DONE, now
-                exp.used_seconds, exp.reason = elapsed(exp, now), "the duration is spent" if over_time else ""
+                tx.run(
+                    hpo_rows.DONE,
+                    id=exp.id,
+                    state=states.EXP_DONE,
+                    finished=now,
+                    used_seconds=elapsed(exp, now),
+                    reason="the duration is spent" if over_time else "",
+                )
         return cancel, created
 
-    def _ended_rows(self, s: Any, exp_id: int, running: list[Trial]) -> dict[int, dict[str, Any]]:
+    def _ended_rows(self, tx: Transaction, exp_id: int, running: list[TrialRow]) -> dict[int, dict[str, Any]]:
         """The rows of the experiment's ended trials, from memory when the table agrees: as many
         ended trials, the highest-numbered one among them, none of them running again; else read
         again."""
-        count, top = s.execute(
-            select(func.count(Trial.id), func.max(Trial.number)).where(
-                Trial.experiment_id == exp_id, Trial.state != states.RUNNING
-            )
-        ).one()
+        ((count, top),) = tx.run(hpo_rows.ENDED_COUNT, id=exp_id)
         kept = self._ended.get(exp_id)
         if kept is None or len(kept) != count or (count and top not in kept) or any(t.number in kept for t in running):
-            ended = s.scalars(select(Trial).where(Trial.experiment_id == exp_id, Trial.state != states.RUNNING))
+            ended = hpo_rows.trials(tx, hpo_rows.ENDED, exp_id)
             kept = self._ended[exp_id] = {t.number: records.trial_dict(t) for t in ended}
         return kept

@@ -12,15 +12,18 @@ from sqlalchemy.orm import Session
 
 from ..core.authz import Person, is_member
 from ..core.errors import Refusal, describe_validation
+from ..core.fastsql import Transaction
 from ..core.models import utcnow
+from ..jobs import lifecycle
 from ..jobs import records as jobs
 from ..jobs.models import Job
 from ..jobs.spec import spec_from_dict
 from ..jobs.spec_errors import JobSpecError
 from ..vcs import catalog
 from ..vcs.quantities import Resources
-from . import channel, states
+from . import channel, pass_rows, states
 from .models import Experiment, Trial
+from .pass_rows import ExperimentRow, TrialRow
 from .schemas import ExperimentSpec
 
 
@@ -100,45 +103,66 @@ def require_owner(person: Person, exp: Experiment, what: str) -> None:
         raise Refusal(403, f"{person.name} may not {what} experiment {exp.id} of {exp.user}")
 
 
-def owner(exp: Experiment) -> Person:
+def owner(exp: Experiment | ExperimentRow) -> Person:
     return Person(name=exp.user, admin=False, groups=list(exp.groups))
 
 
 def new_trial(
     session: Session,
-    exp: Experiment,
+    tx: Transaction,
+    exp: ExperimentRow,
     params: dict[str, Any],
     internal: dict[str, Any],
     workdir: Any,
     inventory: Resources,
     backend: str,
     number: int,
-) -> Trial:
+) -> TrialRow:
     """Insert trial ``number`` (the experiment's count of trials so far) and its job
     (``workdir(job_id)`` is the job's directory), and write its parameter file before the
-    transaction commits, so the job never starts without it."""
+    transaction commits, so the job never starts without it. ``tx`` runs in ``session``'s
+    transaction: the submit's checks read through the ORM, the rows are written on ``tx``."""
     spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
-    job = jobs.create(session, owner(exp), spec, dict(exp.config.get("code") or {}), inventory, backend)
-    trial = Trial(
-        experiment_id=exp.id,
+    person = owner(exp)
+    vc, inputs = jobs.check(session, person, spec, inventory, backend)
+    job = jobs.job_row(person, spec, vc.name, dict(exp.config.get("code") or {}), inputs, backend)
+    ((job_id,),) = tx.run(lifecycle.NEW_JOB, **job)
+    if inputs:
+        jobs.pin_inputs(session, job_id, inputs)
+    trial = TrialRow(
+        id=0,
         number=number,
-        job_id=job.id,
+        job_id=job_id,
         params=params,
         internal=internal,
         state=states.RUNNING,
         reason="",
         intermediate=[],
+        value=None,
         offset=0,
+        created=job["created"],
+        finished=None,
     )
-    session.add(trial)
-    session.flush()  # its id goes in the job's environment
+    ((trial.id,),) = tx.run(
+        pass_rows.NEW_TRIAL,
+        experiment_id=exp.id,
+        number=number,
+        job_id=job_id,
+        params=params,
+        internal=internal,
+        state=trial.state,
+        reason="",
+        intermediate=[],
+        offset=0,
+        created=trial.created,
+    )
     # the job's own directory: handed to the job's account at launch in multi-user mode, so the
     # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
-    sys_dir = Path(workdir(job.id))
-    env = channel.trial_env(sys_dir, exp.id, trial.id, number, params)
+    sys_dir = Path(workdir(job_id))
+    env = channel.trial_env(sys_dir, exp.id, trial.id, number, params)  # the trial's id goes in its job's environment
     if not forwarded(exp.config, backend):  # the driver reads the trial's directory at its end
         env["YT_HPO_FINAL"] = "file"
-    job.spec = {**job.spec, "env": {**job.spec.get("env", {}), **env}}
+    tx.run(lifecycle.SET_SPEC, id=job_id, spec={**job["spec"], "env": {**job["spec"].get("env", {}), **env}})
     channel.write_parameters(sys_dir, number, params)
     return trial
 
@@ -172,7 +196,7 @@ def rows(session: Session, experiment_id: int) -> list[dict[str, Any]]:
     return [trial_dict(t) for t in session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))]
 
 
-def trial_dict(t: Trial, job: Job | None = None) -> dict[str, Any]:
+def trial_dict(t: Trial | TrialRow, job: Job | None = None) -> dict[str, Any]:
     out = {
         "id": t.id,
         "number": t.number,

@@ -14,6 +14,28 @@ from ..vcs.models import VC, Allocation
 from . import states
 from .models import Job, Run
 
+#: the columns of a new job (``records.job_row``)
+JOB_COLUMNS = (
+    "name",
+    "vc",
+    "user",
+    "spec",
+    "code",
+    "inputs",
+    "state",
+    "reason",
+    "priority",
+    "created",
+    "attempts",
+    "backend",
+    "hosts",
+    "ports",
+    "devices",
+    "token_hash",
+    "cancel_requested",
+    "request",
+)
+
 #: what a launch needs of its job, in the order :func:`..manager.facts` takes them
 FACTS = (Job.id, Job.name, Job.vc, Job.user, Job.attempts, Job.spec, Job.inputs, Job.code, Job.devices)
 
@@ -110,3 +132,7 @@ ADMIT = (
 )
 SET_REASON = update(Job).where(Job.id == bindparam("id"), Job.state == states.QUEUED).values(reason=bindparam("reason"))
 REASONS = select(Job.id, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == states.QUEUED)
+
+# ---- submit on the DB-API connection (an experiment's trials): records.job_row's columns
+NEW_JOB = insert(Job).values({c: bindparam(c) for c in JOB_COLUMNS}).returning(Job.id)
+SET_SPEC = update(Job).where(Job.id == bindparam("id")).values(spec=bindparam("spec"))

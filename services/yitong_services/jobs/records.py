@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from ..core.authz import Person, is_member
 from ..core.errors import Refusal, describe_validation
 from ..core.limits import MAX_DEPTH, MAX_SHORT, DocumentError, load_json, load_yaml
+from ..core.models import utcnow
 from ..datasets import records as datasets
 from ..datasets.models import DatasetRef, DatasetVersion
 from ..vcs import catalog
@@ -138,45 +139,52 @@ def check(session: Session, person: Person, spec: JobSpec, inventory: Resources,
     return vc, inputs
 
 
+def job_row(person: Person, spec: JobSpec, vc: str, code: dict, inputs: list, backend: str) -> dict[str, Any]:
+    """Every column of a new, queued job (pure): :func:`create`'s, and the HPO driver's insert on
+    the DB-API connection (``lifecycle.NEW_JOB``)."""
+    return {
+        "name": spec.name,
+        "vc": vc,
+        "user": person.name,
+        "spec": spec.model_dump(mode="json"),
+        "code": code,
+        "inputs": inputs,
+        "state": states.QUEUED,
+        "reason": "waiting for admission",
+        "priority": spec.priority_value,
+        "created": utcnow(),
+        "attempts": 0,
+        "backend": backend,
+        "hosts": [],
+        "ports": {},
+        "devices": {},
+        "token_hash": "",
+        "cancel_requested": False,
+        "request": request_of(spec),
+    }
+
+
 def create(session: Session, person: Person, spec: JobSpec, code: dict, inventory: Resources, backend: str) -> Job:
     vc, inputs = check(session, person, spec, inventory, backend)
-    job = Job(
-        name=spec.name,
-        vc=vc.name,
-        user=person.name,
-        spec=spec.model_dump(mode="json"),
-        code=code,
-        inputs=inputs,
-        state=states.QUEUED,
-        reason="waiting for admission",
-        priority=spec.priority_value,
-        attempts=0,
-        backend=backend,
-        hosts=[],
-        ports={},
-        devices={},
-        token_hash="",
-        cancel_requested=False,
-        request=request_of(spec),
-    )
+    job = Job(**job_row(person, spec, vc.name, code, inputs, backend))
     session.add(job)
     session.flush()
-    pin_inputs(session, job)
+    pin_inputs(session, job.id, job.inputs)
     return job
 
 
-def pin_inputs(session: Session, job: Job) -> None:
+def pin_inputs(session: Session, job_id: int, inputs: list[dict[str, Any]]) -> None:
     """``dataset_refs`` rows (kind ``job``) so the input versions are not deleted meanwhile."""
-    for i in job.inputs:
+    for i in inputs:
         if session.get(DatasetVersion, i["version_id"]) is None:
             raise Refusal(409, f"input {i['dataset']} (version {i['version']}) was deleted")
         exists = session.scalar(
             select(DatasetRef.id).where(
-                DatasetRef.version_id == i["version_id"], DatasetRef.kind == "job", DatasetRef.ref == str(job.id)
+                DatasetRef.version_id == i["version_id"], DatasetRef.kind == "job", DatasetRef.ref == str(job_id)
             )
         )
         if exists is None:
-            session.add(DatasetRef(version_id=i["version_id"], kind="job", ref=str(job.id)))
+            session.add(DatasetRef(version_id=i["version_id"], kind="job", ref=str(job_id)))
 
 
 def visible(session: Session, person: Person, job_id: int) -> Job:

@@ -239,7 +239,7 @@ def retry(job_id: Id, caller: Caller, person: Member, ctx: Ctx, request: Request
         job.state = states.check_move(job.state, states.QUEUED)
         job.reason, job.cancel_requested, job.exit_code, job.backend_ref = "retry requested", False, None, None
         job.admitted = job.started = job.finished = None
-        records.pin_inputs(s, job)
+        records.pin_inputs(s, job.id, job.inputs)
         out = records.job_dict(job)
     mgr.wake_threadsafe()  # this runs in a worker thread: wake the queue on its event loop
     return out
