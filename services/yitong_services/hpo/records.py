@@ -20,6 +20,7 @@ from ..jobs.models import Job
 from ..jobs.spec import spec_from_dict
 from ..jobs.spec_errors import JobSpecError
 from ..vcs import catalog
+from ..vcs.catalog import VCFacts
 from ..vcs.quantities import Resources
 from . import channel, pass_rows, states
 from .models import Experiment, Trial
@@ -124,7 +125,10 @@ def new_trial(
     transaction: the submit's checks read through the ORM, the rows are written on ``tx``."""
     spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
     person = owner(exp)
-    vc, inputs = jobs.check(session, person, spec, inventory, backend)
+    row = tx.one(lifecycle.VC_FACTS, name=spec.vc)
+    if row is None:
+        raise Refusal(404, f"there is no VC {spec.vc}")
+    vc, inputs = jobs.check(session, person, spec, inventory, backend, vc=VCFacts(*row))
     job = jobs.job_row(person, spec, vc.name, dict(exp.config.get("code") or {}), inputs, backend)
     ((job_id,),) = tx.run(lifecycle.NEW_JOB, **job)
     if inputs:

@@ -133,6 +133,7 @@ ADMIT = (
 SET_REASON = update(Job).where(Job.id == bindparam("id"), Job.state == states.QUEUED).values(reason=bindparam("reason"))
 REASONS = select(Job.id, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == states.QUEUED)
 
-# ---- submit on the DB-API connection (an experiment's trials): records.job_row's columns
+# ---- submit on the DB-API connection (an experiment's trials): the VC it checks, records.job_row's columns
+VC_FACTS = select(VC.name, VC.groups, VC.quota, VC.user_caps).where(VC.name == bindparam("name"))
 NEW_JOB = insert(Job).values({c: bindparam(c) for c in JOB_COLUMNS}).returning(Job.id)
 SET_SPEC = update(Job).where(Job.id == bindparam("id")).values(spec=bindparam("spec"))

@@ -110,12 +110,23 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
     return None
 
 
-def check(session: Session, person: Person, spec: JobSpec, inventory: Resources, backend: str) -> tuple[Any, list]:
+def check(
+    session: Session,
+    person: Person,
+    spec: JobSpec,
+    inventory: Resources,
+    backend: str,
+    vc: catalog.VCFacts | None = None,
+) -> tuple[Any, list]:
     """Every refusal a submit can meet, nothing written: ``(VC row, resolved inputs)``. A dry run
-    (``POST /jobs/preview``) stops here; a submit goes on to queue the job."""
+    (``POST /jobs/preview``) stops here; a submit goes on to queue the job. ``vc``: the spec's
+    VC as the caller read it (an experiment's pass, on the DB-API connection), None if it is gone."""
     if backend == "unavailable":
         raise Refusal(503, "this platform's backend has no job runner yet")
-    vc = catalog.member_vc(session, person, spec.vc)
+    if vc is None:
+        vc = catalog.member_vc(session, person, spec.vc)
+    elif not is_member(person, vc.groups):
+        raise Refusal(404, f"there is no VC {spec.vc}")
     refused = check_backend_devices(spec, inventory)
     if refused is None and backend == "local" and spec.nodes != 1:
         refused = f"the local backend runs single-node jobs; this job asks for {spec.nodes} nodes"

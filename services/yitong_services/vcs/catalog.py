@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from sqlalchemy import column, select, table
 from sqlalchemy.orm import Session
 
@@ -16,6 +18,15 @@ def get_vc(session: Session, name: str) -> VC:
     if vc is None:
         raise Refusal(404, f"there is no VC {name}")
     return vc
+
+
+class VCFacts(NamedTuple):
+    """What a submit checks of a VC (:func:`..jobs.records.check`), read as one row without the ORM."""
+
+    name: str
+    groups: list[str]
+    quota: dict[str, Any]
+    user_caps: dict[str, Any]
 
 
 def member_vc(session: Session, person: Person, name: str) -> VC:
