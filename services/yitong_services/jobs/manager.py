@@ -38,6 +38,8 @@ from .spec import spec_from_dict
 from .tokens import JobTokens
 
 log = logging.getLogger(__name__)
+#: launches prepared in the hop that admitted them: job id -> (launch, facts), or why not
+Ready = dict[int, tuple[Launch, dict[str, Any]] | Exception]
 
 
 def token_hash(token: str) -> str:
@@ -137,23 +139,39 @@ class JobManager:
         with self.db.fast(None) as tx:
             return tx.run(lifecycle.ACTIVE)  # type: ignore[return-value]
 
-    def _finish_then_admit(self, ended: dict[int, Polled]) -> list[tuple[int, str, str | None]]:
+    def _finish_then_admit(self, ended: dict[int, Polled]) -> tuple[list[tuple[int, str, str | None]], Ready]:
         """Record the ends, let what they set off run (``on_end``: an experiment's next trial),
-        then admit: one worker-thread hop, so the jobs that follow start in the same tick."""
+        then admit and prepare the launches: one worker-thread hop, so the jobs that follow start
+        in the same tick."""
         for job_id, result in ended.items():
             self.finish(job_id, result, admit_follows=True)
         # only what this pass admitted is launched here: anything admitted before it was launched
         # by the tick's first pass (a launch that fails ends its job), so no query of the active jobs
-        return [(job_id, states.ADMITTED, None) for job_id in self._admit()]
+        admitted = self._admit()
+        return [(job_id, states.ADMITTED, None) for job_id in admitted], self._prepare_few(admitted)
 
-    async def _launch_admitted(self, rows: list[tuple[int, str, str | None]]) -> bool:
+    def _prepare_few(self, job_ids: list[int]) -> Ready:
+        """The launches of a few admitted jobs prepared in the hop that admitted them (a burst is
+        prepared by each launch, in parallel): the facts, or why the launch cannot start."""
+        if len(job_ids) > self.launch_concurrency:
+            return {}
+        out: Ready = {}
+        for job_id in job_ids:
+            try:
+                out[job_id] = self._prepare(job_id)
+            except Exception as e:  # the launch ends the job, saying why
+                out[job_id] = e
+        return out
+
+    async def _launch_admitted(self, rows: list[tuple[int, str, str | None]], prepared: Ready | None = None) -> bool:
         to_launch = [job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None]
         if to_launch:
             gate = asyncio.Semaphore(self.launch_concurrency)
+            ready = prepared or {}
 
             async def gated(job_id: int) -> None:
                 async with gate:
-                    await self.launch(job_id)
+                    await self.launch(job_id, ready.get(job_id))
 
             await asyncio.gather(*(gated(j) for j in to_launch))
         return bool(to_launch)
@@ -172,7 +190,7 @@ class JobManager:
             ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
             if ends:
                 ended = True
-                launched |= await self._launch_admitted(await to_thread.run_sync(self._finish_then_admit, ends))
+                launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
             seen = {
                 running[ref]: (r.reason, r.info.get("hosts") or None)
                 for ref, r in polled.items()
@@ -320,9 +338,14 @@ class JobManager:
             tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
             return cancel_requested, reason
 
-    async def launch(self, job_id: int) -> None:
+    async def launch(self, job_id: int, prepared: tuple[Launch, dict[str, Any]] | Exception | None = None) -> None:
+        """Start an admitted job's attempt (``prepared``: its :meth:`_prepare`, when done already)."""
         try:
-            launch, facts = await to_thread.run_sync(self._prepare, job_id)
+            if isinstance(prepared, Exception):
+                raise prepared
+            if prepared is None:
+                prepared = await to_thread.run_sync(self._prepare, job_id)
+            launch, facts = prepared
             if self.tokens is not None and launch.spec.hub_token:  # the owner's short-lived token, never the service's
                 mint = self.tokens.mint(job_id, facts["attempt"], launch.user, launch.spec)
                 if self.backend.late_env:  # the hub call overlaps the start of the attempt's process

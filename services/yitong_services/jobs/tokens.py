@@ -78,6 +78,10 @@ class JobTokens:
         self._filling: dict[tuple[str, int], asyncio.Task] = {}
         self._recording: set[str] = set()  # spares minted whose record is being written
         self._stale: list[tuple[str, str]] = []  # (owner, token id) of spares too old to hand out
+        # records written by this process, and that count when a sweep last found none: a sweep
+        # with nothing written since skips its look at the directory (jobs without hub tokens)
+        self._written = 0
+        self._empty_at = -1
 
     def _path(self, job_id: int, attempt: int) -> Path:
         return self.dir / f"{int(job_id)}-{int(attempt)}.json"
@@ -94,6 +98,7 @@ class JobTokens:
         with os.fdopen(fd, "w") as f:
             json.dump({"user": user, "id": token_id}, f)
         os.replace(tmp, path)
+        self._written += 1  # after the file is there: a sweep listing meanwhile does not skip it later
 
     def _take_spare(self, job_id: int, attempt: int, user: str, spare: Spare) -> None:
         """The attempt's record first, then the spare's dropped: a crash between leaves the token
@@ -235,7 +240,12 @@ class JobTokens:
     async def sweep(self, running: Callable[[], Awaitable[set[tuple[int, int]]]]) -> int:
         """Revoke the token of every recorded attempt not in ``running()`` ({(job id, attempt)},
         asked only when some token is recorded)."""
+        written = self._written
+        if self._empty_at == written:
+            return 0  # nothing recorded when last looked, and nothing written since
         records, spares = await to_thread.run_sync(lambda: (self._records(), self._spare_records()))
+        if not records and not spares:
+            self._empty_at = written
         done = 0
         if records:
             live = await running()
