@@ -8,38 +8,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, select, update
 
+from yitong_services.core.authz import Person
 from yitong_services.core.db import Database
 from yitong_services.core.fastsql import In
 from yitong_services.jobs import lifecycle, states
 from yitong_services.jobs.models import Job, Run
+from yitong_services.jobs.records import job_row
+from yitong_services.jobs.spec import spec_from_dict
 from yitong_services.vcs.models import VC
 
-NEW_JOB = (
-    insert(Job)
-    .values(
-        name=bindparam("name"),
-        vc=bindparam("vc"),
-        user=bindparam("user"),
-        spec=bindparam("spec"),
-        code=bindparam("code"),
-        inputs=bindparam("inputs"),
-        state=bindparam("state"),
-        reason=bindparam("reason"),
-        priority=bindparam("priority"),
-        created=bindparam("created"),
-        attempts=bindparam("attempts"),
-        backend=bindparam("backend"),
-        hosts=bindparam("hosts"),
-        ports=bindparam("ports"),
-        devices=bindparam("devices"),
-        request=bindparam("request"),
-        token_hash=bindparam("token_hash"),
-        cancel_requested=bindparam("cancel_requested"),
-    )
-    .returning(Job.id)
-)
 CANCEL = update(Job).where(Job.id == bindparam("id")).values(cancel_requested=bindparam("flag"))
 BY_IDS = select(Job.id, Job.cancel_requested).where(Job.id.in_(bindparam("ids", expanding=True))).order_by(Job.id)
 
@@ -54,31 +33,33 @@ def db(db_url):
     d.dispose()
 
 
-def new_job(db: Database, name: str, **extra) -> int:
-    values = {
-        "name": name,
-        "vc": "v",
-        "user": "u",
-        "spec": {"command": ["python", "-c", "print('é')"], "retries": 0},
-        "code": {},
-        "inputs": [],
-        "state": states.QUEUED,
-        "reason": "waiting for admission",
-        "priority": 0,
-        "created": datetime(2026, 11, 26, 12, 0, 0, 123456, tzinfo=UTC),
-        "attempts": 0,
-        "backend": "local",
-        "hosts": [],
-        "ports": {},
-        "devices": {},
-        "request": {"resources": {"cpu": 1}, "accelerator": None},
-        "token_hash": "",
-        "cancel_requested": False,
-        **extra,
-    }
+def new_job(db: Database, name: str) -> int:
+    spec = spec_from_dict(
+        {
+            "name": name,
+            "vc": "v",
+            "command": ["python", "-c", "print('é')"],
+            "environment": {"kernel": "python3"},
+            "cpu": 1,
+            "memory": "64Mi",
+        }
+    )
+    values = job_row(Person(name="u", admin=False, groups=[]), spec, "v", {}, [], "local")
+    values["created"] = datetime(2026, 11, 26, 12, 0, 0, 123456, tzinfo=UTC)
     with db.fast("~jobs") as tx:
-        ((job_id,),) = tx.run(NEW_JOB, **values)
+        ((job_id,),) = tx.run(lifecycle.NEW_JOB, **values)
     return job_id
+
+
+def test_a_new_jobs_row_names_every_column_the_insert_leaves_open():
+    spec = spec_from_dict(
+        {"name": "a", "vc": "v", "command": ["true"], "environment": {"kernel": "python3"}, "cpu": 1, "memory": "64Mi"}
+    )
+    row = job_row(Person(name="u", admin=False, groups=[]), spec, "v", {}, [], "local")
+    assert set(row) == set(lifecycle.JOB_COLUMNS)
+    # the columns it leaves out are the ones a new job has no value for yet
+    left_out = {c.name for c in Job.__table__.columns} - set(lifecycle.JOB_COLUMNS)
+    assert left_out == {"id", "admitted", "started", "finished", "exit_code", "backend_ref"}
 
 
 def test_what_it_writes_the_orm_reads_back(db):

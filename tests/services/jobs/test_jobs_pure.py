@@ -134,3 +134,26 @@ def test_the_fork_servers_children_say_they_are_not_dumpable():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["1", "0"]
+
+
+def test_a_submit_checked_against_a_vc_the_caller_read_still_refuses_a_non_member():
+    """An experiment's pass reads the trial's VC itself (catalog.VCFacts): membership and quota
+    are still checked, with the same sentences as a submit through the API."""
+    from yitong_services.core.authz import Person
+    from yitong_services.core.errors import Refusal
+    from yitong_services.jobs.records import check
+    from yitong_services.jobs.spec import spec_from_dict
+    from yitong_services.vcs.catalog import VCFacts
+
+    spec = spec_from_dict(
+        {"name": "t", "vc": "v", "command": ["true"], "environment": {"kernel": "python3"}, "cpu": 1, "memory": "64Mi"}
+    )
+    alice = Person(name="alice", admin=False, groups=["team"])
+    vc = VCFacts(name="v", groups=["team"], quota={"cpu": 4, "memory": 2**30}, user_caps={})  # stored amounts
+    assert check(None, alice, spec, {"cpu": 8}, "local", vc=vc)[0] is vc  # type: ignore[arg-type]
+    with pytest.raises(Refusal) as e:
+        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(groups=["others"]))  # type: ignore[arg-type]
+    assert (e.value.status, e.value.detail) == (404, "there is no VC v")
+    with pytest.raises(Refusal) as e:
+        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(quota={"cpu": 0.5}))  # type: ignore[arg-type]
+    assert e.value.status == 422 and "VC v" in e.value.detail
