@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from anyio import to_thread
 from sqlalchemy import bindparam, select
+from sqlalchemy.orm import Session
 
 from ..core.db import Database
 from ..core.errors import Refusal
@@ -62,6 +63,8 @@ class Driver:
         # only by going back to running (a retried job revives it), so a pass reads the running
         # ones and these from memory, checked against the table's counts (``_ended_rows``)
         self._ended: dict[int, dict[int, dict[str, Any]]] = {}
+        # experiment id -> whether its trials take dataset inputs (a pass then needs a Session)
+        self._inputs: dict[int, bool] = {}
 
     def wake(self) -> None:
         self._wake.set()
@@ -155,86 +158,94 @@ class Driver:
             return [], False
 
     def _step(self, exp_id: int) -> tuple[list[int], bool]:
+        """One pass of the experiment in one transaction. Its rows go on the DB-API connection;
+        an experiment whose trials take dataset inputs (or one not seen yet) also opens a Session
+        on the same transaction, for the submit's reads and pins of the inputs."""
+        if self._inputs.get(exp_id, True):
+            with self.db.locked("~jobs") as s:
+                return self._pass(exp_id, joined(self.db, s), s)
+        with self.db.fast("~jobs") as tx:
+            return self._pass(exp_id, tx, None)
+
+    def _pass(self, exp_id: int, tx: Transaction, s: Session | None) -> tuple[list[int], bool]:
         cancel: list[int] = []
         created = False
-        with self.db.locked("~jobs") as s:
-            tx = joined(self.db, s)  # the pass's rows on the DB-API connection; submit checks on the ORM
-            exp = hpo_rows.experiment(tx, exp_id)
-            if exp is None or exp.state != states.EXP_RUNNING:
-                self._ended.pop(exp_id, None)
-                return [], False
-            trials = hpo_rows.trials(tx, hpo_rows.RUNNING, exp_id)
-            read = {t.id: hpo_rows.snapshot(t) for t in trials}
-            ended_rows = self._ended_rows(tx, exp_id, trials)
-            job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
-            jobs = {j[0]: j for j in tx.run(hpo_rows.JOBS, ids=In(job_ids))} if job_ids else {}
-            self.fold_reports(exp, trials)  # after the reads: its changes and the ends go in one UPDATE
-            now = utcnow()
-            for t in trials:  # trials whose jobs ended
-                job = jobs.get(t.job_id) if t.job_id else None
-                if t.state != states.RUNNING or job is None or job[1] not in job_states.TERMINAL:
-                    continue
-                job_id, job_state, job_reason = job
-                if t.reason.startswith("pruned"):
-                    t.state = states.PRUNED
-                elif job_state == job_states.SUCCEEDED and t.value is not None:
-                    t.state, t.reason = states.COMPLETE, ""
-                elif job_state == job_states.SUCCEEDED:
-                    t.state, t.reason = states.FAILED, "the trial ended without reporting a final result"
-                elif job_state == job_states.CANCELLED:
-                    t.state, t.reason = states.CANCELLED, job_reason or "cancelled"
-                else:
-                    t.state, t.reason = states.FAILED, f"job {job_id} {job_state}: {job_reason}"
-                t.finished = now
-            now_ended = [t for t in trials if t.state != states.RUNNING]
-            trials = [t for t in trials if t.state == states.RUNNING]
-            for t in now_ended:
-                ended_rows[t.number] = records.trial_dict(t)
-            rows = sorted([*ended_rows.values(), *(records.trial_dict(t) for t in trials)], key=lambda r: r["number"])
+        exp = hpo_rows.experiment(tx, exp_id)
+        if exp is None or exp.state != states.EXP_RUNNING:
+            self._ended.pop(exp_id, None)
+            self._inputs.pop(exp_id, None)
+            return [], False
+        self._inputs[exp_id] = bool(exp.config["template"].get("inputs"))  # fixed for the experiment
+        trials = hpo_rows.trials(tx, hpo_rows.RUNNING, exp_id)
+        read = {t.id: hpo_rows.snapshot(t) for t in trials}
+        ended_rows = self._ended_rows(tx, exp_id, trials)
+        job_ids = [t.job_id for t in trials if t.job_id is not None and t.state == states.RUNNING]
+        jobs = {j[0]: j for j in tx.run(hpo_rows.JOBS, ids=In(job_ids))} if job_ids else {}
+        self.fold_reports(exp, trials)  # after the reads: its changes and the ends go in one UPDATE
+        now = utcnow()
+        for t in trials:  # trials whose jobs ended
+            job = jobs.get(t.job_id) if t.job_id else None
+            if t.state != states.RUNNING or job is None or job[1] not in job_states.TERMINAL:
+                continue
+            job_id, job_state, job_reason = job
+            if t.reason.startswith("pruned"):
+                t.state = states.PRUNED
+            elif job_state == job_states.SUCCEEDED and t.value is not None:
+                t.state, t.reason = states.COMPLETE, ""
+            elif job_state == job_states.SUCCEEDED:
+                t.state, t.reason = states.FAILED, "the trial ended without reporting a final result"
+            elif job_state == job_states.CANCELLED:
+                t.state, t.reason = states.CANCELLED, job_reason or "cancelled"
+            else:
+                t.state, t.reason = states.FAILED, f"job {job_id} {job_state}: {job_reason}"
+            t.finished = now
+        now_ended = [t for t in trials if t.state != states.RUNNING]
+        trials = [t for t in trials if t.state == states.RUNNING]
+        for t in now_ended:
+            ended_rows[t.number] = records.trial_dict(t)
+        rows = sorted([*ended_rows.values(), *(records.trial_dict(t) for t in trials)], key=lambda r: r["number"])
 
-            def all_rows() -> list[dict[str, Any]]:
-                return sorted(
-                    [*ended_rows.values(), *(records.trial_dict(x) for x in trials)], key=lambda r: r["number"]
-                )
+        def all_rows() -> list[dict[str, Any]]:
+            return sorted([*ended_rows.values(), *(records.trial_dict(x) for x in trials)], key=lambda r: r["number"])
 
-            for t in trials:  # the assessor
-                if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
-                    continue
-                prune, attrs = engine.prune_decision(exp.config, rows, t.number, key=exp.id)
-                if attrs != t.internal.get("system_attrs", {}):
-                    t.internal = {**t.internal, "system_attrs": attrs}
-                    rows = all_rows()
-                if prune:
-                    t.reason = f"pruned at step {len(t.intermediate) - 1}"
-                    if t.job_id:
-                        cancel.append(t.job_id)
-            over_time = exp.config.get("max_duration") and elapsed(exp, now) >= exp.config["max_duration"]
-            active = [t for t in trials if t.state == states.RUNNING]
-            if over_time:
-                for t in active:
-                    if t.job_id and t.job_id not in cancel:
-                        t.reason = t.reason or "the experiment's duration is spent"
-                        cancel.append(t.job_id)
-            budget = 0 if over_time else exp.config["max_trials"] - len(rows)
-            room = min(budget, exp.config["concurrency"] - len(active))
-            for t in [*now_ended, *trials]:
-                hpo_rows.save(tx, t, read[t.id])
-            for _ in range(max(room, 0)):
-                params, internal = engine.ask(exp.config, rows, key=exp.id)
-                trial = records.new_trial(  # rows holds every trial of the experiment: the next number
-                    s, tx, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
-                )
-                rows.append(records.trial_dict(trial))
-                created = True
-            if not active and not created and budget <= 0:
-                tx.run(
-                    hpo_rows.DONE,
-                    id=exp.id,
-                    state=states.EXP_DONE,
-                    finished=now,
-                    used_seconds=elapsed(exp, now),
-                    reason="the duration is spent" if over_time else "",
-                )
+        for t in trials:  # the assessor
+            if t.state != states.RUNNING or t.reason.startswith("pruned") or not t.intermediate:
+                continue
+            prune, attrs = engine.prune_decision(exp.config, rows, t.number, key=exp.id)
+            if attrs != t.internal.get("system_attrs", {}):
+                t.internal = {**t.internal, "system_attrs": attrs}
+                rows = all_rows()
+            if prune:
+                t.reason = f"pruned at step {len(t.intermediate) - 1}"
+                if t.job_id:
+                    cancel.append(t.job_id)
+        over_time = exp.config.get("max_duration") and elapsed(exp, now) >= exp.config["max_duration"]
+        active = [t for t in trials if t.state == states.RUNNING]
+        if over_time:
+            for t in active:
+                if t.job_id and t.job_id not in cancel:
+                    t.reason = t.reason or "the experiment's duration is spent"
+                    cancel.append(t.job_id)
+        budget = 0 if over_time else exp.config["max_trials"] - len(rows)
+        room = min(budget, exp.config["concurrency"] - len(active))
+        for t in [*now_ended, *trials]:
+            hpo_rows.save(tx, t, read[t.id])
+        for _ in range(max(room, 0)):
+            params, internal = engine.ask(exp.config, rows, key=exp.id)
+            trial = records.new_trial(  # rows holds every trial of the experiment: the next number
+                s, tx, exp, params, internal, self.jobs.workdir, self.inventory, self.jobs.backend.name, len(rows)
+            )
+            rows.append(records.trial_dict(trial))
+            created = True
+        if not active and not created and budget <= 0:
+            tx.run(
+                hpo_rows.DONE,
+                id=exp.id,
+                state=states.EXP_DONE,
+                finished=now,
+                used_seconds=elapsed(exp, now),
+                reason="the duration is spent" if over_time else "",
+            )
         return cancel, created
 
     def _ended_rows(self, tx: Transaction, exp_id: int, running: list[TrialRow]) -> dict[int, dict[str, Any]]:

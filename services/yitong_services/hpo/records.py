@@ -109,7 +109,7 @@ def owner(exp: Experiment | ExperimentRow) -> Person:
 
 
 def new_trial(
-    session: Session,
+    session: Session | None,
     tx: Transaction,
     exp: ExperimentRow,
     params: dict[str, Any],
@@ -122,16 +122,19 @@ def new_trial(
     """Insert trial ``number`` (the experiment's count of trials so far) and its job
     (``workdir(job_id)`` is the job's directory), and write its parameter file before the
     transaction commits, so the job never starts without it. ``tx`` runs in ``session``'s
-    transaction: the submit's checks read through the ORM, the rows are written on ``tx``."""
+    transaction (None when the trials take no dataset inputs): the inputs' checks and pins go
+    through the ORM, the rows are written on ``tx``."""
     spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
     person = owner(exp)
     row = tx.one(lifecycle.VC_FACTS, name=spec.vc)
     if row is None:
         raise Refusal(404, f"there is no VC {spec.vc}")
+    if spec.inputs and session is None:
+        raise RuntimeError("a trial with dataset inputs is submitted in a pass with a Session")
     vc, inputs = jobs.check(session, person, spec, inventory, backend, vc=VCFacts(*row))
     job = jobs.job_row(person, spec, vc.name, dict(exp.config.get("code") or {}), inputs, backend)
     ((job_id,),) = tx.run(lifecycle.NEW_JOB, **job)
-    if inputs:
+    if inputs and session is not None:
         jobs.pin_inputs(session, job_id, inputs)
     trial = TrialRow(
         id=0,

@@ -111,7 +111,7 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
 
 
 def check(
-    session: Session,
+    session: Session | None,
     person: Person,
     spec: JobSpec,
     inventory: Resources,
@@ -120,10 +120,12 @@ def check(
 ) -> tuple[Any, list]:
     """Every refusal a submit can meet, nothing written: ``(VC row, resolved inputs)``. A dry run
     (``POST /jobs/preview``) stops here; a submit goes on to queue the job. ``vc``: the spec's
-    VC as the caller read it (an experiment's pass, on the DB-API connection), None if it is gone."""
+    VC as the caller read it (an experiment's pass, on the DB-API connection); ``session`` may
+    then be None when the spec takes no dataset inputs."""
     if backend == "unavailable":
         raise Refusal(503, "this platform's backend has no job runner yet")
     if vc is None:
+        assert session is not None
         vc = catalog.member_vc(session, person, spec.vc)
     elif not is_member(person, vc.groups):
         raise Refusal(404, f"there is no VC {spec.vc}")
@@ -135,6 +137,7 @@ def check(
         raise Refusal(422, refused)
     inputs = []
     for item in spec.inputs:
+        assert session is not None
         dvc, name, ref = item.parts()
         d = datasets.visible(session, person, dvc, name)
         v = datasets.resolve(session, d, ref)

@@ -229,3 +229,31 @@ async def test_retrying_a_trial_of_a_stopped_experiment_says_resume_first(svc, t
     assert r.status_code == 409, r.text
     assert "stopped" in r.json()["detail"] and "resume" in r.json()["detail"]
     assert (await svc.call("alice", "GET", f"jobs/{job_id}")).json()["state"] == "cancelled"  # nothing changed
+
+
+async def test_trials_with_a_dataset_input_read_it_and_pin_it_while_they_run(svc):
+    """A template's dataset inputs: every trial (the first pass's and the later ones, which run
+    with a Session beside the pass's DB-API statements) mounts the pinned version, which cannot be
+    deleted while a trial holds it and can once the experiment is done."""
+    r = await svc.data.push("alice", "vision/grid", {"x.txt": b"0.25"})
+    assert r.status_code == 201, r.text
+    code = (
+        "import os, pathlib, time; from yitong_lab import hpo; hpo.get_params(); time.sleep(0.5);"
+        "hpo.report_final(float((pathlib.Path(os.environ['YITONG_INPUT_GRID']) / 'x.txt').read_text()))"
+    )
+    body = experiment("reader", code, max_trials=4)
+    body["template"]["inputs"] = [{"dataset": "vision/grid@1"}]
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 60
+    while not (await svc.call("alice", "GET", f"experiments/{r.json()['id']}")).json()["trials"]:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    held = await svc.call("alice", "DELETE", "datasets/vision/grid/versions/1")
+    assert held.status_code == 409 and "job" in held.json()["detail"], held.text
+    exp = await wait_exp(svc, "alice", r.json()["id"])
+    assert exp["counts"] == {"complete": 4}, exp
+    assert {t["value"] for t in exp["trials"]} == {0.25}
+    jobs = [(await svc.call("alice", "GET", f"jobs/{t['job_id']}")).json() for t in exp["trials"]]
+    assert {j["inputs"][0]["version"] for j in jobs} == {1}
+    assert (await svc.call("alice", "DELETE", "datasets/vision/grid/versions/1")).status_code == 204

@@ -150,10 +150,10 @@ def test_a_submit_checked_against_a_vc_the_caller_read_still_refuses_a_non_membe
     )
     alice = Person(name="alice", admin=False, groups=["team"])
     vc = VCFacts(name="v", groups=["team"], quota={"cpu": 4, "memory": 2**30}, user_caps={})  # stored amounts
-    assert check(None, alice, spec, {"cpu": 8}, "local", vc=vc)[0] is vc  # type: ignore[arg-type]
+    assert check(None, alice, spec, {"cpu": 8}, "local", vc=vc)[0] is vc
     with pytest.raises(Refusal) as e:
-        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(groups=["others"]))  # type: ignore[arg-type]
+        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(groups=["others"]))
     assert (e.value.status, e.value.detail) == (404, "there is no VC v")
     with pytest.raises(Refusal) as e:
-        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(quota={"cpu": 0.5}))  # type: ignore[arg-type]
+        check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(quota={"cpu": 0.5}))
     assert e.value.status == 422 and "VC v" in e.value.detail
