@@ -18,20 +18,33 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from .readcache import MARK
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
     from sqlalchemy.engine import Dialect
     from sqlalchemy.orm import Session
     from sqlalchemy.sql import ClauseElement
 
-    from .db import Database
+    from .readcache import ReadCache
 
 _Processor = Callable[[Any], Any] | None
+
+
+class Database(Protocol):
+    """What this module needs of :class:`.db.Database` (which imports it)."""
+
+    engine: Engine
+    is_sqlite: bool
+    reads: ReadCache
+    _locks: dict[str, threading.Lock]
+    _locks_guard: threading.Lock
+
+    def prepared(self, stmt: ClauseElement, lengths: tuple[tuple[str, int], ...] = ()) -> Prepared: ...
 
 
 class In(tuple[Any, ...]):
