@@ -621,8 +621,8 @@ class NodeOut(TypedDict):
 class NodeReport(TypedDict):
     "What a node's agent reports (``POST /nodes/report``): capacity, reservations, use, services."
 
-    allocatable: NotRequired[dict[str, float | str]]
-    allocated: NotRequired[dict[str, float | str]]
+    allocatable: NotRequired[dict[str, float | str] | None]
+    allocated: NotRequired[dict[str, float | str] | None]
     devices: NotRequired[list[DeviceUse] | None]
     devices_note: NotRequired[str]
     name: str
@@ -911,8 +911,8 @@ class VCIn(TypedDict):
     idle_timeout: NotRequired[int | None]
     name: str
     profiles: NotRequired[list[str]]
-    quota: NotRequired[dict[str, float | str]]
-    user_caps: NotRequired[dict[str, float | str]]
+    quota: NotRequired[dict[str, float | str] | None]
+    user_caps: NotRequired[dict[str, float | str] | None]
 
 
 class VCLoad(TypedDict):

@@ -3163,11 +3163,11 @@ export interface components {
             /** Allocatable */
             allocatable?: {
                 [key: string]: number | string;
-            };
+            } | null;
             /** Allocated */
             allocated?: {
                 [key: string]: number | string;
-            };
+            } | null;
             /**
              * Devices
              * @description per-device use through NVML; null: not measured (devices_note says why)
@@ -3841,11 +3841,11 @@ export interface components {
             /** Quota */
             quota?: {
                 [key: string]: number | string;
-            };
+            } | null;
             /** User Caps */
             user_caps?: {
                 [key: string]: number | string;
-            };
+            } | null;
         };
         /** VCLoad */
         VCLoad: {

@@ -39,8 +39,13 @@ Short = Annotated[str, Field(max_length=MAX_SHORT)]
 Resources = Annotated[
     dict[str, float | int],
     BeforeValidator(parse_resources),
-    WithJsonSchema(
-        {"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}]}},
+    WithJsonSchema(  # null is none (an empty key in the settings file): parse_resources
+        {
+            "anyOf": [
+                {"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}]}},
+                {"type": "null"},
+            ]
+        },
         mode="validation",
     ),
 ]
