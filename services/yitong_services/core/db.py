@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ class Database:
             found = self._prepared[key] = Prepared(stmt, self.engine.dialect, dict(lengths))
         return found
 
-    def fast(self, lock: str | None) -> AbstractContextManager[Transaction]:
+    def fast(self, lock: str | Sequence[str] | None) -> AbstractContextManager[Transaction]:
         """:meth:`locked` for Core statements run on the DB-API connection (:mod:`.fastsql`)."""
         return transaction(self, lock)
 
@@ -97,21 +97,24 @@ class Database:
         On PostgreSQL the caller also takes ``SELECT ... FOR UPDATE`` on the VC row, which
         serialises allocations across processes.
         """
-        with self._locks_guard:
-            lock = self._locks.setdefault(vc, threading.Lock())
-        with lock, self._locking() as session, session.begin():
+        with self.held([vc]), self._locking() as session, session.begin():
             yield session
 
     @contextmanager
     def locked_many(self, names: list[str]) -> Iterator[Session]:
         """:meth:`locked` for several names at once (process locks taken in sorted order)."""
+        with self.held(names), self._locking() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def held(self, names: Sequence[str]) -> Iterator[None]:
+        """This process's locks of ``names``, taken in sorted order (no database work)."""
         with self._locks_guard:
             locks = [self._locks.setdefault(n, threading.Lock()) for n in sorted(set(names))]
         with contextlib.ExitStack() as stack:
             for lock in locks:
                 stack.enter_context(lock)
-            with self._locking() as session, session.begin():
-                yield session
+            yield
 
     def upgrade(self) -> None:
         """``alembic upgrade head``, programmatically (no alembic.ini needed)."""

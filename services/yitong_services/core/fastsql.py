@@ -6,7 +6,7 @@ costs SQLAlchemy's per-statement work (about 0.3-0.6 ms of CPU here), several ti
 database itself spends. A :class:`Prepared` statement is built with Core from the models' own
 tables, compiled once for the engine's dialect, and executed with its types' bind and result
 processors on the pooled DB-API connection: the same SQL and the same stored values as the ORM's,
-for a tenth of the CPU (docs/benchmarks.md, "Where a trial's time goes").
+for about a fifth of the CPU per transaction (docs/benchmarks.md, "Hyperparameter search").
 
 :func:`transaction` is :meth:`Database.locked` for such statements: the same process lock, the
 same ``BEGIN IMMEDIATE`` on SQLite, and a commit that moves the read cache's count of writes.
@@ -14,13 +14,13 @@ same ``BEGIN IMMEDIATE`` on SQLite, and a commit that moves the read cache's cou
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sqlalchemy import bindparam
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.elements import BindParameter
 
 from .readcache import MARK
 
@@ -41,10 +41,15 @@ class Database(Protocol):
     engine: Engine
     is_sqlite: bool
     reads: ReadCache
-    _locks: dict[str, threading.Lock]
-    _locks_guard: threading.Lock
+
+    def held(self, names: Sequence[str]) -> AbstractContextManager[None]: ...
 
     def prepared(self, stmt: ClauseElement, lengths: tuple[tuple[str, int], ...] = ()) -> Prepared: ...
+
+
+def bound(*names: str) -> dict[str, BindParameter[Any]]:
+    """``{name: bindparam(name)}``: the values of an insert or update, each given when it runs."""
+    return {name: bindparam(name) for name in names}
 
 
 class In(tuple[Any, ...]):
@@ -67,6 +72,7 @@ class Prepared:
         open_.update({name: [None] * n for name, n in (lengths or {}).items()})
         state = compiled.construct_expanded_state(open_)
         self.sql = state.statement
+        self.writes = not self.sql.lstrip()[:6].upper().startswith("SELECT")
         params = dict(state.parameters)
         self.positional = bool(compiled.positional)
         self.names: list[str] = list(state.positiontup or []) if self.positional else list(params)
@@ -127,7 +133,7 @@ class Transaction:
         else:
             prepared = self._db.prepared(stmt)
         self._cursor.execute(prepared.sql, prepared.parameters(params))
-        if not self.wrote and not prepared.sql.lstrip()[:6].upper().startswith("SELECT"):
+        if prepared.writes and not self.wrote:
             self.wrote = True
             if self._info is not None:
                 self._info[MARK] = True
@@ -145,34 +151,28 @@ def transaction(db: Database, lock: str | Sequence[str] | None) -> Iterator[Tran
     as :meth:`Database.locked_many`) and, on SQLite, the database's write lock from its start;
     committed on leaving, rolled back on an exception. Without ``lock``: a read, each statement
     on its own on SQLite."""
-    names = [] if lock is None else [lock] if isinstance(lock, str) else sorted(set(lock))
-    with db._locks_guard:
-        locks = [db._locks.setdefault(name, threading.Lock()) for name in names]
-    with contextlib.ExitStack() as held:
-        for each in locks:
-            held.enter_context(each)
+    names = [] if lock is None else [lock] if isinstance(lock, str) else lock
+    sqlite, begun = db.is_sqlite, db.is_sqlite and lock is not None  # SQLite: a read needs no BEGIN
+    with db.held(names):
         pooled = db.engine.raw_connection()
         try:
             dbapi: Any = pooled.driver_connection
-            sqlite = db.is_sqlite
-            if sqlite and lock is not None:
+            if begun:
                 dbapi.execute("BEGIN IMMEDIATE")
             tx = Transaction(db, dbapi)
             try:
                 yield tx
             except BaseException:
-                if sqlite:
-                    if lock is not None:
-                        dbapi.execute("ROLLBACK")
-                else:
+                if begun:
+                    dbapi.execute("ROLLBACK")
+                elif not sqlite:
                     dbapi.rollback()
                 raise
             if tx.wrote:
                 pooled.info[MARK] = True  # the pool's checkin moves the read cache's count again
-            if sqlite:
-                if lock is not None:
-                    dbapi.execute("COMMIT")
-            else:
+            if begun:
+                dbapi.execute("COMMIT")
+            elif not sqlite:
                 dbapi.commit()
             if tx.wrote:
                 db.reads.writes.bump()

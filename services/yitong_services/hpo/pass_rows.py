@@ -8,13 +8,13 @@ ORM models.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 
-from ..core.fastsql import Transaction
+from ..core.fastsql import Transaction, bound
 from ..jobs.models import Job
 from . import states
 from .models import Experiment, Trial
@@ -51,29 +51,10 @@ class TrialRow:
     finished: datetime | None
 
 
-_TRIAL = (
-    Trial.id,
-    Trial.number,
-    Trial.job_id,
-    Trial.params,
-    Trial.internal,
-    Trial.state,
-    Trial.reason,
-    Trial.intermediate,
-    Trial.value,
-    Trial.offset,
-    Trial.created,
-    Trial.finished,
+EXPERIMENT = select(*(getattr(Experiment, f.name) for f in fields(ExperimentRow))).where(
+    Experiment.id == bindparam("id")
 )
-EXPERIMENT = select(
-    Experiment.id,
-    Experiment.user,
-    Experiment.groups,
-    Experiment.config,
-    Experiment.state,
-    Experiment.used_seconds,
-    Experiment.resumed,
-).where(Experiment.id == bindparam("id"))
+_TRIAL = [getattr(Trial, f.name) for f in fields(TrialRow)]
 RUNNING = (
     select(*_TRIAL)
     .where(Trial.experiment_id == bindparam("id"), Trial.state == states.RUNNING)
@@ -85,44 +66,16 @@ ENDED_COUNT = select(func.count(Trial.id), func.max(Trial.number)).where(
 )
 ENDED = select(*_TRIAL).where(Trial.experiment_id == bindparam("id"), Trial.state != states.RUNNING)
 JOBS = select(Job.id, Job.state, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)))
-SAVE_TRIAL = (
-    update(Trial)
-    .where(Trial.id == bindparam("id"))
-    .values(
-        state=bindparam("state"),
-        reason=bindparam("reason"),
-        intermediate=bindparam("intermediate"),
-        value=bindparam("value"),
-        offset=bindparam("offset"),
-        internal=bindparam("internal"),
-        finished=bindparam("finished"),
-    )
-)
-NEW_TRIAL = (
-    Trial.__table__.insert()
-    .values(
-        experiment_id=bindparam("experiment_id"),
-        number=bindparam("number"),
-        job_id=bindparam("job_id"),
-        params=bindparam("params"),
-        internal=bindparam("internal"),
-        state=bindparam("state"),
-        reason=bindparam("reason"),
-        intermediate=bindparam("intermediate"),
-        offset=bindparam("offset"),
-        created=bindparam("created"),
-    )
-    .returning(Trial.id)
-)
+#: what a pass may change of a trial
+_CHANGED = ("state", "reason", "intermediate", "value", "offset", "internal", "finished")
+SAVE_TRIAL = update(Trial).where(Trial.id == bindparam("id")).values(bound(*_CHANGED))
+#: what a new trial is inserted with (its id comes back; value and finished are NULL)
+_NEW = ("number", "job_id", "params", "internal", "state", "reason", "intermediate", "offset", "created")
+NEW_TRIAL = insert(Trial).values(bound("experiment_id", *_NEW)).returning(Trial.id)
 DONE = (
     update(Experiment)
     .where(Experiment.id == bindparam("id"))
-    .values(
-        state=bindparam("state"),
-        finished=bindparam("finished"),
-        used_seconds=bindparam("used_seconds"),
-        reason=bindparam("reason"),
-    )
+    .values(bound("state", "finished", "used_seconds", "reason"))
 )
 
 
@@ -137,22 +90,17 @@ def trials(tx: Transaction, stmt: Any, exp_id: int) -> list[TrialRow]:
 
 
 def snapshot(trial: TrialRow) -> tuple[Any, ...]:
-    """What :func:`save` compares: a pass replaces a trial's list and dict, never changes them."""
-    t = trial
-    return (t.state, t.reason, id(t.intermediate), t.value, t.offset, id(t.internal), t.finished)
+    """What :func:`save` compares: a pass replaces a trial's list and dict, never changes them,
+    so their identity says whether they changed."""
+    return tuple(id(v) if isinstance(v, list | dict) else v for v in (getattr(trial, f) for f in _CHANGED))
 
 
 def save(tx: Transaction, trial: TrialRow, read: tuple[Any, ...]) -> None:
     """Write ``trial`` back when it changed since it was read (``read``: its :func:`snapshot`)."""
     if snapshot(trial) != read:
-        tx.run(
-            SAVE_TRIAL,
-            id=trial.id,
-            state=trial.state,
-            reason=trial.reason,
-            intermediate=trial.intermediate,
-            value=trial.value,
-            offset=trial.offset,
-            internal=trial.internal,
-            finished=trial.finished,
-        )
+        tx.run(SAVE_TRIAL, id=trial.id, **{f: getattr(trial, f) for f in _CHANGED})
+
+
+def insert_trial(tx: Transaction, experiment_id: int, trial: TrialRow) -> None:
+    """Insert ``trial`` (its ``id`` is set from the row)."""
+    ((trial.id,),) = tx.run(NEW_TRIAL, experiment_id=experiment_id, **{f: getattr(trial, f) for f in _NEW})

@@ -127,14 +127,12 @@ def new_trial(
     spec = trial_spec(exp.config, exp.id, number, forward=forwarded(exp.config, backend))
     person = owner(exp)
     row = tx.one(lifecycle.VC_FACTS, name=spec.vc)
-    if row is None:
-        raise Refusal(404, f"there is no VC {spec.vc}")
-    if spec.inputs and session is None:
-        raise RuntimeError("a trial with dataset inputs is submitted in a pass with a Session")
-    vc, inputs = jobs.check(session, person, spec, inventory, backend, vc=VCFacts(*row))
+    vc = catalog.require_member(VCFacts(*row) if row else None, person, spec.vc)
+    vc, inputs = jobs.check(session, person, spec, inventory, backend, vc=vc)
     job = jobs.job_row(person, spec, vc.name, dict(exp.config.get("code") or {}), inputs, backend)
     ((job_id,),) = tx.run(lifecycle.NEW_JOB, **job)
-    if inputs and session is not None:
+    if inputs:
+        assert session is not None  # check() resolved them through it
         jobs.pin_inputs(session, job_id, inputs)
     trial = TrialRow(
         id=0,
@@ -150,19 +148,7 @@ def new_trial(
         created=job["created"],
         finished=None,
     )
-    ((trial.id,),) = tx.run(
-        pass_rows.NEW_TRIAL,
-        experiment_id=exp.id,
-        number=number,
-        job_id=job_id,
-        params=params,
-        internal=internal,
-        state=trial.state,
-        reason="",
-        intermediate=[],
-        offset=0,
-        created=trial.created,
-    )
+    pass_rows.insert_trial(tx, exp.id, trial)
     # the job's own directory: handed to the job's account at launch in multi-user mode, so the
     # trial (NNI's runtime) can make .nni/ there; parameter.cfg stays the platform's, readable
     sys_dir = Path(workdir(job_id))

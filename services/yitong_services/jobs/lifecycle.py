@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, bindparam, delete, func, insert, null, select, update
 
+from ..core.fastsql import bound
 from ..datasets.models import DatasetRef
 from ..vcs.models import VC, Allocation
 from . import states
@@ -47,28 +48,8 @@ SET_TOKEN = update(Job).where(Job.id == bindparam("id")).values(token_hash=bindp
 
 # ---- start: the job moves to running; the attempt's run (ledger record) holds its own id
 START_STATE = select(Job.state, Job.cancel_requested, Job.reason).where(Job.id == bindparam("id"))
-START = (
-    update(Job)
-    .where(Job.id == bindparam("id"))
-    .values(
-        backend_ref=bindparam("backend_ref"),
-        state=bindparam("state"),
-        started=bindparam("started"),
-        hosts=bindparam("hosts"),
-        ports=bindparam("ports"),
-    )
-)
-NEW_RUN = (
-    insert(Run)
-    .values(
-        job_id=bindparam("job_id"),
-        attempt=bindparam("attempt"),
-        record=bindparam("record"),
-        metrics=bindparam("metrics"),
-        created=bindparam("created"),
-    )
-    .returning(Run.id)
-)
+START = update(Job).where(Job.id == bindparam("id")).values(bound("backend_ref", "state", "started", "hosts", "ports"))
+NEW_RUN = insert(Run).values(bound("job_id", "attempt", "record", "metrics", "created")).returning(Run.id)
 SET_RECORD = update(Run).where(Run.id == bindparam("id")).values(record=bindparam("record"))
 
 # ---- end: its allocation is freed, its run's record completed, its inputs unpinned
@@ -77,16 +58,7 @@ FREE = delete(Allocation).where(Allocation.kind == "job", Allocation.ref == bind
 RUN_OF = select(Run.id, Run.record, Run.metrics).where(
     Run.job_id == bindparam("id"), Run.attempt == bindparam("attempt")
 )
-END = (
-    update(Job)
-    .where(Job.id == bindparam("id"))
-    .values(
-        state=bindparam("state"),
-        reason=bindparam("reason"),
-        exit_code=bindparam("exit_code"),
-        finished=bindparam("finished"),
-    )
-)
+END = update(Job).where(Job.id == bindparam("id")).values(bound("state", "reason", "exit_code", "finished"))
 RETRY = END.values(backend_ref=null())
 UNPIN = delete(DatasetRef).where(DatasetRef.kind == "job", DatasetRef.ref == bindparam("ref"))
 
@@ -108,32 +80,17 @@ DROP_STALE = (
     .where(Allocation.kind == "job", Allocation.ref.in_(bindparam("refs", expanding=True)))
     .returning(Allocation.id, Allocation.ref)
 )
-ALLOCATE = insert(Allocation).values(
-    user=bindparam("user"),
-    vc=bindparam("vc"),
-    profile=bindparam("profile"),
-    kind=bindparam("kind"),
-    ref=bindparam("ref"),
-    resources=bindparam("resources"),
-    created=bindparam("created"),
-)
+ALLOCATE = insert(Allocation).values(bound("user", "vc", "profile", "kind", "ref", "resources", "created"))
 ADMIT = (
     update(Job)
     .where(Job.id == bindparam("id"))
-    .values(
-        devices=bindparam("devices"),
-        state=bindparam("state"),
-        admitted=bindparam("admitted"),
-        attempts=Job.attempts + 1,
-        reason="",
-        backend_ref=null(),
-        request=bindparam("request"),
-    )
+    .values(bound("devices", "state", "admitted", "request"))
+    .values(attempts=Job.attempts + 1, reason="", backend_ref=null())
 )
 SET_REASON = update(Job).where(Job.id == bindparam("id"), Job.state == states.QUEUED).values(reason=bindparam("reason"))
 REASONS = select(Job.id, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == states.QUEUED)
 
 # ---- submit on the DB-API connection (an experiment's trials): the VC it checks, records.job_row's columns
 VC_FACTS = select(VC.name, VC.groups, VC.quota, VC.user_caps).where(VC.name == bindparam("name"))
-NEW_JOB = insert(Job).values({c: bindparam(c) for c in JOB_COLUMNS}).returning(Job.id)
+NEW_JOB = insert(Job).values(bound(*JOB_COLUMNS)).returning(Job.id)
 SET_SPEC = update(Job).where(Job.id == bindparam("id")).values(spec=bindparam("spec"))

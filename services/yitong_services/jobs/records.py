@@ -127,8 +127,8 @@ def check(
     if vc is None:
         assert session is not None
         vc = catalog.member_vc(session, person, spec.vc)
-    elif not is_member(person, vc.groups):
-        raise Refusal(404, f"there is no VC {spec.vc}")
+    else:
+        vc = catalog.require_member(vc, person, spec.vc)
     refused = check_backend_devices(spec, inventory)
     if refused is None and backend == "local" and spec.nodes != 1:
         refused = f"the local backend runs single-node jobs; this job asks for {spec.nodes} nodes"

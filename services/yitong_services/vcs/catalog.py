@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import column, select, table
 from sqlalchemy.orm import Session
@@ -29,9 +29,17 @@ class VCFacts(NamedTuple):
     user_caps: dict[str, Any]
 
 
+_V = TypeVar("_V", VC, VCFacts)
+
+
 def member_vc(session: Session, person: Person, name: str) -> VC:
     """A VC ``person`` belongs to; a VC they do not belong to answers 404 like an unknown one."""
-    vc = session.scalar(select(VC).where(VC.name == name))
+    return require_member(session.scalar(select(VC).where(VC.name == name)), person, name)
+
+
+def require_member(vc: _V | None, person: Person, name: str) -> _V:
+    """``vc`` (read by the caller, None if there is none) when ``person`` belongs to it; else the
+    404 an unknown VC answers."""
     if vc is None or not is_member(person, vc.groups):
         raise Refusal(404, f"there is no VC {name}")
     return vc
