@@ -73,6 +73,11 @@ class Backend(abc.ABC):
         #: local backend waits on its wrapper): the manager polls at once instead of at its next tick
         self.on_exit: Callable[[str], None] | None = None
 
+    #: a backend whose poll is a few local reads (no engine to ask) also offers ``poll_many`` as a
+    #: blocking function: the manager calls it inside the worker-thread hop that reads the active
+    #: jobs and records their ends, rather than in a hop of its own
+    look_many: Callable[[list[str]], dict[str, Polled]] | None = None
+
     def exited(self, ref: str) -> None:
         if self.on_exit is not None:
             self.on_exit(ref)

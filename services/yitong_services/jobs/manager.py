@@ -176,21 +176,39 @@ class JobManager:
             await asyncio.gather(*(gated(j) for j in to_launch))
         return bool(to_launch)
 
+    def _tick_here(
+        self, admit: bool, look: Callable[[list[str]], dict[str, Polled]]
+    ) -> tuple[list[tuple[int, str, str | None]], dict[str, Polled], list[tuple[int, str, str | None]], Ready]:
+        """A tick's work for a backend that polls by local reads: the admission, the active jobs,
+        their attempts' files, the ends and the admission after them, in one worker-thread hop."""
+        rows = self._admit_then_active(admit)
+        running = {ref: job_id for job_id, _state, ref in rows if ref}
+        polled = look(list(running)) if running else {}
+        ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
+        after, ready = self._finish_then_admit(ends) if ends else ([], {})
+        return rows, polled, after, ready
+
     async def tick(self) -> None:
         # woken only by attempts' ends: nothing new is queued (the admission after the ends runs
         # below); else, or once a poll interval, admit first
         admit = self._admit_asked or time.monotonic() - self._admitted_at >= self.poll_interval
         self._admit_asked = False
-        rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
-        launched = await self._launch_admitted(rows)
+        look = self.backend.look_many
+        if look is not None:
+            rows, polled, after, ready = await to_thread.run_sync(self._tick_here, admit, look)
+            launched = await self._launch_admitted(rows + after, ready)
+        else:
+            rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
+            launched = await self._launch_admitted(rows)
         running = {ref: job_id for job_id, _state, ref in rows if ref}
         ended = False
         if running:
-            polled = await self.backend.poll_many(list(running))
-            ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
-            if ends:
-                ended = True
-                launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
+            if look is None:
+                polled = await self.backend.poll_many(list(running))
+                ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
+                if ends:
+                    launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
+            ended = any(result.state != "running" for result in polled.values())
             seen = {
                 running[ref]: (r.reason, r.info.get("hosts") or None)
                 for ref, r in polled.items()

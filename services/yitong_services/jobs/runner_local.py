@@ -313,9 +313,12 @@ class LocalBackend(Backend):
     async def poll(self, ref: str) -> Polled:
         return await to_thread.run_sync(_look, ref)
 
+    def look_many(self, refs: list[str]) -> dict[str, Polled]:  # type: ignore[override]
+        """Every attempt's files (a few small reads each; blocking)."""
+        return {ref: _look(ref) for ref in refs}
+
     async def poll_many(self, refs: list[str]) -> dict[str, Polled]:
-        """Every attempt's files in one worker-thread hop (a few small reads each)."""
-        return await to_thread.run_sync(lambda: {ref: _look(ref) for ref in refs})
+        return await to_thread.run_sync(self.look_many, refs)
 
     async def cancel(self, ref: str) -> None:
         pid, started, _here = parse_ref(ref)
