@@ -10,8 +10,9 @@ serves requests, one JSON line each::
     {"argv": [wrapper args...], "env": {...}, "cwd": "...", "uid": 1001 | null, "gid": 1001 | null}
 
 For each it forks; the child starts a new session, drops to ``uid``/``gid`` (no supplementary
-groups), enters ``cwd``, takes ``env`` as its whole environment and runs ``wrapper.main(argv)``,
-which is what ``python -I -S -c wrapper.LAUNCH`` would have run. The answer is one JSON line,
+groups), enters ``cwd`` and runs ``wrapper.main(argv, env)``, which is what ``python -I -S -c
+wrapper.LAUNCH`` would have run with ``env`` as its environment: the job's program gets ``env``
+as its whole environment. The answer is one JSON line,
 ``{"pid": N}`` or ``{"error": sentence}``.
 
 The children are not the service's: their ends are seen on a pidfd, the exit record is the
@@ -86,9 +87,9 @@ def _child(request: dict, conn_fd: int) -> None:
             os.setuid(int(request["uid"]))
         _undumpable()
         os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        code = wrapper.main(list(request["argv"]))
+        # the job's whole environment, handed to its program; not set in this process first
+        # (os.environ's clear and update cost half a millisecond of each start)
+        code = wrapper.main(list(request["argv"]), dict(request["env"]))
     except BaseException:
         code = 126
     finally:

@@ -44,7 +44,8 @@ def _kill_group(sig: int) -> None:
                 pass
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], env: dict[str, str] | None = None) -> int:
+    """Run one attempt; ``env``: the job's whole environment (None: this process's)."""
     attempt_dir, limit, *rest = argv
     cwd, make, log, env_stdin = None, [], "launcher.log", False
     while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin"):
@@ -64,13 +65,12 @@ def main(argv: list[str]) -> int:
         "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV..."
     )
     here = attempt_dir
-    env = None
     if env_stdin:  # secrets the platform made while this started: one JSON line, then EOF
         raw = sys.stdin.buffer.readline(1 << 20)
         sys.stdin.close()
         if not raw.strip():  # the platform could not make them, or stopped: leave no trace, so
             return 125  # a restarted platform starts this attempt again rather than adopting it
-        env = {**os.environ, **json.loads(raw)}
+        env = {**(os.environ if env is None else env), **json.loads(raw)}
     os.makedirs(os.path.join(here, "logs"), exist_ok=True)
     for d in make:
         os.makedirs(d, exist_ok=True)
