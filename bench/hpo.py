@@ -7,7 +7,7 @@
     Optuna loop that starts each trial as a subprocess: wall time, per-trial overhead, ratio
     (peer wall over ours; target >= 1/1.5, overhead <= 100 ms a trial), and each side's CPU per
     trial over the whole machine (/proc/stat: both keep the cores busy), run in the order peer,
-    ours, ours, peer and averaged (the host's load drifts). Both clocks start warm:
+    ours, ours, peer (twice; --quick: once) and averaged (the host's load drifts). Both clocks start warm:
     the peer imports Optuna and makes its study before its clock starts; the service's first
     experiment (2 trials: it imports the engine and starts the fork server) runs before, and its
     wall time is printed apart. Both clocks stop at the last result: the peer's when ``optimize``
@@ -75,7 +75,7 @@ def busy_seconds() -> float | None:
 
 CPU: dict[str, float] = {}  # "platform" / "peer" -> machine CPU seconds over the last run
 FIRST: dict[str, float] = {}  # "platform" -> wall seconds of a fresh service's first (2-trial) experiment
-SEEN: list[float] = []  # seconds until the bench's poll saw each experiment done
+SEEN: list[float] = []  # seconds until the bench's poll saw each timed experiment done (0: the first)
 POLL = 0.5  # seconds between the bench's polls (each costs the proxy and the service ~5-10 ms of CPU)
 
 
@@ -125,7 +125,7 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
                         break
                     time.sleep(POLL)
                 assert exp["counts"] == {"complete": n}, exp["counts"]
-                SEEN.append(time.perf_counter() - seen)
+                SEEN.append(time.perf_counter() - seen if n == trials else 0.0)
                 # the experiment's own end (the service's clock is this machine's): the peer's clock
                 # stops when its last result is told, not up to a poll later
                 return datetime.fromisoformat(exp["finished"]).timestamp() - start
@@ -168,23 +168,35 @@ def bare_trial_seconds(n: int = 10) -> float:
     return (time.perf_counter() - start) / n
 
 
-def case_a(trials: int, poll: float | None = None) -> float:
-    # peer, ours, ours, peer: a drift of the host's load over the run weighs on both sides alike
-    first = optuna_run(trials, 2)
-    peer_cpu = CPU.get("peer", 0.0)
-    walls = platform_run(trials, 2, poll, reps=2)
-    last = optuna_run(trials, 2)
-    peer_cpu = (peer_cpu + CPU.get("peer", 0.0)) / 2
-    ours, peer = statistics.mean(walls), statistics.mean([first, last])
+def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
+    # peer, ours, ours, peer (each round): a drift of the host's load weighs on both sides alike
+    peers: list[float] = []
+    walls: list[float] = []
+    peer_cpu: list[float] = []
+    ours_cpu: list[float] = []
+    seen = len(SEEN)
+    for _ in range(rounds):
+        peers.append(optuna_run(trials, 2))
+        peer_cpu.append(CPU.get("peer", 0.0))
+        walls += platform_run(trials, 2, poll, reps=2)
+        ours_cpu.append(CPU.get("platform", 0.0))
+        peers.append(optuna_run(trials, 2))
+        peer_cpu.append(CPU.get("peer", 0.0))
+    ours, peer = statistics.mean(walls), statistics.mean(peers)
     overhead = (ours - peer) * 2 / trials
+    timed = [t for t in SEEN[seen:] if t > 0]
+
+    def listed(values: list[float]) -> str:
+        return " / ".join(f"{v:.1f}" for v in values)
+
     print(
-        f"(a) {trials} no-op trials, concurrency 2, poll {poll or 'default'} s, in the order peer, ours, ours, peer: "
-        f"platform {walls[0]:.1f} / {walls[1]:.1f} s to the experiment's recorded end (seen by the bench's "
-        f"{POLL} s poll at {SEEN[-2]:.1f} / {SEEN[-1]:.1f} s; its service's first experiment, 2 trials, "
-        f"{FIRST.get('platform', 0):.2f} s before, apart), Optuna + subprocess {first:.1f} / {last:.1f} s, "
+        f"(a) {trials} no-op trials, concurrency 2, poll {poll or 'default'} s, {rounds} round(s) in the order "
+        f"peer, ours, ours, peer: platform {listed(walls)} s to the experiment's recorded end (seen by the "
+        f"bench's {POLL} s poll at {listed(timed)} s; its service's first experiment, 2 trials, "
+        f"{FIRST.get('platform', 0):.2f} s before, apart), Optuna + subprocess {listed(peers)} s, "
         f"overhead {overhead * 1e3:.0f} ms/trial [target <= 100 ms: {'met' if overhead <= 0.1 else 'NOT met'}], "
-        f"machine CPU per trial {CPU.get('platform', 0) / trials * 1e3:.0f} vs {peer_cpu / trials * 1e3:.0f} ms, "
-        f"ratio {peer / ours:.2f}",
+        f"machine CPU per trial {statistics.mean(ours_cpu) / trials * 1e3:.0f} vs "
+        f"{statistics.mean(peer_cpu) / trials * 1e3:.0f} ms, ratio {peer / ours:.2f}",
         flush=True,
     )
     return ours / trials
@@ -314,7 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.trials, args.nni_trials, args.hartmann_trials = 60, 10, 30
     skip = set(filter(None, args.skip.split(",")))
-    per = case_a(args.trials, args.poll) if "a" not in skip else None
+    per = case_a(args.trials, args.poll, 1 if args.quick else 2) if "a" not in skip else None
     if "b" not in skip:
         case_b(args.nni_trials, per)
     if "c" not in skip:
