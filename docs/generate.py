@@ -38,11 +38,21 @@ def openapi_spec() -> dict[str, Any]:
 
 
 def _schema_name(schema: dict[str, Any]) -> str:
+    """A field's type in words: a model's name, ``list of X``, ``X or null`` (an optional field's
+    ``anyOf``), a JSON type, or ``any`` for a schema that says nothing."""
     if "$ref" in schema:
         return schema["$ref"].rsplit("/", 1)[-1]
-    if schema.get("type") == "array":
+    for either in ("anyOf", "oneOf"):
+        if either in schema:
+            return " or ".join(dict.fromkeys(_schema_name(s) for s in schema[either]))
+    kind = schema.get("type")
+    if kind == "array":
         return f"list of {_schema_name(schema.get('items', {}))}"
-    return schema.get("type", "object")
+    if isinstance(kind, list):
+        return " or ".join(kind)
+    if kind:
+        return str(kind)
+    return "object" if "properties" in schema or "additionalProperties" in schema else "any"
 
 
 def rest_markdown(spec: dict[str, Any]) -> str:
@@ -93,8 +103,7 @@ def rest_markdown(spec: dict[str, Any]) -> str:
                 required = set(schema.get("required", []))
                 lines += ["| field | type | required |", "|---|---|---|"]
                 for field, fs in props.items():
-                    kind = _schema_name(fs) if ("$ref" in fs or "type" in fs) else "any"
-                    lines.append(f"| `{field}` | {kind} | {'yes' if field in required else 'no'} |")
+                    lines.append(f"| `{field}` | {_schema_name(fs)} | {'yes' if field in required else 'no'} |")
                 lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
