@@ -75,7 +75,6 @@ def busy_seconds() -> float | None:
 
 CPU: dict[str, float] = {}  # "platform" / "peer" -> machine CPU seconds over the last run
 FIRST: dict[str, float] = {}  # "platform" -> wall seconds of a fresh service's first (2-trial) experiment
-SEEN: list[float] = []  # seconds until the bench's poll saw each timed experiment done (0: the first)
 POLL = 0.5  # seconds between the bench's polls (each costs the proxy and the service ~5-10 ms of CPU)
 
 
@@ -84,8 +83,9 @@ def _cpu_since(start: float | None) -> float | None:
     return end - start if start is not None and end is not None else None
 
 
-def platform_run(trials: int, concurrency: int, poll: float | None = None, reps: int = 1) -> list[float]:
-    """Wall seconds of ``reps`` experiments of ``trials`` in one warm service, one after another."""
+def platform_run(trials: int, concurrency: int, poll: float | None = None, reps: int = 1) -> list[tuple[float, float]]:
+    """``reps`` experiments of ``trials`` in one warm service, one after another: for each, the
+    seconds to its recorded end and the seconds until the bench's poll saw it."""
     settings = {
         "backend": "local",
         "hub": {"admin_users": ["admin"]},
@@ -100,7 +100,7 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
         try:
             api = stack.platform_client(stack.token("admin"))
 
-            def experiment(n: int) -> float:
+            def experiment(n: int) -> tuple[float, float]:
                 body = {
                     "name": "bench",
                     "vc": "bench",
@@ -125,21 +125,20 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
                         break
                     time.sleep(POLL)
                 assert exp["counts"] == {"complete": n}, exp["counts"]
-                SEEN.append(time.perf_counter() - seen if n == trials else 0.0)
                 # the experiment's own end (the service's clock is this machine's): the peer's clock
                 # stops when its last result is told, not up to a poll later
-                return datetime.fromisoformat(exp["finished"]).timestamp() - start
+                return datetime.fromisoformat(exp["finished"]).timestamp() - start, time.perf_counter() - seen
 
             # the peer's process has imported Optuna and made its study before its clock starts; the
             # service's first experiment imports the engine and starts the fork server: timed apart
-            FIRST["platform"] = experiment(concurrency)
+            FIRST["platform"] = experiment(concurrency)[0]
             cpu0 = busy_seconds()
-            walls = [experiment(trials) for _ in range(reps)]
+            runs = [experiment(trials) for _ in range(reps)]
             CPU["platform"] = (_cpu_since(cpu0) or 0.0) / reps
             api.close()
         finally:
             stack.stop()
-    return walls
+    return runs
 
 
 def optuna_run(trials: int, concurrency: int) -> float:
@@ -172,19 +171,20 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
     # peer, ours, ours, peer (each round): a drift of the host's load weighs on both sides alike
     peers: list[float] = []
     walls: list[float] = []
+    timed: list[float] = []  # when the bench's poll saw each end
     peer_cpu: list[float] = []
     ours_cpu: list[float] = []
-    seen = len(SEEN)
     for _ in range(rounds):
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
-        walls += platform_run(trials, 2, poll, reps=2)
+        for wall, seen in platform_run(trials, 2, poll, reps=2):
+            walls.append(wall)
+            timed.append(seen)
         ours_cpu.append(CPU.get("platform", 0.0))
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
     ours, peer = statistics.mean(walls), statistics.mean(peers)
     overhead = (ours - peer) * 2 / trials
-    timed = [t for t in SEEN[seen:] if t > 0]
 
     def listed(values: list[float]) -> str:
         return " / ".join(f"{v:.1f}" for v in values)

@@ -89,7 +89,7 @@ def _child(request: dict, conn_fd: int) -> None:
         os.chdir(request["cwd"])
         # the job's whole environment, handed to its program; not set in this process first
         # (os.environ's clear and update cost half a millisecond of each start)
-        code = wrapper.main(list(request["argv"]), dict(request["env"]))
+        code = wrapper.main(list(request["argv"]), request["env"])
     except BaseException:
         code = 126
     finally:

@@ -182,9 +182,9 @@ class JobManager:
         """A tick's work for a backend that polls by local reads: the admission, the active jobs,
         their attempts' files, the ends and the admission after them, in one worker-thread hop."""
         rows = self._admit_then_active(admit)
-        running = {ref: job_id for job_id, _state, ref in rows if ref}
+        running = _running(rows)
         polled = look(list(running)) if running else {}
-        ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
+        ends = _ended(running, polled)
         after, ready = self._finish_then_admit(ends) if ends else ([], {})
         return rows, polled, after, ready
 
@@ -194,21 +194,19 @@ class JobManager:
         admit = self._admit_asked or time.monotonic() - self._admitted_at >= self.poll_interval
         self._admit_asked = False
         look = self.backend.look_many
-        if look is not None:
+        if look is not None:  # the whole tick in one worker-thread hop
             rows, polled, after, ready = await to_thread.run_sync(self._tick_here, admit, look)
             launched = await self._launch_admitted(rows + after, ready)
-        else:
+        else:  # the engine is asked between two hops
             rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
             launched = await self._launch_admitted(rows)
-        running = {ref: job_id for job_id, _state, ref in rows if ref}
-        ended = False
+            running = _running(rows)
+            polled = await self.backend.poll_many(list(running)) if running else {}
+            if ends := _ended(running, polled):
+                launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
+        running = _running(rows)
+        ended = any(result.state != "running" for result in polled.values())
         if running:
-            if look is None:
-                polled = await self.backend.poll_many(list(running))
-                ends = {running[ref]: result for ref, result in polled.items() if result.state != "running"}
-                if ends:
-                    launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
-            ended = any(result.state != "running" for result in polled.values())
             seen = {
                 running[ref]: (r.reason, r.info.get("hosts") or None)
                 for ref, r in polled.items()
@@ -467,6 +465,16 @@ class JobManager:
         if ref:
             await self.backend.cancel(ref)
         self.wake()
+
+
+def _running(rows: list[tuple[int, str, str | None]]) -> dict[str, int]:
+    """``backend ref -> job id`` of the active jobs' rows that have an attempt started."""
+    return {ref: job_id for job_id, _state, ref in rows if ref}
+
+
+def _ended(running: dict[str, int], polled: dict[str, Polled]) -> dict[int, Polled]:
+    """``job id -> result`` of the polled attempts that are no longer running."""
+    return {running[ref]: result for ref, result in polled.items() if result.state != "running"}
 
 
 def _facts(row: Sequence[Any]) -> dict[str, Any]:
