@@ -1,7 +1,7 @@
 """Read-only trees of versions for jobs and kernels, hardlinked from a local object cache.
 
 ``<cache>/objects/<h[:2]>/<h>`` holds each object once (0444, filled from the store and
-checked against its hash on the way). ``<materialized>/<manifest-hash>/`` is built in a
+checked against its hash on the way; the first of two concurrent fillers keeps its copy). ``<materialized>/<manifest-hash>/`` is built in a
 ``.tmp-<uuid>`` directory (hardlinks; copies where the cache is on another filesystem), made
 read-only (files 0444, directories 0555) and renamed into place, so a crash never leaves a
 half tree. Both roots are 0700 (the platform's account only): in multi-user mode a job reaches its
@@ -55,10 +55,24 @@ def fill_cache(storage: Storage, hashes: list[str]) -> None:
             if hasher.hexdigest() != h:
                 raise OSError(f"object {h} in the store is corrupt (BLAKE3 {hasher.hexdigest()})")
             os.chmod(tmp, 0o444)
-            os.replace(tmp, target)
+            _install(tmp, target)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+
+
+def _install(tmp: Path, target: Path) -> None:
+    """Give ``tmp`` the name ``target`` unless another filler got there first. A copy already in
+    place is never replaced: a tree being built may be linking to it this moment, and link(2)
+    fails with ENOENT on a file whose last name a rename has just taken."""
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        if e.errno not in LINK_ERRORS:
+            raise
+        os.replace(tmp, target)  # no hardlinks here, so trees are copies and nothing links to it
 
 
 def _private(root: Path) -> None:

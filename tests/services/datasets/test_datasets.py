@@ -5,11 +5,15 @@ no object store can be installed on the test machines, and moto speaks the S3 pr
 s3fs (and so the service) uses. Each round trip also runs on SQLite and PostgreSQL.
 """
 
+import asyncio
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from blake3 import blake3
+
+from yitong_services.datasets.materialize import remove_tree
 
 V1 = {"train/a.bin": b"a" * 100, "train/b.bin": b"b" * 2000, "README.md": b"hello", "empty": b""}
 BIG = os.urandom(300_000)
@@ -329,3 +333,24 @@ async def test_commit_by_changes_to_the_parent(data_service):
     body3 = {"parent": 2, "base": expected, "put": data.entries({"x": b"never uploaded"}), "delete": []}
     r = await svc.call("alice", "POST", "datasets/vision/delta/versions", json=body3)
     assert r.status_code == 422 and "1 objects are not in the store" in r.text
+
+
+@pytest.mark.parametrize("store_kind", ["local"], indirect=True)
+async def test_concurrent_materialise_of_a_cold_version_builds_one_tree(data_service):
+    """Jobs starting together on one input fill the cache and build its tree at the same time:
+    every caller gets the tree. A filler that lost the race must not replace the winner's cached
+    copy, since link(2) to a file whose last name a rename just took fails with ENOENT (seen as a
+    trial that 'could not be started')."""
+    svc = data_service
+    files = {f"part/{i:03d}.bin": os.urandom(64) for i in range(100)}
+    assert (await svc.data.push("alice", "vision/many", files)).status_code == 201
+    for _round in range(8):
+        for root in (svc.ctx.storage.cache_dir, svc.ctx.storage.materialize_dir):
+            remove_tree(root)
+        replies = await asyncio.gather(
+            *(svc.call("erin", "POST", "datasets/vision/many/versions/1/materialize") for _ in range(8))
+        )
+        assert [r.status_code for r in replies] == [200] * 8, [r.text for r in replies]
+        assert len({r.json()["path"] for r in replies}) == 1
+        tree = Path(replies[0].json()["path"])
+        assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*.bin")) == sorted(files)
