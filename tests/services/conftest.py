@@ -161,11 +161,12 @@ def _postgres_url() -> str | None:
     if not url:
         return None
     for attempt in range(4):  # a loaded host can keep a live server from answering one try in time
+        if attempt:
+            time.sleep(attempt)
         try:
             with create_engine(url, connect_args={"connect_timeout": 5}).connect() as conn:
                 conn.execute(text("select 1"))
         except Exception:
-            time.sleep(1 + attempt)
             continue
         return url
     return None

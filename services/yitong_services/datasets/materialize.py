@@ -4,9 +4,10 @@
 checked against its hash on the way; of two concurrent fillers, the first keeps its copy).
 ``<materialized>/<manifest-hash>/`` is built in a ``.tmp-<uuid>`` directory (hardlinks; copies
 where the cache is on another filesystem), made read-only (files 0444, directories 0555) and
-renamed into place, so a crash never leaves a half tree. Both roots are 0700 (the platform's account only): in multi-user mode a job reaches its
-inputs only through ``link_trees``' copy of links inside its own 0700 directory, owned by the
-platform, so it can neither write, chmod, unlink nor rename the bytes another job reads.
+renamed into place, so a crash never leaves a half tree. Both roots are 0700 (the platform's
+account only): in multi-user mode a job reaches its inputs only through ``link_trees``' copy of
+links inside its own 0700 directory, owned by the platform, so it can neither write, chmod,
+unlink nor rename the bytes another job reads.
 Blocking: call from a worker thread.
 """
 

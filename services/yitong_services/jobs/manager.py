@@ -197,6 +197,7 @@ class JobManager:
         if look is not None:  # the whole tick in one worker-thread hop
             rows, polled, after, ready = await to_thread.run_sync(self._tick_here, admit, look)
             launched = await self._launch_admitted(rows + after, ready)
+            running = _running(rows)
         else:  # the engine is asked between two hops
             rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
             launched = await self._launch_admitted(rows)
@@ -204,7 +205,6 @@ class JobManager:
             polled = await self.backend.poll_many(list(running)) if running else {}
             if ends := _ended(running, polled):
                 launched |= await self._launch_admitted(*await to_thread.run_sync(self._finish_then_admit, ends))
-        running = _running(rows)
         ended = any(result.state != "running" for result in polled.values())
         if running:
             seen = {
