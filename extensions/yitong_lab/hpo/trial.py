@@ -5,8 +5,10 @@ without one, to NNI's legacy local file channel (``$NNI_SYS_DIR/.nni/metrics``),
 mix these calls with NNI's own (``YT_HPO_CHANNEL=file`` in the template's env forces the file
 channel). Where the platform reads the trial's directory when its job ends (it says so with
 ``YT_HPO_FINAL=file``: the local backend, Slurm on the shared filesystem), the final result is
-appended to the file channel, which saves the trial a round trip; intermediate results still go
-over HTTP, so the assessor sees each at once. Outside an experiment ``get_params`` returns ``{}`` and the
+appended to the file channel, which saves the trial a round trip; on the local backend it goes
+to the job's result pipe instead (``$YITONG_RESULT_FD``: the job's wrapper keeps it in the exit
+record), which saves the trial its files too. Intermediate results still go over HTTP, so the
+assessor sees each at once. Outside an experiment ``get_params`` returns ``{}`` and the
 reports print (handy while writing the trial). Only the stdlib is imported."""
 
 from __future__ import annotations
@@ -154,6 +156,8 @@ def _send(kind: str, value: float | dict[str, float]) -> None:
     _sequence += 1
     if _post(kind, value):
         return
+    if kind == "FINAL" and os.environ.get("YT_HPO_FINAL") == "file" and _to_result_fd(value):
+        return
     d = _sys_dir()
     if d is None:
         print(f"hpo {kind.lower()}: {value}", flush=True)
@@ -162,6 +166,21 @@ def _send(kind: str, value: float | dict[str, float]) -> None:
     (d / ".nni").mkdir(parents=True, exist_ok=True)
     with open(d / ".nni" / "metrics", "ab") as f:  # one write per record: the reader sees whole ones
         f.write(b"ME%06d%b" % (len(data), data))
+
+
+def _to_result_fd(value: float | dict[str, float]) -> bool:
+    """The final result as the job's result (a line of JSON on ``$YITONG_RESULT_FD``, a pipe to
+    the job's wrapper); False where there is none, or the descriptor is not that pipe any more."""
+    import stat
+
+    try:
+        fd = int(os.environ.get("YITONG_RESULT_FD", ""))
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return False
+        line = json.dumps(value if isinstance(value, dict) else {"default": value}).encode() + b"\n"
+        return os.write(fd, line) == len(line)  # one write: the wrapper reads whole lines
+    except (ValueError, OSError):
+        return False
 
 
 def report(metric: float | dict[str, float], step: int | None = None) -> None:

@@ -187,7 +187,9 @@ class Driver:
             job = jobs.get(t.job_id) if t.job_id else None
             if t.state != states.RUNNING or job is None or job[1] not in job_states.TERMINAL:
                 continue
-            job_id, job_state, job_reason = job
+            job_id, job_state, job_reason, job_metrics = job
+            if t.value is None and job_state == job_states.SUCCEEDED:  # its result fd (yitong_lab's final)
+                t.value = channel.metric_value(job_metrics or {}, exp.config["objective"]["metric"])
             if t.reason.startswith("pruned"):
                 t.state = states.PRUNED
             elif job_state == job_states.SUCCEEDED and t.value is not None:

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 
 from ..core.fastsql import Transaction, bound
-from ..jobs.models import Job
+from ..jobs.models import Job, Run
 from . import states
 from .models import Experiment, Trial
 
@@ -65,7 +65,12 @@ ENDED_COUNT = select(func.count(Trial.id), func.max(Trial.number)).where(
     Trial.experiment_id == bindparam("id"), Trial.state != states.RUNNING
 )
 ENDED = select(*_TRIAL).where(Trial.experiment_id == bindparam("id"), Trial.state != states.RUNNING)
-JOBS = select(Job.id, Job.state, Job.reason).where(Job.id.in_(bindparam("ids", expanding=True)))
+#: the trials' jobs, with their current runs' metrics (what a job's result fd reported is there)
+JOBS = (
+    select(Job.id, Job.state, Job.reason, Run.metrics)
+    .outerjoin(Run, (Run.job_id == Job.id) & (Run.attempt == Job.attempts))
+    .where(Job.id.in_(bindparam("ids", expanding=True)))
+)
 #: what a pass may change of a trial
 _CHANGED = ("state", "reason", "intermediate", "value", "offset", "internal", "finished")
 SAVE_TRIAL = update(Trial).where(Trial.id == bindparam("id")).values(bound(*_CHANGED))

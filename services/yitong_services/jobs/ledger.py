@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import platform
 import socket
@@ -91,6 +92,25 @@ def finish_record(
         "metrics": metrics,
         "artifacts": artifacts,
     }
+
+
+RESULT_KEYS = 64  # metrics in a job's result
+RESULT_KEY_LENGTH = 128
+
+
+def result_metrics(value: Any) -> dict[str, float]:
+    """A job's result as its exit record carries it (what it wrote to ``$YITONG_RESULT_FD``):
+    metric names to finite numbers, else nothing (the job wrote it: a bad one is dropped whole)."""
+    if not isinstance(value, dict) or not 0 < len(value) <= RESULT_KEYS:
+        return {}
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        if not (isinstance(k, str) and 0 < len(k) <= RESULT_KEY_LENGTH):
+            return {}
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            return {}
+        out[k] = v
+    return out
 
 
 def pinned_inputs(record: dict[str, Any]) -> list[dict[str, str]]:

@@ -51,6 +51,7 @@ START_STATE = select(Job.state, Job.cancel_requested, Job.reason).where(Job.id =
 START = update(Job).where(Job.id == bindparam("id")).values(bound("backend_ref", "state", "started", "hosts", "ports"))
 NEW_RUN = insert(Run).values(bound("job_id", "attempt", "record", "metrics", "created")).returning(Run.id)
 SET_RECORD = update(Run).where(Run.id == bindparam("id")).values(record=bindparam("record"))
+SET_RECORD_METRICS = SET_RECORD.values(metrics=bindparam("metrics"))
 
 # ---- end: its allocation is freed, its run's record completed, its inputs unpinned
 END_STATE = select(Job.state, Job.cancel_requested, Job.spec, Job.attempts, Job.inputs).where(Job.id == bindparam("id"))

@@ -420,16 +420,22 @@ class JobManager:
             run = tx.one(lifecycle.RUN_OF, id=job_id, attempt=attempts)
             if run is not None:
                 run_id, record, metrics = run
+                # what the job wrote to its result fd (the wrapper's exit record) joins its metrics
+                result = ledger.result_metrics(polled.info.get("result"))
+                metrics = {**metrics, **result}
                 outputs = self.workdir(job_id) / spec.get("outputs", "outputs")
                 record = ledger.finish_record(
                     record,
                     state=new,
                     exit_code=polled.exit_code,
                     finished=finished.isoformat(),
-                    metrics=dict(metrics),
+                    metrics=metrics,
                     artifacts=ledger.artifacts(outputs),
                 )
-                tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
+                if result:
+                    tx.run(lifecycle.SET_RECORD_METRICS, id=run_id, record=record, metrics=metrics)
+                else:
+                    tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
             retries = int(spec.get("retries") or 0)
             end = lifecycle.END
             if new == states.FAILED and attempts <= retries:

@@ -98,7 +98,8 @@ def _look(ref: str) -> Polled:
         done = read_exit(here)  # it may have ended between the two looks
     if done is not None:
         rc = done.get("exit_code")
-        return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"))
+        info = {"result": done["result"]} if "result" in done else {}
+        return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"), info)
     return Polled("vanished", None, f"process {pid} vanished without an exit record")
 
 

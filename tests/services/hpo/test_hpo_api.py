@@ -71,6 +71,9 @@ async def test_small_experiment_finishes_with_best(svc):
     assert len({t["job_id"] for t in exp["trials"]}) == 6  # every trial is its own job
     job = (await svc.call("alice", "GET", f"jobs/{exp['trials'][0]['job_id']}")).json()
     assert job["state"] == "succeeded" and job["user"] == "alice"
+    # the final result came as the job's result (its wrapper's pipe): it is in the run's metrics
+    record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
+    assert record["metrics"] == {"default": exp["trials"][0]["value"], "other": 1}
     assert exp["best_so_far"][-1] == exp["best"]["value"]
     imp = await svc.call("alice", "GET", f"experiments/{exp['id']}/importance")
     assert imp.status_code == 200 and set(imp.json()["importance"]) == {"x"}

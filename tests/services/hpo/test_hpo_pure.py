@@ -4,6 +4,7 @@ examples, the tuner/assessor mapping and its refusals, the replay engine."""
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 import yaml
@@ -374,3 +375,35 @@ def test_a_final_result_goes_to_the_file_the_platform_reads_when_it_says_so(tmp_
     for bad in (float("nan"), "high", {}, {"acc": float("inf")}, True):
         with pytest.raises(ValueError, match="finite number"):
             sdk.report_final(bad)
+
+
+def test_a_final_result_takes_the_jobs_result_pipe_and_nothing_else_on_that_descriptor(tmp_path, monkeypatch):
+    """On the local backend the final result is the job's result: one line on the pipe
+    ``$YITONG_RESULT_FD`` (jobs/wrapper.py keeps it), no file made. A descriptor that is not a
+    pipe any more (the trial closed it and opened a file there) gets nothing: the file channel
+    takes the result."""
+    from yitong_services.hpo import channel
+
+    monkeypatch.setenv("NNI_SYS_DIR", str(tmp_path))
+    monkeypatch.setenv("YT_HPO_FINAL", "file")
+    monkeypatch.setenv("YT_HPO_PARAMS", '{"x": 1}')
+    read, write = os.pipe()
+    try:
+        monkeypatch.setenv("YITONG_RESULT_FD", str(write))
+        sdk.report_final(0.5)
+        sdk.report_final({"default": 0.25, "acc": 0.75})
+        assert os.read(read, 4096) == b'{"default": 0.5}\n{"default": 0.25, "acc": 0.75}\n'
+        assert not (tmp_path / ".nni").exists()
+    finally:
+        os.close(read)
+        os.close(write)
+    other = tmp_path / "other.txt"
+    with open(other, "wb") as f:
+        monkeypatch.setenv("YITONG_RESULT_FD", str(f.fileno()))
+        sdk.report_final(0.125)
+    assert other.read_bytes() == b""
+    records, _ = channel.read_records(tmp_path / ".nni" / "metrics", 0)
+    assert [(r["type"], r["value"]) for r in records] == [("FINAL", "0.125")]
+    monkeypatch.setenv("YITONG_RESULT_FD", "not a number")
+    sdk.report_final(0.0625)
+    assert len(channel.read_records(tmp_path / ".nni" / "metrics", 0)[0]) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -369,3 +370,44 @@ async def test_on_end_listeners_see_the_committed_end_and_a_failing_one_loses_no
         assert (job["id"], "succeeded") in seen
         nxt = await wait_state(svc, "alice", follow["id"], timeout=20)  # started by the same tick, not a poll
         assert nxt["state"] == "succeeded"
+
+
+def _docs_result_snippet() -> str:
+    """docs/jobs.md's example of a result written to ``$YITONG_RESULT_FD``, as it is there."""
+    text = (ROOT.parent.parent.parent / "docs" / "jobs.md").read_text()
+    after = text.split("**A result without a round trip**", 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+async def test_a_jobs_result_fd_joins_its_run_metrics_and_a_bad_one_is_dropped(svc):
+    """``$YITONG_RESULT_FD`` (docs/jobs.md's snippet, run as it is): the line the job writes is in
+    its run's metrics when it ends, and a process it leaves behind holding the pipe does not hold
+    its end up. What is not a map of names to finite numbers is dropped whole, and the job's end is
+    recorded as usual (the job's code is hostile: it may write anything there)."""
+    linger = (
+        "\nimport subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(15)'],"
+        " pass_fds=(int(os.environ['YITONG_RESULT_FD']),), start_new_session=True)\n"
+    )
+    write = "import os; w = lambda b: os.write(int(os.environ['YITONG_RESULT_FD']), b); "
+    bad = {
+        "nan": write + "w(b'{\"x\": NaN}\\n')",
+        "many": write + "import json; w(json.dumps({f'm{i}': i for i in range(100)}).encode() + b'\\n')",
+        "list": write + "w(b'[1, 2]\\n')",
+        "unfinished": write + "w(b'{\"x\": 1}')",
+        "overlong": write + "w(b'{\"x\": \"' + b'a' * 70000 + b'\"}\\n')",
+        "garbage-last": write + "w(b'{\"x\": 1}\\n'); w(b'\\xff\\xfe\\n')",
+        "not-a-number": write + 'w(b\'{"x": "high"}\\n\')',
+    }
+    start = time.monotonic()
+    good = (await submit(svc, "alice", py_job("result", "vision", _docs_result_snippet() + linger))).json()["id"]
+    ids = {name: (await submit(svc, "alice", py_job(name, "vision", code))).json()["id"] for name, code in bad.items()}
+    job = await wait_state(svc, "alice", good)
+    assert job["state"] == "succeeded" and time.monotonic() - start < 10, job  # not 15 s: no wait for EOF
+    record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
+    assert record["metrics"] == {"accuracy": 0.97}
+    for name, job_id in ids.items():
+        job = await wait_state(svc, "alice", job_id)
+        assert (job["state"], job["exit_code"]) == ("succeeded", 0), (name, job)
+        record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
+        assert record["metrics"] == {}, name

@@ -157,3 +157,45 @@ def test_a_submit_checked_against_a_vc_the_caller_read_still_refuses_a_non_membe
     with pytest.raises(Refusal) as e:
         check(None, alice, spec, {"cpu": 8}, "local", vc=vc._replace(quota={"cpu": 0.5}))
     assert e.value.status == 422 and "VC v" in e.value.detail
+
+
+def test_a_results_last_complete_line_counts_and_an_overlong_one_is_dropped(monkeypatch):
+    """jobs/wrapper.py's ``LastLine``: lines may arrive in any pieces; the last complete one is the
+    result; a line over ``RESULT_LIMIT`` bytes is skipped whole (and its end does not make its
+    tail a line); an unfinished last line does not count."""
+    from yitong_services.jobs import wrapper
+
+    monkeypatch.setattr(wrapper, "RESULT_LIMIT", 16)
+    kept = wrapper.LastLine()
+    for piece in (b'{"a"', b": 1}\n", b'{"b": 2}\n{"c"'):
+        kept.feed(piece)
+    assert kept.result() == {"b": 2}
+    kept.feed(b"x" * 40)  # the unfinished '{"c"' grows past the limit: skipped to its end
+    kept.feed(b'{"d": 4}\n')
+    assert kept.result() == {"b": 2}
+    kept.feed(b'{"e": 5}\n{"f": 6}')
+    assert kept.result() == {"e": 5}
+    for last, found in ((b"[1, 2]\n", None), (b"\xff\xfe\n", None), (b"NaN-ish\n", None), (b'{"g":7}\n', {"g": 7})):
+        kept.feed(last)
+        assert kept.result() == found
+
+
+@pytest.mark.parametrize(
+    "value, metrics",
+    [
+        ({"accuracy": 0.97, "epoch": 3}, {"accuracy": 0.97, "epoch": 3}),
+        ({"x": float("nan")}, {}),
+        ({"x": float("inf")}, {}),
+        ({"x": True}, {}),
+        ({"x": "high"}, {}),
+        ({"x": 1, "y": [1]}, {}),  # dropped whole, not in part
+        ({}, {}),
+        ([1, 2], {}),
+        ("0.5", {}),
+        (None, {}),
+        ({f"m{i}": i for i in range(65)}, {}),
+        ({"k" * 129: 1}, {}),
+    ],
+)
+def test_a_jobs_result_is_a_map_of_names_to_finite_numbers(value, metrics):
+    assert ledger.result_metrics(value) == metrics
