@@ -69,11 +69,21 @@ def owner_of(attempt: Path) -> int:
         return os.geteuid()
 
 
+RECORD_LIMIT = 1 << 17  # bytes of an attempt's pid file: its pid line and its exit line (a result)
+
+
 def read_exit(path: Path) -> dict[str, Any] | None:
+    """The attempt's exit record: the pid file's second line once it is whole (jobs/wrapper.py),
+    else the ``exit`` file (an attempt of an older wrapper); None while it runs."""
+    owner = owner_of(path)
     try:
-        raw = procs.read_owned(path / "exit", owner_of(path), 1 << 16)
-        return json.loads(raw) if raw is not None else None
-    except (PermissionError, ValueError):
+        raw = procs.read_owned(path / "pid", owner, RECORD_LIMIT)
+        lines = raw.split(b"\n") if raw is not None else []
+        if len(lines) > 2 and lines[1]:
+            return dict(json.loads(lines[1]))
+        raw = procs.read_owned(path / "exit", owner, RECORD_LIMIT)
+        return dict(json.loads(raw)) if raw is not None else None
+    except (PermissionError, ValueError, TypeError):
         return None
 
 
@@ -82,7 +92,7 @@ def read_pid(path: Path) -> tuple[int, int] | None:
         raw = procs.read_owned(path / "pid", owner_of(path), 256)
         if raw is None:
             return None
-        pid, started = raw.split()
+        pid, started = raw.split(b"\n", 1)[0].split()
         return int(pid), int(started)
     except (PermissionError, ValueError):
         return None

@@ -7,9 +7,12 @@ attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itsel
 ``--cwd`` (the submitted code directory) with that account's rights. With ``--env-stdin`` it
 reads one JSON line of environment (the owner's token, minted while this process started) from
 stdin first, and on an empty stdin exits leaving nothing (no pid, no exit record). It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
-``--log FILE``, else ``launcher.log``) and writes ``ATTEMPT_DIR/exit`` (JSON: exit_code, end, reason) when ARGV
-ends, is killed by ``max_run_time`` (seconds, 0 = none) or is cancelled (SIGTERM to the group).
-A restarted service reads these files to learn what happened while it was down.
+``--log FILE``, else ``launcher.log``) and appends the exit record to ``pid`` as a second line
+(JSON: exit_code, end, reason) when ARGV ends, is killed by ``max_run_time`` (seconds, 0 =
+none) or is cancelled (SIGTERM to the group): a line, not a new file, because a new file costs
+far more than a line on some filesystems (a trial's whole start is a few dozen of them). A
+restarted service reads this file to learn what happened while it was down; an attempt started
+by an older wrapper has its exit record in ``ATTEMPT_DIR/exit``, which is still read.
 
 The job's result: ARGV gets the write end of a pipe as ``$YITONG_RESULT_FD``. What it writes
 there, one JSON object of metric names to numbers per line, is read while it runs; the last
@@ -146,10 +149,7 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
                 pass_fds=(result_w,),
             )
         except OSError as e:
-            write_atomic(
-                os.path.join(here, "exit"),
-                json.dumps({"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"}),
-            )
+            _record_exit(here, {"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"})
             return 127
         finally:
             os.close(result_w)
@@ -179,10 +179,26 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
     if cancelled and not reason:
         reason = "cancelled"
     record: dict = {"exit_code": rc, "end": _now(), "reason": reason}
-    if (found := result.result()) is not None:
-        record["result"] = found
-    write_atomic(os.path.join(here, "exit"), json.dumps(record))
+    if (found := result.result()) is not None and len(json.dumps(found)) <= RESULT_LIMIT:
+        record["result"] = found  # bounded as written here too (escapes may lengthen it)
+    _record_exit(here, record)
     return 0
+
+
+def _record_exit(here: str, record: dict) -> None:
+    """The exit record, as the line after the pid line (a reader takes it once it ends with a
+    newline); in ``exit`` where there is no pid file to add it to."""
+    data = (json.dumps(record) + "\n").encode()
+    try:
+        fd = os.open(os.path.join(here, "pid"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    except OSError:
+        write_atomic(os.path.join(here, "exit"), data.decode())
+        return
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
 
 
 def _now() -> str:

@@ -199,3 +199,37 @@ def test_a_results_last_complete_line_counts_and_an_overlong_one_is_dropped(monk
 )
 def test_a_jobs_result_is_a_map_of_names_to_finite_numbers(value, metrics):
     assert ledger.result_metrics(value) == metrics
+
+
+def test_the_exit_record_is_the_pid_files_second_line_and_an_older_attempts_exit_file_still_counts(tmp_path):
+    """jobs/wrapper.py appends the exit record to ``pid`` (no new file); jobs/runner_local.py
+    reads it once the line is whole, and reads the ``exit`` file of an attempt an older wrapper
+    ran; the pid line is read alone either way."""
+    import json
+    import subprocess
+    import sys
+
+    from yitong_services.jobs import runner_local
+
+    here = tmp_path / "job" / "attempt-1"
+    program = "import json, os; os.write(int(os.environ['YITONG_RESULT_FD']), b'{\"loss\": 0.5}\\n')"
+    wrapper = "import sys; from yitong_services.jobs.wrapper import main; sys.exit(main(sys.argv[1:]))"
+    out = here / "outputs"
+    argv = [sys.executable, "-c", wrapper, str(here), "0", "--mkdir", str(out), "--", sys.executable, "-c", program]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in here.iterdir()) == ["launcher.log", "logs", "outputs", "pid"]  # no exit file
+    pid_line, exit_line, end = (here / "pid").read_text().split("\n")
+    assert end == "" and runner_local.read_pid(here) == tuple(map(int, pid_line.split()))
+    record = runner_local.read_exit(here)
+    assert record == json.loads(exit_line) and (record["exit_code"], record["result"]) == (0, {"loss": 0.5})
+    # an unfinished second line: still running
+    (here / "pid").write_text(pid_line + '\n{"exit_code": 0, "en')
+    assert runner_local.read_exit(here) is None and runner_local.read_pid(here) is not None
+    # an older wrapper's attempt: a pid line and an exit file
+    (here / "pid").write_text(pid_line + "\n")
+    (here / "exit").write_text('{"exit_code": 3, "end": "2026-11-27T00:00:00+00:00", "reason": ""}')
+    assert runner_local.read_exit(here)["exit_code"] == 3
+    (here / "pid").write_text(pid_line + "\n[1, 2]\n")  # not a record: nothing, not an error
+    (here / "exit").unlink()
+    assert runner_local.read_exit(here) is None
