@@ -76,9 +76,10 @@ def busy_seconds() -> float | None:
 
 def new_file_cost(where: Path, n: int = 200) -> float:
     """CPU seconds this process spends creating one empty file in ``where`` (the inode's
-    allocation): a trial's job makes eight files and directories in the platform's data directory
-    (its job directory, parameter file, attempt and log directories, log, outputs, pid and exit
-    records; its final result goes through a pipe), the peer's subprocess none. 0.02-0.7 ms on
+    allocation): a trial's job makes seven files and directories in the platform's data directory
+    (its job directory, parameter file, attempt and log directories, log, outputs, and the pid
+    record, to which the exit record is a line added; its final result goes through a pipe), the
+    peer's subprocess none. 0.02-0.7 ms on
     the ext4 of the machine these figures come from, depending on what was deleted nearby in the
     last minutes (see :func:`scratch`), 0.02 ms on tmpfs."""
     d = Path(tempfile.mkdtemp(dir=where))  # removed with ``where``, at the bench's end
@@ -228,7 +229,7 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
         f"overhead {overhead * 1e3:.0f} ms/trial [target <= 100 ms: {'met' if overhead <= 0.1 else 'NOT met'}], "
         f"machine CPU per trial {statistics.mean(ours_cpu) / trials * 1e3:.0f} vs "
         f"{statistics.mean(peer_cpu) / trials * 1e3:.0f} ms (a new file in the data directory's filesystem "
-        f"costs {FIRST.get('new_file', 0) * 1e3:.2f} ms of CPU; a trial's job makes 8), ratio {peer / ours:.2f}",
+        f"costs {FIRST.get('new_file', 0) * 1e3:.2f} ms of CPU; a trial's job makes 7), ratio {peer / ours:.2f}",
         flush=True,
     )
     return ours / trials
