@@ -83,9 +83,10 @@ class LastLine:
         return found if isinstance(found, dict) else None
 
 
-def _drain(fd: int, into: LastLine) -> bool:
-    """Read what is there without waiting; False at the end (every writer has closed it)."""
-    while True:
+def _drain(fd: int, into: LastLine, budget: int = 1 << 20) -> bool:
+    """Read what is there without waiting, at most ``budget`` bytes (a writer that never stops
+    must not keep this from its other work); False at the end (every writer has closed it)."""
+    while budget > 0:
         try:
             data = os.read(fd, 65536)
         except BlockingIOError:
@@ -93,6 +94,8 @@ def _drain(fd: int, into: LastLine) -> bool:
         if not data:
             return False
         into.feed(data)
+        budget -= len(data)
+    return True
 
 
 def main(argv: list[str], env: dict[str, str] | None = None) -> int:
@@ -174,6 +177,7 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
                 deadline = time.monotonic() + 5
             elif reason and deadline is not None and time.monotonic() > deadline:
                 _kill_group(signal.SIGKILL)
+    os.close(results)  # a process the job left writing there gets EPIPE
     if rc < 0 and not reason:
         reason = f"killed by {signal.Signals(-rc).name}"
     if cancelled and not reason:

@@ -233,3 +233,36 @@ def test_the_exit_record_is_the_pid_files_second_line_and_an_older_attempts_exit
     (here / "pid").write_text(pid_line + "\n[1, 2]\n")  # not a record: nothing, not an error
     (here / "exit").unlink()
     assert runner_local.read_exit(here) is None
+
+
+def test_a_process_left_flooding_the_result_pipe_does_not_keep_the_attempt_from_ending(tmp_path):
+    """The job's code is hostile: a process it leaves behind (in a session of its own, out of the
+    group's reach) that writes to ``$YITONG_RESULT_FD`` without end does not keep the wrapper
+    reading: the attempt ends when its program does, with the last whole line before the flood,
+    and the flooder gets EPIPE when the wrapper closes the pipe."""
+    import subprocess
+    import sys
+    import time
+
+    from yitong_services.jobs import runner_local
+
+    flood = "import os, sys\nfd = int(sys.argv[1])\nwhile True:\n    os.write(fd, b'x' * 65536)\n"
+    program = (
+        "import os, subprocess, sys\n"
+        "fd = int(os.environ['YITONG_RESULT_FD'])\n"
+        "os.write(fd, b'{\"acc\": 0.5}\\n')\n"
+        f"subprocess.Popen([sys.executable, '-c', {flood!r}, str(fd)], pass_fds=(fd,), start_new_session=True)\n"
+        "import time; time.sleep(0.5)\n"
+    )
+    here = tmp_path / "job" / "attempt-1"
+    wrapper = "import sys; from yitong_services.jobs.wrapper import main; sys.exit(main(sys.argv[1:]))"
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, str(here), "0", "--", sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and time.monotonic() - start < 30, done.stderr
+    record = runner_local.read_exit(here)
+    assert record["exit_code"] == 0 and record["result"] == {"acc": 0.5}, record
