@@ -4,7 +4,8 @@ A record says what a run was made of: dataset versions (manifest hashes), code (
 hash of uncommitted changes, as the client sent them), environment (image digest where known;
 locally the Python executable and a hash of the installed distributions, ``pip freeze``
 equivalent), devices and driver, parameters, and at the end the exit code, final metrics
-(``POST /jobs/{id}/metrics``) and artifacts (files under the outputs directory).
+(``POST /jobs/{id}/metrics``, and the result a local job writes to ``$YITONG_RESULT_FD``) and
+artifacts (files under the outputs directory).
 """
 
 from __future__ import annotations
