@@ -125,9 +125,9 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
         "vcs": {"bench": {"quota": {"cpu": 100, "memory": "100Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
         "groups": {"bench": ["admin"]},
     }
-    tmp = str(scratch())  # kept until the bench ends
-    (Path(tmp) / "yitong").mkdir()
-    stack = Stack(Path(tmp) / "yitong", settings, {"admin": secrets.token_hex(8)}).start()
+    data = scratch() / "yitong"  # kept until the bench ends
+    data.mkdir()
+    stack = Stack(data, settings, {"admin": secrets.token_hex(8)}).start()
     try:
         api = stack.platform_client(stack.token("admin"))
 
@@ -163,7 +163,7 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
         # the peer's process has imported Optuna and made its study before its clock starts; the
         # service's first experiment imports the engine and starts the fork server: timed apart
         FIRST["platform"] = experiment(concurrency)[0]
-        FIRST["new_file"] = new_file_cost(Path(tmp))
+        FIRST["new_file"] = new_file_cost(data.parent)
         cpu0 = busy_seconds()
         runs = [experiment(trials) for _ in range(reps)]
         CPU["platform"] = (_cpu_since(cpu0) or 0.0) / reps

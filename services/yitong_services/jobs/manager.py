@@ -432,10 +432,7 @@ class JobManager:
                     metrics=metrics,
                     artifacts=ledger.artifacts(outputs),
                 )
-                if result:
-                    tx.run(lifecycle.SET_RECORD_METRICS, id=run_id, record=record, metrics=metrics)
-                else:
-                    tx.run(lifecycle.SET_RECORD, id=run_id, record=record)
+                tx.run(lifecycle.SET_RECORD_METRICS, id=run_id, record=record, metrics=metrics)
             retries = int(spec.get("retries") or 0)
             end = lifecycle.END
             if new == states.FAILED and attempts <= retries:

@@ -192,12 +192,13 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
 def _record_exit(here: str, record: dict) -> None:
     """The exit record, as the line after the pid line (a reader takes it once it ends with a
     newline); in ``exit`` where there is no pid file to add it to."""
-    data = (json.dumps(record) + "\n").encode()
+    line = json.dumps(record) + "\n"
     try:
         fd = os.open(os.path.join(here, "pid"), os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
     except OSError:
-        write_atomic(os.path.join(here, "exit"), data.decode())
+        write_atomic(os.path.join(here, "exit"), line)
         return
+    data = line.encode()
     try:
         while data:
             data = data[os.write(fd, data) :]

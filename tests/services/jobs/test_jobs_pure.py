@@ -178,6 +178,13 @@ def test_a_results_last_complete_line_counts_and_an_overlong_one_is_dropped(monk
     for last, found in ((b"[1, 2]\n", None), (b"\xff\xfe\n", None), (b"NaN-ish\n", None), (b'{"g":7}\n', {"g": 7})):
         kept.feed(last)
         assert kept.result() == found
+    # a writer that never pauses (the pipe is never empty): one drain stops at its budget, so the
+    # wrapper gets back to its deadline and its child's end (reads stubbed: a real pipe's writer
+    # cannot be made to outrun its reader every time)
+    reads: list[int] = []
+    monkeypatch.setattr(wrapper.os, "read", lambda fd, n: reads.append(n) or b"x" * n)
+    assert wrapper._drain(99, wrapper.LastLine(), budget=1 << 18) is True
+    assert len(reads) == 4
 
 
 @pytest.mark.parametrize(
