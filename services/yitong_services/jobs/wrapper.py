@@ -6,7 +6,7 @@ service; in multi-user mode it already runs as the job owner's account, so it cr
 attempt directory, its ``logs/`` and the ``--mkdir`` directories (outputs) itself, and enters
 ``--cwd`` (the submitted code directory) with that account's rights. With ``--env-stdin`` it
 reads one JSON line of environment (the owner's token, minted while this process started) from
-stdin first, and on an empty stdin exits leaving nothing (no pid, no exit record). It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), runs ARGV (output to
+stdin first, and on an empty stdin exits leaving nothing (no pid, no exit record). It writes ``ATTEMPT_DIR/pid`` (``<pid> <start ticks>``), spawns ARGV (output to
 ``--log FILE``, else ``launcher.log``) and appends the exit record to ``pid`` as a second line
 (JSON: exit_code, end, reason) when ARGV ends, is killed by ``max_run_time`` (seconds, 0 =
 none) or is cancelled (SIGTERM to the group): a line, not a new file, because a new file costs
@@ -23,11 +23,11 @@ local backend: no file to create, no round trip.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -142,25 +142,16 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
     env = {**(os.environ if env is None else env), RESULT_FD: str(result_w)}
     with open(os.path.join(here, log), "ab") as out:  # ``log`` itself when it is absolute
         try:
-            child = subprocess.Popen(
-                command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=cwd,
-                env=env,
-                pass_fds=(result_w,),
-            )
+            child = spawn(command, env, out.fileno(), result_w, cwd)
         except OSError as e:
             _record_exit(here, {"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"})
             return 127
         finally:
             os.close(result_w)
         deadline = time.monotonic() + float(limit) if float(limit) > 0 else None
-        # woken by the child's end itself (a pidfd), not by Popen.wait(timeout)'s sleeps, which
-        # notice an end up to 50 ms late; and by its result lines, read as they come (a pipe's
-        # buffer is small)
-        ended, child_fd, result = select.poll(), os.pidfd_open(child.pid), LastLine()
+        # woken by the child's end itself (a pidfd), not by a wait's timed sleeps, which notice an
+        # end late; and by its result lines, read as they come (a pipe's buffer is small)
+        ended, child_fd, result = select.poll(), os.pidfd_open(child), LastLine()
         ended.register(child_fd, select.POLLIN)
         ended.register(results, select.POLLIN)
         while True:
@@ -168,7 +159,7 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
             if events.get(results) and not _drain(results, result):
                 ended.unregister(results)
             if child_fd in events:
-                rc = child.wait()
+                rc = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
                 _drain(results, result)  # what it wrote just before it ended
                 break
             if deadline is not None and time.monotonic() > deadline and not reason:
@@ -187,6 +178,46 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
         record["result"] = found  # bounded as written here too (escapes may lengthen it)
     _record_exit(here, record)
     return 0
+
+
+def spawn(command: list[str], env: dict[str, str], out: int, keep: int, cwd: str | None) -> int:
+    """Start ``command`` (found on ``env``'s PATH, as a shell would) with stdin from /dev/null,
+    stdout and stderr to ``out``, ``keep`` open as itself, in ``cwd``: its pid. Every other
+    descriptor of this process is made close-on-exec first (Python opens its own so; one this
+    process was handed open is made so here), so the job gets none of them. ``posix_spawn`` (a
+    vfork and an exec), not ``subprocess``: that module and the ``threading`` it imports would be
+    in every forked wrapper's memory, and its start runs several times the Python; an exec that
+    fails raises OSError here, as Popen's does."""
+    if cwd is not None:  # the wrapper's own paths are absolute; the job starts where it was told
+        os.chdir(cwd)
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            if fd > 2 and os.get_inheritable(fd):
+                os.set_inheritable(fd, False)
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    os.set_inheritable(keep, True)
+    actions = [
+        (os.POSIX_SPAWN_DUP2, out, 1),
+        (os.POSIX_SPAWN_DUP2, out, 2),
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+    ]
+    # a job starts with the signals a shell's child has: SIGPIPE and SIGXFSZ at their defaults
+    defaults = (signal.SIGPIPE, signal.SIGXFSZ)
+    program = command[0]
+    if os.sep in program:
+        return os.posix_spawn(program, command, env, file_actions=actions, setsigdef=defaults)
+    denied: OSError | None = None
+    for folder in os.get_exec_path(env):
+        try:
+            return os.posix_spawn(os.path.join(folder, program), command, env, file_actions=actions, setsigdef=defaults)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except PermissionError as e:  # a shell goes on looking, and says so if nothing else runs
+            denied = denied or e
+    if denied is not None:
+        raise denied
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
 
 
 def _record_exit(here: str, record: dict) -> None:

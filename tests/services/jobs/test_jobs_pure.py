@@ -273,3 +273,62 @@ def test_a_process_left_flooding_the_result_pipe_does_not_keep_the_attempt_from_
     assert done.returncode == 0 and time.monotonic() - start < 30, done.stderr
     record = runner_local.read_exit(here)
     assert record["exit_code"] == 0 and record["result"] == {"acc": 0.5}, record
+
+
+def test_the_wrapper_spawns_the_job_with_nothing_of_its_own_but_the_result_pipe(tmp_path):
+    """jobs/wrapper.py starts the job with ``posix_spawn``, not ``subprocess``: the job's code
+    (hostile) finds no descriptor of the wrapper's open but stdin (/dev/null), stdout and stderr
+    (its log) and ``$YITONG_RESULT_FD``, even one the wrapper was handed open and inheritable; its
+    program is looked up on the job's PATH, not the wrapper's; it starts with SIGPIPE at its
+    default and where ``--cwd`` says. A program that is not there, or may not be run, ends the
+    attempt with exit 127 and a sentence."""
+    import json
+    import os
+    import signal
+    import stat
+    import subprocess
+    import sys
+
+    from yitong_services.jobs import runner_local
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "probe").write_text(
+        f"#!{sys.executable}\n"
+        "import json, os\n"
+        "def is_open(fd):\n    try:\n        return os.fstat(fd) is not None\n    except OSError:\n        return False\n"
+        "fds = [fd for fd in range(1024) if is_open(fd)]\n"
+        "print(json.dumps({'fds': fds, 'result': int(os.environ['YITONG_RESULT_FD']), 'cwd': os.getcwd(),\n"
+        "  'stdin': os.readlink('/proc/self/fd/0')}))\n"
+    )
+    (bin_dir / "probe").chmod(0o755)
+    (bin_dir / "locked").write_text("#!/bin/sh\n")
+    (bin_dir / "locked").chmod(0o644)
+    code = tmp_path / "code"
+    code.mkdir()
+    leaked = os.open(os.devnull, os.O_RDONLY)  # open and inheritable in the wrapper
+    os.set_inheritable(leaked, True)
+    wrapper = "import sys; from yitong_services.jobs.wrapper import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+    def attempt(name: str, program: str) -> tuple[dict, str]:
+        here = tmp_path / name / "attempt-1"
+        argv = [sys.executable, "-c", wrapper, str(here), "0", "--cwd", str(code), "--", program]
+        done = subprocess.run(argv, env=env, pass_fds=(leaked,), capture_output=True, text=True, timeout=60)
+        assert done.returncode in (0, 127), done.stderr
+        return runner_local.read_exit(here), (here / "launcher.log").read_text()
+
+    record, log = attempt("probe", "probe")
+    seen = json.loads(log)
+    assert record["exit_code"] == 0 and seen["fds"] == [0, 1, 2, seen["result"]], seen
+    assert seen["stdin"] == os.devnull and seen["cwd"] == str(code)
+    # SIGPIPE not ignored, though the wrapper (Python) ignores it: a shell's own mask says
+    (bin_dir / "mask").write_text("#!/bin/sh\nsed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status\n")
+    (bin_dir / "mask").chmod(0o755)
+    record, log = attempt("mask", "mask")
+    assert record["exit_code"] == 0 and not int(log.strip(), 16) & 1 << (signal.SIGPIPE - 1), log
+    assert not stat.S_ISFIFO(os.fstat(leaked).st_mode)  # (the leaked one is /dev/null, not the pipe)
+    os.close(leaked)
+    for program, why in (("no-such-program", "No such file"), ("locked", "Permission denied")):
+        record, _ = attempt(program, program)
+        assert record["exit_code"] == 127 and record["reason"].startswith("cannot start:") and why in record["reason"]
