@@ -17,7 +17,7 @@ from typing import Any
 
 from . import states
 from .space import sample
-from .tuners import pruner, sampler
+from .tuners import pruner, reseed, sampler
 
 
 def _quiet() -> None:
@@ -101,10 +101,13 @@ class Replay:
         # trial number -> the row object last applied: the caller hands an ended trial's row over
         # as the same object each time (hpo/driver.py keeps them), so it is not fingerprinted again
         self.objs: dict[int, dict[str, Any]] = {}
+        # the study's sampler, given each question the random state a new one would start with:
+        # it lives as long as the study (its search-space cache follows that study's trials)
+        self.sampler: Any = None
         self.lock = threading.Lock()
 
     def rebuild(self, config: dict[str, Any], rows: list[dict[str, Any]]) -> Any:
-        self.study = study(config, rows)
+        self.study, self.sampler = study(config, rows), None
         self.seen = {r["number"]: _fingerprint(r) for r in rows}
         self.objs = {r["number"]: r for r in rows}
         self.ids = {t.number: t._trial_id for t in self.study.get_trials(deepcopy=False)}
@@ -183,15 +186,19 @@ def _replay(key: Any, config: dict[str, Any]) -> Replay:
 def ask(config: dict[str, Any], rows: list[dict[str, Any]], key: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The next trial's ``(params in NNI's shape, internal {params, distributions})``; ``key``
     (the experiment's id) keeps the study for the next question."""
-    # a fresh sampler per question: the seed moves on with the trial count so a random draw is
-    # not repeated; GridSampler's seed orders its grid, which must stay the same for grid_id
-    offset = 0 if config["tuner"]["name"] == "GridSearch" else len(rows)
+    # a sampler seeded anew per question: the seed moves on with the trial count so a random draw
+    # is not repeated; GridSampler's seed orders its grid, which must stay the same for grid_id
+    tuner = config["tuner"]["name"]
+    offset = 0 if tuner == "GridSearch" else len(rows)
     if key is None:
         return _ask(study(config, rows, seed_offset=offset), config, None)
     replay = _replay(key, config)
     with replay.lock:
         s = replay.sync(config, rows)
-        s.sampler = sampler(config["tuner"]["name"], config["tuner"]["args"], config["space"], config["seed"] + offset)
+        seed = config["seed"] + offset
+        if replay.sampler is None or not reseed(replay.sampler, tuner, seed):
+            replay.sampler = sampler(tuner, config["tuner"]["args"], config["space"], seed)
+        s.sampler = replay.sampler
         try:
             return _ask(s, config, replay)
         except BaseException:

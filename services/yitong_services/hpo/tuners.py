@@ -74,6 +74,35 @@ def sampler(name: str, args: dict[str, Any], space: dict[str, Any], seed: int) -
     raise TunerError(f"tuner {name!r} is not supported")
 
 
+# where each sampler keeps its random state (Optuna 5): the attributes :func:`sampler` seeds
+RANDOM_STATES = {
+    "TPE": ("_rng", "_random_sampler._rng"),
+    "Random": ("_rng",),
+    "CMAES": ("_cma_rng", "_independent_sampler._rng"),
+}
+
+
+def reseed(found: Any, name: str, seed: int) -> bool:
+    """Give ``found`` (what :func:`sampler` built for tuner ``name``) the random state a new one
+    seeded ``seed`` starts with, in place: making a sampler costs 0.1-0.3 ms (each NumPy
+    RandomState is seeded from the OS first), reseeding one a few microseconds. False where that
+    cannot be done exactly: GridSearch (its making shuffles the grid with that state), or an
+    Optuna that keeps the state elsewhere; then the caller makes a new one."""
+    from optuna.samplers._lazy_random_state import LazyRandomState
+
+    states = []
+    for path in RANDOM_STATES.get(name, ()):
+        state = found
+        for attr in path.split("."):
+            state = getattr(state, attr, None)
+        if not isinstance(state, LazyRandomState):
+            return False
+        states.append(state)
+    for state in states:
+        state.rng.seed(seed)
+    return bool(states)
+
+
 def check_args(
     tuner: str, assessor: str | None, args: dict[str, Any], assessor_args: dict[str, Any], space: dict
 ) -> None:
