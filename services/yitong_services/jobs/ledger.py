@@ -18,6 +18,7 @@ import platform
 import socket
 import stat
 import sys
+import time
 from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,20 @@ def environment(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def device_info(spec: dict[str, Any], visible: list[int]) -> dict[str, Any]:
+    return {"accelerator": spec.get("accelerator"), "visible": visible, **host_facts()}
+
+
+HOST_FACTS_FOR = 60.0  # seconds the host's facts are kept (a driver or host name rarely changes)
+_host: tuple[float, dict[str, Any]] | None = None
+
+
+def host_facts() -> dict[str, Any]:
+    """The driver, CPU model, host name, machine and kernel, read at most once a minute: the kernel
+    writes all of /proc/cpuinfo out for each read, and every attempt's ledger entry names them."""
+    global _host
+    now = time.monotonic()
+    if _host is not None and now - _host[0] < HOST_FACTS_FOR:
+        return _host[1]
     driver = None
     nvidia = Path("/proc/driver/nvidia/version")
     if nvidia.exists():
@@ -148,15 +163,15 @@ def device_info(spec: dict[str, Any], visible: list[int]) -> dict[str, Any]:
     cpu = next(
         (line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), None
     )
-    return {
-        "accelerator": spec.get("accelerator"),
-        "visible": visible,
+    facts = {
         "driver": driver,
         "cpu_model": cpu,
         "host": socket.gethostname(),
         "machine": platform.machine(),
         "kernel": platform.release(),
     }
+    _host = (now, facts)
+    return facts
 
 
 def _lines(path: str) -> list[str]:
