@@ -1062,7 +1062,7 @@ export interface paths {
         put?: never;
         /**
          * Post Metrics
-         * @description The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record.
+         * @description The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record. A run holds at most 1024 metric names (each 1-256 characters) and 1 MiB of them as JSON, over all of its job's calls: a call past that is refused (422) and changes nothing.
          */
         post: operations["post_metrics_services_yitong_api_v1_jobs__job_id__metrics_post"];
         delete?: never;

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import os
 import platform
@@ -113,6 +114,31 @@ def result_metrics(value: Any) -> dict[str, float]:
             return {}
         out[k] = v
     return out
+
+
+RUN_METRIC_NAMES = 1024  # names in one run's metrics, over all of its job's calls
+RUN_METRICS_BYTES = 1 << 20  # the run's metrics as JSON
+METRIC_NAME_LENGTH = 256
+
+
+def merged_metrics(job_id: int, held: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``held`` with ``new`` merged in (a later value of a name replaces the earlier one), or
+    ValueError with a sentence: each call is bounded by the request's size, their sum by these
+    limits (the job posting them runs code nobody checked)."""
+    for name in new:
+        if not 0 < len(name) <= METRIC_NAME_LENGTH:
+            raise ValueError(
+                f"metric names must be 1 to {METRIC_NAME_LENGTH} characters; {name[:40]!r}... is {len(name)}"
+            )
+    merged = {**held, **new}
+    if len(merged) > RUN_METRIC_NAMES:
+        raise ValueError(
+            f"job {job_id}'s run would hold {len(merged)} metric names; at most {RUN_METRIC_NAMES} (a later value of a name replaces the earlier one)"
+        )
+    size = len(json.dumps(merged))
+    if size > RUN_METRICS_BYTES:
+        raise ValueError(f"job {job_id}'s run metrics would be {size} bytes as JSON; at most {RUN_METRICS_BYTES}")
+    return merged
 
 
 def pinned_inputs(record: dict[str, Any]) -> list[dict[str, str]]:

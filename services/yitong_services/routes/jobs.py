@@ -23,7 +23,7 @@ from ..core.idempotency import Claim, once
 from ..core.limits import MAX_ID
 from ..core.paging import Page, Paging, bytes_response, encoded, page_content, wants_envelope
 from ..hpo import records as trials
-from ..jobs import records, states
+from ..jobs import ledger, records, states
 from ..jobs.events import stream
 from ..jobs.listing import page_of_jobs, watchable
 from ..jobs.manager import JobManager
@@ -284,7 +284,7 @@ async def clone(
 
 @router.post("/{job_id}/metrics", response_model=RunMetrics)
 def post_metrics(job_id: Id, request: Request, ctx: Ctx, metrics: dict[str, Any] = Body(...)) -> dict:
-    """The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record."""
+    """The job itself (``Authorization: token $YITONG_JOB_TOKEN``): merge final metrics into the current run's ledger record. A run holds at most 1024 metric names (each 1-256 characters) and 1 MiB of them as JSON, over all of its job's calls: a call past that is refused (422) and changes nothing."""
     header = request.headers.get("authorization", "")
     token = header.split(None, 1)[1].strip() if " " in header else ""
     with ctx.db.locked("~jobs") as s:
@@ -295,7 +295,10 @@ def post_metrics(job_id: Id, request: Request, ctx: Ctx, metrics: dict[str, Any]
         run = s.scalar(select(Run).where(Run.job_id == job_id, Run.attempt == job.attempts))
         if run is None:
             raise Refusal(409, f"job {job_id} has no running attempt")
-        run.metrics = {**run.metrics, **metrics}
+        try:
+            run.metrics = ledger.merged_metrics(job_id, run.metrics, metrics)
+        except ValueError as e:
+            raise Refusal(422, str(e)) from None
         if run.record.get("finished"):
             run.record = {**run.record, "metrics": run.metrics}
         return {"run": run.id, "metrics": run.metrics}

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from jobs_helpers import py_job, wait_state
 
@@ -411,3 +412,42 @@ async def test_a_jobs_result_fd_joins_its_run_metrics_and_a_bad_one_is_dropped(s
         assert (job["state"], job["exit_code"]) == ("succeeded", 0), (name, job)
         record = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()
         assert record["metrics"] == {}, name
+
+
+async def test_a_jobs_metrics_are_bounded_over_all_its_calls_and_a_refusal_loses_nothing(svc):
+    """``POST /jobs/{id}/metrics`` with a running job's own token (what ``yitong_lab.log_metrics``
+    sends; the job hands it out through its log, as hostile code may): each call is bounded by the
+    request's size, and their sum by the run's (jobs/ledger.py: 1024 names, 1 MiB as JSON, names
+    of at most 256 characters). A job that keeps adding names is refused with a 422 that says
+    which bound, and the metrics it had stay as they were."""
+    from yitong_services.jobs import ledger
+
+    code = "import os, time; print(os.environ['YITONG_JOB_TOKEN'], flush=True); time.sleep(60)"
+    job_id = (await submit(svc, "alice", py_job("many", "vision", code))).json()["id"]
+    token = ""
+    for _ in range(200):
+        token = (await svc.call("alice", "GET", f"jobs/{job_id}/logs")).text.strip()
+        if token:
+            break
+        await asyncio.sleep(0.05)
+    as_job = {"headers": {"Authorization": f"token {token}"}}
+
+    async def post(metrics: dict) -> httpx.Response:
+        return await svc.call(None, "POST", f"jobs/{job_id}/metrics", json=metrics, **as_job)
+
+    held = {f"m{i}": i for i in range(ledger.RUN_METRIC_NAMES - 1)}
+    assert (await post(held)).status_code == 200
+    assert (await post({"m0": -1.5})).json()["metrics"]["m0"] == -1.5  # a name it has: replaced
+    refusals = {
+        "would hold 1025 metric names; at most 1024": {"n0": 1, "n1": 2},
+        "must be 1 to 256 characters": {"x" * 300: 1},
+        "bytes as JSON; at most 1048576": {"m2": "b" * 600_000},  # each call under the body's 1 MiB
+    }
+    assert (await post({"m1": "a" * 500_000})).status_code == 200
+    for sentence, metrics in refusals.items():
+        r = await post(metrics)
+        assert r.status_code == 422 and sentence in r.json()["detail"], r.text
+    metrics = (await post({"m3": 3})).json()["metrics"]
+    assert len(metrics) == ledger.RUN_METRIC_NAMES - 1 and metrics["m0"] == -1.5 and "n0" not in metrics
+    assert metrics["m1"] == "a" * 500_000 and metrics["m2"] == 2
+    await svc.call("alice", "POST", f"jobs/{job_id}/cancel")
