@@ -420,9 +420,11 @@ class JobManager:
             run = tx.one(lifecycle.RUN_OF, id=job_id, attempt=attempts)
             if run is not None:
                 run_id, record, metrics = run
-                # what the job wrote to its result fd (the wrapper's exit record) joins its metrics
-                result = ledger.result_metrics(polled.info.get("result"))
-                metrics = {**metrics, **result}
+                # what the job wrote to its result fd (the wrapper's exit record) joins its metrics,
+                # within a run's bounds as a POST's would (past them it is dropped, as a bad one is)
+                if result := ledger.result_metrics(polled.info.get("result")):
+                    with contextlib.suppress(ValueError):
+                        metrics = ledger.merged_metrics(job_id, metrics, result)
                 outputs = self.workdir(job_id) / spec.get("outputs", "outputs")
                 record = ledger.finish_record(
                     record,

@@ -414,15 +414,22 @@ async def test_a_jobs_result_fd_joins_its_run_metrics_and_a_bad_one_is_dropped(s
         assert record["metrics"] == {}, name
 
 
-async def test_a_jobs_metrics_are_bounded_over_all_its_calls_and_a_refusal_loses_nothing(svc):
+async def test_a_jobs_metrics_are_bounded_over_all_its_calls_and_a_refusal_loses_nothing(svc, tmp_path):
     """``POST /jobs/{id}/metrics`` with a running job's own token (what ``yitong_lab.log_metrics``
     sends; the job hands it out through its log, as hostile code may): each call is bounded by the
     request's size, and their sum by the run's (jobs/ledger.py: 1024 names, 1 MiB as JSON, names
     of at most 256 characters). A job that keeps adding names is refused with a 422 that says
-    which bound, and the metrics it had stay as they were."""
+    which bound, and the metrics it had stay as they were; the result it writes to its result fd
+    at its end is held to the same bound (dropped whole, as a bad one is)."""
     from yitong_services.jobs import ledger
 
-    code = "import os, time; print(os.environ['YITONG_JOB_TOKEN'], flush=True); time.sleep(60)"
+    go = tmp_path / "go"
+    code = (
+        "import os, pathlib, time\n"
+        "print(os.environ['YITONG_JOB_TOKEN'], flush=True)\n"
+        f"while not pathlib.Path({str(go)!r}).exists(): time.sleep(0.05)\n"
+        "os.write(int(os.environ['YITONG_RESULT_FD']), b'{\"r1\": 1, \"r2\": 2}\\n')\n"
+    )
     job_id = (await submit(svc, "alice", py_job("many", "vision", code))).json()["id"]
     token = ""
     for _ in range(200):
@@ -450,4 +457,9 @@ async def test_a_jobs_metrics_are_bounded_over_all_its_calls_and_a_refusal_loses
     metrics = (await post({"m3": 3})).json()["metrics"]
     assert len(metrics) == ledger.RUN_METRIC_NAMES - 1 and metrics["m0"] == -1.5 and "n0" not in metrics
     assert metrics["m1"] == "a" * 500_000 and metrics["m2"] == 2
-    await svc.call("alice", "POST", f"jobs/{job_id}/cancel")
+    # the job's own result at its end (its result fd) is held to the same bound: dropped whole
+    go.touch()
+    job = await wait_state(svc, "alice", job_id)
+    assert job["state"] == "succeeded", job
+    ended = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()["metrics"]
+    assert len(ended) == ledger.RUN_METRIC_NAMES - 1 and "r1" not in ended and ended["m3"] == 3
