@@ -186,8 +186,8 @@ def spawn(command: list[str], env: dict[str, str], out: int, keep: int, cwd: str
     descriptor of this process is made close-on-exec first (Python opens its own so; one this
     process was handed open is made so here), so the job gets none of them. ``posix_spawn`` (a
     vfork and an exec), not ``subprocess``: that module and the ``threading`` it imports would be
-    in every forked wrapper's memory, and its start runs several times the Python; an exec that
-    fails raises OSError here, as Popen's does."""
+    in every forked wrapper's memory (and run their at-fork work in it), and Popen runs several
+    times as much Python; an exec that fails raises OSError here, as Popen's does."""
     if cwd is not None:  # the wrapper's own paths are absolute; the job starts where it was told
         os.chdir(cwd)
     for fd in map(int, os.listdir("/proc/self/fd")):
