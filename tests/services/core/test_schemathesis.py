@@ -72,6 +72,24 @@ def _headers(hub, user: str) -> dict[str, str]:
     return {"Authorization": f"token {hub.tokens[user]}"}
 
 
+def _said(e: BaseException) -> str:
+    """The failure with every sub-exception's own text: hypothesis's "unreliable results" names
+    only how many there were, and the first call's failure is the one to read."""
+    lines = [f"{type(e).__name__}: {e}"]
+    for sub in getattr(e, "exceptions", ()):
+        lines.extend("  " + line for line in _said(sub).splitlines())
+    return "\n".join(lines)
+
+
+def _said(e: BaseException) -> str:
+    """The failure with each sub-exception's own text, nested: hypothesis's "produces unreliable
+    results" names only how many there were, and the first call's failure is the one to read."""
+    lines = [f"{type(e).__name__}: {e}"]
+    for sub in getattr(e, "exceptions", ()):
+        lines.extend("  " + line for line in _said(sub).splitlines())
+    return "\n".join(lines)
+
+
 def test_every_operation(api, hub):
     """Each operation, valid and invalid examples, each sent as alice and as admin."""
     failures: list[str] = []
@@ -98,7 +116,7 @@ def test_every_operation(api, hub):
         try:
             run()
         except (Exception, BaseExceptionGroup) as e:
-            failures.append(f"{operation.method.upper()} {operation.path}: {e}")
+            failures.append(f"{operation.method.upper()} {operation.path}: {_said(e)}")
     assert not failures, "\n\n".join(failures)
 
 
