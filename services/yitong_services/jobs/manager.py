@@ -66,6 +66,9 @@ class JobManager:
         self._swept = 0.0
         self._told: dict[int, tuple[str, list[str] | None]] = {}  # what the engine last said of each running job
         self._fresh: dict[int, tuple[str, list[str] | None]] = {}  # the same, of attempts started since the last poll
+        # attempts started whose start could not be recorded (the database failed): recorded by a
+        # later tick, never started again (the job would run twice)
+        self._unrecorded: dict[int, tuple[str, dict[str, Any]]] = {}
         self._sweep: asyncio.Task | None = None
         self._sweep_again = False
         self._wake = asyncio.Event()
@@ -171,7 +174,10 @@ class JobManager:
 
             async def gated(job_id: int) -> None:
                 async with gate:
-                    await self.launch(job_id, ready.get(job_id))
+                    if job_id in self._unrecorded:
+                        await self._record_start(job_id, *self._unrecorded[job_id])
+                    else:
+                        await self.launch(job_id, ready.get(job_id))
 
             await asyncio.gather(*(gated(j) for j in to_launch))
         return bool(to_launch)
@@ -196,10 +202,14 @@ class JobManager:
         look = self.backend.look_many
         if look is not None:  # the whole tick in one worker-thread hop
             rows, polled, after, ready = await to_thread.run_sync(self._tick_here, admit, look)
+            if self._unrecorded:
+                await self._settle_unrecorded(rows)
             launched = await self._launch_admitted(rows + after, ready)
             running = _running(rows)
         else:  # the engine is asked between two hops
             rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
+            if self._unrecorded:
+                await self._settle_unrecorded(rows)
             launched = await self._launch_admitted(rows)
             running = _running(rows)
             polled = await self.backend.poll_many(list(running)) if running else {}
@@ -377,10 +387,37 @@ class JobManager:
             log.exception("job %s could not be started", job_id)
             await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))
             return
-        cancelled, reason = await to_thread.run_sync(self._started, job_id, ref, facts)
+        await self._record_start(job_id, ref, facts)
+
+    async def _record_start(self, job_id: int, ref: str, facts: dict[str, Any]) -> None:
+        """Record a started attempt. When that fails (the database), the attempt runs on: it is
+        kept in ``_unrecorded`` and the next ticks record it instead of starting the job again."""
+        try:
+            cancelled, reason = await to_thread.run_sync(self._started, job_id, ref, facts)
+        except Exception:
+            log.exception("job %s: its attempt %s started but could not be recorded; recording it again", job_id, ref)
+            self._unrecorded[job_id] = (ref, facts)
+            return
+        self._unrecorded.pop(job_id, None)
         self._fresh[job_id] = (reason, None)  # the engine saying nothing of it is no news
         if cancelled:
             await self.backend.cancel(ref)  # cancelled while it was being started
+
+    async def _settle_unrecorded(self, rows: list[tuple[int, str, str | None]]) -> None:
+        """Of the attempts not yet recorded: forget those recorded after all (the failure came
+        after the commit), stop those whose job no longer waits for its start (ended meanwhile)."""
+        now = {job_id: (state, ref) for job_id, state, ref in rows}
+        for job_id, (ref, _facts) in list(self._unrecorded.items()):
+            state, recorded = now.get(job_id, (None, None))
+            if state == states.ADMITTED and recorded is None:
+                continue  # this tick records it
+            del self._unrecorded[job_id]
+            if recorded != ref:
+                log.warning("job %s is %s: stopping its unrecorded attempt %s", job_id, state or "gone", ref)
+                try:
+                    await self.backend.cancel(ref)
+                except Exception:
+                    log.exception("job %s: its unrecorded attempt %s could not be stopped", job_id, ref)
 
     # ---- end ----
 

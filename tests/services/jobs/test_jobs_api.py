@@ -463,3 +463,34 @@ async def test_a_jobs_metrics_are_bounded_over_all_its_calls_and_a_refusal_loses
     assert job["state"] == "succeeded", job
     ended = (await svc.call("alice", "GET", f"runs/{job['runs'][0]}")).json()["metrics"]
     assert len(ended) == ledger.RUN_METRIC_NAMES - 1 and "r1" not in ended and ended["m3"] == 3
+
+
+@pytest.mark.parametrize("fails", ["before its commit", "after its commit"])
+async def test_an_attempt_whose_start_is_not_recorded_is_recorded_later_and_runs_once(
+    svc, tmp_path, monkeypatch, fails
+):
+    """The database fails while a started attempt is recorded (simulated: ``_started`` raises on
+    its first call, before or after the commit; an outage cannot be brought about on cue). The
+    attempt runs on and is not started a second time: a later tick records it (or finds it
+    recorded) and the job ends as it would have, having run once."""
+    mgr = svc.app.state.jobs
+    real, calls = mgr._started, []
+
+    def flaky(job_id, ref, facts):
+        calls.append(job_id)
+        if len(calls) > 1:
+            return real(job_id, ref, facts)
+        if fails == "after its commit":
+            real(job_id, ref, facts)
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(mgr, "_started", flaky)
+    runs = tmp_path / "runs"
+    program = f"import time; open({str(runs)!r}, 'a').write('ran\\n'); time.sleep(1)"
+    r = await submit(svc, "alice", py_job("once", "vision", program))
+    job = await wait_state(svc, "alice", r.json()["id"])
+    assert job["state"] == "succeeded", job
+    assert runs.read_text() == "ran\n"
+    assert len(calls) == (2 if fails == "before its commit" else 1)
+    assert not mgr._unrecorded
+    assert (job["attempts"], len(job["runs"])) == (1, 1)  # one attempt, one ledger entry
