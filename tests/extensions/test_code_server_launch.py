@@ -152,6 +152,21 @@ def jp_server_config(tmp_path, monkeypatch):
     return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True, "jupyter_server_proxy": True}}}
 
 
+@pytest.fixture
+async def proxied_processes_stopped():
+    """After the test, stop what jupyter-server-proxy started (here the launcher, which answers
+    with the sentence): it leaves its processes running when its server stops, and simpervisor
+    starts again one killed from outside, so they are stopped through simpervisor, on the loop."""
+    yield
+    import gc
+
+    from simpervisor import SupervisedProcess
+
+    for proc in [o for o in gc.get_objects() if isinstance(o, SupervisedProcess)]:
+        if proc.running:
+            await proc.terminate()
+
+
 @pytest.mark.parametrize(
     ("path", "sentence"),
     [
@@ -160,7 +175,7 @@ def jp_server_config(tmp_path, monkeypatch):
         ("tensorboard/", "TensorBoard is not installed in this server&#x27;s environment"),
     ],
 )
-async def test_proxy_path_without_the_program_is_a_sentence(jp_fetch, path, sentence):
+async def test_proxy_path_without_the_program_is_a_sentence(jp_fetch, proxied_processes_stopped, path, sentence):
     response = await jp_fetch(path, raise_error=False)
     assert response.code == 503, response.body[:500]
     text = response.body.decode()
