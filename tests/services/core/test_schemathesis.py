@@ -73,15 +73,6 @@ def _headers(hub, user: str) -> dict[str, str]:
 
 
 def _said(e: BaseException) -> str:
-    """The failure with every sub-exception's own text: hypothesis's "unreliable results" names
-    only how many there were, and the first call's failure is the one to read."""
-    lines = [f"{type(e).__name__}: {e}"]
-    for sub in getattr(e, "exceptions", ()):
-        lines.extend("  " + line for line in _said(sub).splitlines())
-    return "\n".join(lines)
-
-
-def _said(e: BaseException) -> str:
     """The failure with each sub-exception's own text, nested: hypothesis's "produces unreliable
     results" names only how many there were, and the first call's failure is the one to read."""
     lines = [f"{type(e).__name__}: {e}"]
