@@ -6,6 +6,8 @@ operation gets generated examples (valid and invalid), then the stateful phase f
 document's ``links`` (create a VC, then read/patch/delete it; submit a job, then read, cancel,
 retry, clone it; ...). Asserted: no 5xx, no response that violates its documented schema, and
 no request that breaks the documented schema accepted (the document says what the API takes).
+An operation whose failure its own replay does not repeat runs once more: a second failure
+fails the test, a pass leaves the first failure in the warnings summary.
 
 Bounded for CI: ``MAX_EXAMPLES`` per operation, no shrinking, a deadline per example. The job
 manager is off (``jobs.enabled: false``): generated commands are queued, never run.
@@ -13,11 +15,13 @@ manager is off (``jobs.enabled: false``): generated commands are queued, never r
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import FlakyFailure
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.python.asgi import shutdown_lifespans
@@ -104,10 +108,21 @@ def test_every_operation(api, hub):
             for user in USERS:
                 case.call_and_validate(headers=_headers(hub, user), checks=CHECKS)
 
+        name = f"{operation.method.upper()} {operation.path}"
         try:
             run()
+        except FlakyFailure as e:
+            # A failure that its own replay did not repeat (seen once in CI, on a PUT that answered
+            # 404/422 in every run here): the operation runs again, whole; failing again fails the
+            # test, passing leaves the first failure's text in the warnings summary to be read.
+            try:
+                run()
+            except (Exception, BaseExceptionGroup) as again:
+                failures.append(f"{name}: {_said(e)}\nand run again: {_said(again)}")
+            else:
+                warnings.warn(f"{name} failed once, then passed run again: {_said(e)}", stacklevel=1)
         except (Exception, BaseExceptionGroup) as e:
-            failures.append(f"{operation.method.upper()} {operation.path}: {_said(e)}")
+            failures.append(f"{name}: {_said(e)}")
     assert not failures, "\n\n".join(failures)
 
 
