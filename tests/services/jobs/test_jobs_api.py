@@ -494,3 +494,43 @@ async def test_an_attempt_whose_start_is_not_recorded_is_recorded_later_and_runs
     assert len(calls) == (2 if fails == "before its commit" else 1)
     assert not mgr._unrecorded
     assert (job["attempts"], len(job["runs"])) == (1, 1)  # one attempt, one ledger entry
+
+
+async def test_an_unrecorded_attempt_whose_job_ended_meanwhile_is_stopped(svc, tmp_path, monkeypatch):
+    """A started attempt that could not be recorded, whose job then ends elsewhere (another
+    service on the same database, an admin's repair; simulated: ``_started`` ends the job in its
+    own transaction and raises, as an outage cannot be brought about on cue): the next tick does
+    not record it, and stops it."""
+    from sqlalchemy import update
+
+    from yitong_services.core.models import utcnow
+    from yitong_services.jobs.models import Job
+
+    mgr = svc.app.state.jobs
+    refs: list[str] = []
+
+    def ended_elsewhere(job_id, ref, facts):
+        refs.append(ref)
+        with mgr.db.writing() as s:
+            s.execute(update(Job).where(Job.id == job_id).values(state="cancelled", finished=utcnow()))
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(mgr, "_started", ended_elsewhere)
+    started, done = tmp_path / "started", tmp_path / "done"
+    program = (
+        f"import os, pathlib, time; pathlib.Path({str(started)!r}).write_text(str(os.getpid())); "
+        f"time.sleep(30); pathlib.Path({str(done)!r}).touch()"
+    )
+    r = await submit(svc, "alice", py_job("elsewhere", "vision", program))
+    assert r.status_code == 201, r.text
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pid = started.read_text() if started.exists() else ""
+        if pid and not mgr._unrecorded and not Path(f"/proc/{pid}").exists():
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the attempt {refs} was not stopped (unrecorded: {mgr._unrecorded})")
+    assert len(refs) == 1 and not done.exists()  # recorded never, started once, stopped
+    job = (await svc.call("alice", "GET", f"jobs/{r.json()['id']}")).json()
+    assert job["state"] == "cancelled" and job["runs"] == [], job
