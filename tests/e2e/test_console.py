@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import re
 import threading
 from pathlib import Path
 
@@ -243,7 +244,9 @@ def test_reclaim_spares_a_busy_kernel_then_stops_the_idle_gpu_server(ops_stack):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         d = decision(admin)
-        if d and d["action"] == "warn":
+        # "warn" lasts one pass; the passes after it say "keep" with the warning's time, and a
+        # loaded machine's poll may see only those
+        if d and d.get("warned_at") is not None and warned is None:
             warned = d
         with stack.hub(admin) as hub:
             if "" not in hub.get("/users/alice").json().get("servers", {}):
@@ -251,7 +254,9 @@ def test_reclaim_spares_a_busy_kernel_then_stops_the_idle_gpu_server(ops_stack):
         time.sleep(0.5)
     else:
         raise AssertionError(f"alice's idle GPU server was not stopped: {decision(admin)}")
-    assert warned is not None and "stopped in 3 s unless used" in warned["reason"]
+    assert warned is not None and re.fullmatch(
+        r"idle with an accelerator: stopped in 3 s unless used|warned; stopped in [0-3] s unless used", warned["reason"]
+    ), warned
     stopped = httpx.get(f"{stack.platform}/reclaim", headers={"Authorization": f"token {admin}"}).json()["stopped"]
     assert stopped[-1]["ref"] == "alice/" and "after a warning" in stopped[-1]["reason"]
     deadline = time.monotonic() + 30

@@ -93,8 +93,12 @@ async def test_spawners_reserve_first_then_queue_then_free_the_slot(make_spawner
     await first.run_pre_spawn_hook()
     assert queue.holds(first) and len(platform.allocations) == 1
     waiting = asyncio.ensure_future(second.run_pre_spawn_hook())
-    await asyncio.sleep(0.3)
-    assert not waiting.done() and len(platform.allocations) == 2  # bob's resources are reserved already
+    for _ in range(200):  # bob's resources are reserved first, then he waits for the slot
+        if len(platform.allocations) == 2:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.2)
+    assert not waiting.done() and len(platform.allocations) == 2
     second._spawn_pending = True
     events = second.progress()
     assert (await events.__anext__())["message"].startswith("Waiting to start: you are next")

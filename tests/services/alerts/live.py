@@ -53,14 +53,15 @@ class Sink:
     def subjects(self) -> list[str]:
         return [str(m["Subject"]) for m in self.messages]
 
-    async def wait_for(self, text: str, timeout: float = 90) -> EmailMessage:
+    async def wait_for(self, *texts: str, timeout: float = 90) -> EmailMessage:
+        """The first email whose subject holds each of ``texts``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for m in self.messages:
-                if text in str(m["Subject"]):
+                if all(text in str(m["Subject"]) for text in texts):
                     return m
             await asyncio.sleep(0.05)
-        raise AssertionError(f"no email with {text!r} in its subject; got {self.subjects()}")
+        raise AssertionError(f"no email with {texts!r} in its subject; got {self.subjects()}")
 
 
 def alerts_settings(smtp_port: int, interval: float = 1.0) -> dict[str, Any]:

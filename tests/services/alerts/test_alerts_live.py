@@ -28,15 +28,15 @@ async def live(hub, db_url, tmp_path):
             await svc.client.aclose()
 
 
-async def _history(svc, status: str, timeout: float = 60, query: str = "") -> list[dict]:
-    """The history's items with ``status`` once there are any: Alertmanager sends the email and
-    the history webhook apart, so the email may come first."""
+async def _history(svc, status: str, timeout: float = 60, query: str = "", where=lambda event: True) -> list[dict]:
+    """The history's items with ``status`` (and ``where``) once there are any: Alertmanager sends
+    the email and the history webhook apart, so the email may come first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r = await svc.call("admin", "GET", f"alerts/history?status={status}{query}")
         assert r.status_code == 200, r.text
-        if r.json()["items"]:
-            return r.json()["items"]
+        if items := [event for event in r.json()["items"] if where(event)]:
+            return items
         await asyncio.sleep(0.1)
     raise AssertionError(f"no {status} alert in the history")
 
@@ -191,13 +191,16 @@ async def test_a_hung_service_alerts_and_a_dead_one_restarts(live):
     node = alerts.children["node"]
     os.kill(node.proc.pid, signal.SIGSTOP)
     try:
-        fired = await sink.wait_for("[FIRING:1] down")
+        # the node's own: on a loaded machine another target's scrape can time out (1 s) too,
+        # and its "down" joins the group
+        fired = await sink.wait_for("[FIRING:", "] down", "node")
     finally:
         os.kill(node.proc.pid, signal.SIGCONT)
-    assert fired["To"] == "oncall@example.com" and "node" in str(fired["Subject"])
+    assert fired["To"] == "oncall@example.com"
     await sink.wait_for("[RESOLVED] down")
-    (event,) = await _history(svc, "resolved", query="&alertname=down")
-    assert event["labels"]["job"] == "node" and event["vc"] is None
+    node_down = lambda event: event["labels"]["job"] == "node"  # noqa: E731
+    event = (await _history(svc, "resolved", query="&alertname=down", where=node_down))[0]
+    assert event["vc"] is None
 
     before = node.proc.pid
     node.proc.kill()

@@ -11,7 +11,7 @@ from yitong_services.core.hub import HubClient
 
 
 async def test_ttl_bound_and_shared_misses():
-    hub = HubClient("http://127.0.0.1:9/hub/api", "unused", ttl=0.2, max_entries=2)
+    hub = HubClient("http://127.0.0.1:9/hub/api", "unused", ttl=1.0, max_entries=2)  # a stalled loop: still a hit
     calls: list[str] = []
 
     def fetcher(key: str):
@@ -32,7 +32,7 @@ async def test_ttl_bound_and_shared_misses():
     await hub._cached("token:c", fetcher("c"))
     assert list(hub._cache) == ["token:a", "token:c"]
     # expiry: after ttl the hub is asked again
-    await asyncio.sleep(0.25)
+    await asyncio.sleep(1.05)
     await hub._cached("token:a", fetcher("a"))
     assert calls == ["a", "b", "c", "a"]
 
@@ -46,12 +46,15 @@ async def test_revoked_token_stops_within_the_ttl(hub, service_factory):
         assert r.status_code == 200 and r.json()["name"] == "alice", r.text
         hub.api("DELETE", f"/users/alice/tokens/{made['id']}")
         revoked = time.monotonic()
-        # within the TTL the cached answer may still serve; after it the hub's refusal holds
-        while (r := await svc.call(None, "GET", "me", headers=headers)).status_code == 200:
-            assert time.monotonic() - revoked <= ttl + 0.5, "a revoked token outlived the cache TTL"
+        # within the TTL the cached answer may still serve; a request made after it (the answer
+        # was cached before the revocation) gets the hub's refusal, however long it then takes
+        while True:
+            asked = time.monotonic()
+            if (r := await svc.call(None, "GET", "me", headers=headers)).status_code != 200:
+                break
+            assert asked - revoked <= ttl + 0.05, "a revoked token outlived the cache TTL"
             await asyncio.sleep(0.1)
         assert r.status_code == 401, r.text
-        assert time.monotonic() - revoked <= ttl + 0.5
 
 
 async def test_no_cache_asks_every_time(hub, service_factory):

@@ -107,14 +107,15 @@ async def test_a_trials_end_starts_the_next_trial_without_waiting_for_a_poll(ser
         start = time.monotonic()
         r = await svc.call("alice", "POST", "experiments", json=body)
         assert r.status_code == 201, r.text
-        exp = await wait_exp(svc, "alice", r.json()["id"], timeout=25)
+        # bounds under the 30 s poll, with room for a loaded machine's trial starts
+        exp = await wait_exp(svc, "alice", r.json()["id"], timeout=28)
         assert exp["counts"] == {"complete": 4}, exp
-        assert time.monotonic() - start < 25
+        assert time.monotonic() - start < 28
         jobs = [(await svc.call("alice", "GET", f"jobs/{t['job_id']}")).json() for t in exp["trials"]]
         assert all(j["state"] == "succeeded" for j in jobs)
         for before, after in zip(jobs, jobs[1:]):  # each next job started right at the end of the one before
             gap = datetime.fromisoformat(after["started"]) - datetime.fromisoformat(before["finished"])
-            assert gap.total_seconds() < 5, (before, after)
+            assert gap.total_seconds() < 12, (before, after)
 
 
 async def test_tpe_and_medianstop_prunes_a_bad_trial(svc):

@@ -154,10 +154,10 @@ def test_token_is_revoked_when_the_attempt_ends(proc: Proc, hub, end, state):
     (proc.data / "jobs" / str(job_id) / "outputs" / "go").write_text("")
     assert proc.wait("alice", job_id)["state"] == state
     deadline = time.monotonic() + 10
-    while hub_status(hub, token) != 403:
-        assert time.monotonic() < deadline, "the job's token still works after the job ended"
+    # the record goes after the hub's answer to the revocation, which this process may see first
+    while hub_status(hub, token) != 403 or list((proc.data / "job-tokens").glob(f"{job_id}-*.json")):
+        assert time.monotonic() < deadline, "the job's token (or its record) outlived the job"
         time.sleep(0.1)
-    assert not list((proc.data / "job-tokens").glob(f"{job_id}-*.json"))
 
 
 def test_token_of_a_job_that_ended_while_the_service_was_down_is_revoked_at_restart(proc: Proc, hub):
@@ -196,7 +196,7 @@ def test_a_burst_of_attempts_takes_tokens_minted_ahead_and_unused_ones_are_revok
 
     proc = Proc(hub, db_url, tmp_path)
     settings = yaml.safe_load(proc.settings.read_text())
-    settings["jobs"]["token_spare_age"] = 4
+    settings["jobs"]["token_spare_age"] = 15  # the burst's starts each well within it, also on a loaded machine
     proc.settings.write_text(yaml.safe_dump(settings))
     proc.start()
     try:
@@ -214,8 +214,9 @@ def test_a_burst_of_attempts_takes_tokens_minted_ahead_and_unused_ones_are_revok
         for j in jobs:
             t = listed[records[j]["id"]]
             assert sorted(t["scopes"]) == sorted(s.replace("!user", "!user=alice") for s in token_scopes("yitong"))
-            left = datetime.fromisoformat(t["expires_at"]) - datetime.now(UTC)
-            assert 4190 - 10 < left.total_seconds() <= 4200, t  # max_run_time 10m + grace, less its wait
+            now = datetime.now(UTC)
+            left = (datetime.fromisoformat(t["expires_at"]) - now).total_seconds()
+            assert 4200 - (now - started).total_seconds() - 2 < left <= 4200, t  # 10m + grace, less its wait
         for j in jobs:
             (proc.data / "jobs" / str(j) / "outputs" / "go").write_text("")
         for j in jobs:
@@ -228,11 +229,14 @@ def test_a_burst_of_attempts_takes_tokens_minted_ahead_and_unused_ones_are_revok
                 if t["note"] == SPARE_NOTE and datetime.fromisoformat(t["created"]) >= started - timedelta(seconds=1)
             ]
 
-        deadline = time.monotonic() + 20
-        while any(hub_status(hub, t) != 403 for t in tokens) or spares_left():
+        deadline = time.monotonic() + 60  # unused spares: once older than token_spare_age, at a sweep
+        while (
+            any(hub_status(hub, t) != 403 for t in tokens)
+            or spares_left()
+            or list((proc.data / "job-tokens").glob("*.json"))
+        ):
             assert time.monotonic() < deadline, ("tokens outlived their attempts", spares_left())
             time.sleep(0.2)
-        assert not list((proc.data / "job-tokens").glob("*.json"))
 
         # spares a killed service held are revoked by the next one
         for _ in range(3):

@@ -360,7 +360,7 @@ async def test_submits_overlap(tmp_path, partition):
     t0 = time.monotonic()
     refs = await asyncio.gather(*(backend.submit(launch_of(backend, 100 + i, "pass")) for i in range(8)))
     elapsed = time.monotonic() - t0
-    assert len(set(refs)) == 8 and elapsed < 4, elapsed
+    assert len(set(refs)) == 8 and elapsed < 6, elapsed  # one after another: 8 s and more
     for ref in refs:
         await until(lambda ref=ref: _ended(backend, ref), 90, f"{ref} to end")
     polled = await backend.poll_many(refs)
