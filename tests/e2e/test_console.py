@@ -246,7 +246,7 @@ def test_reclaim_spares_a_busy_kernel_then_stops_the_idle_gpu_server(ops_stack):
         d = decision(admin)
         # "warn" lasts one pass; the passes after it say "keep" with the warning's time, and a
         # loaded machine's poll may see only those
-        if d and d.get("warned_at") is not None and warned is None:
+        if d and d.get("warned_at") is not None and d["action"] in ("warn", "keep") and warned is None:
             warned = d
         with stack.hub(admin) as hub:
             if "" not in hub.get("/users/alice").json().get("servers", {}):
