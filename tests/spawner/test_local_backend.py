@@ -111,7 +111,7 @@ async def test_failed_child_start_releases(make_spawner, platform, vision):
 async def test_server_gone_poll_releases(make_spawner, platform, vision):
     spawner = make_spawner("alice", config=cmd([sys.executable, "-c", "pass"]))
     await spawner.start()
-    for _ in range(50):
+    for _ in range(600):  # up to a minute for an interpreter to start and exit on a loaded machine
         if await spawner.poll() is not None:
             break
         await asyncio.sleep(0.1)
