@@ -519,18 +519,21 @@ async def test_an_unrecorded_attempt_whose_job_ended_meanwhile_is_stopped(svc, t
     started, done = tmp_path / "started", tmp_path / "done"
     program = (
         f"import os, pathlib, time; pathlib.Path({str(started)!r}).write_text(str(os.getpid())); "
-        f"time.sleep(30); pathlib.Path({str(done)!r}).touch()"
+        f"time.sleep(60); pathlib.Path({str(done)!r}).touch()"
     )
     r = await submit(svc, "alice", py_job("elsewhere", "vision", program))
     assert r.status_code == 201, r.text
+    # the attempt's wrapper (its pid leads the ref) ends once the job is stopped; the stop may come
+    # before the job's program has run a line
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        pid = started.read_text() if started.exists() else ""
-        if pid and not mgr._unrecorded and not Path(f"/proc/{pid}").exists():
+        wrapper = refs[0].split(":")[0] if refs else ""
+        if wrapper and not mgr._unrecorded and not Path(f"/proc/{wrapper}").exists():
             break
         await asyncio.sleep(0.1)
     else:
         raise AssertionError(f"the attempt {refs} was not stopped (unrecorded: {mgr._unrecorded})")
     assert len(refs) == 1 and not done.exists()  # recorded never, started once, stopped
+    assert not started.exists() or not Path(f"/proc/{started.read_text()}").exists()
     job = (await svc.call("alice", "GET", f"jobs/{r.json()['id']}")).json()
     assert job["state"] == "cancelled" and job["runs"] == [], job
