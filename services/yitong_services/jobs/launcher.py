@@ -23,9 +23,11 @@ running attempts as before.
 Secrets: a request carries the attempt's environment (its tokens), and a forked child holds a
 copy of this process's memory, so earlier requests' may linger in it. The child never runs job
 code: the wrapper execs the job's program, which starts with a fresh address space. In
-multi-user mode the child changes its uid, which makes it non-dumpable (the kernel resets
-``dumpable`` on a uid change: the job's account can neither ptrace it nor read its memory); it
-also says so itself (``PR_SET_DUMPABLE`` 0) in every mode.
+process says it is not dumpable (``PR_SET_DUMPABLE`` 0) when it starts, and a forked child
+inherits that (the kernel copies the flag on fork and resets it on exec, so the job's program is
+an ordinary process): a job of the same account can neither ptrace this process or a wrapper nor
+read their memory. In multi-user mode the child changes its uid, on which the kernel resets the
+flag to ``fs.suid_dumpable``; the child then says so again, whatever that setting is.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def _child(request: dict, conn_fd: int) -> None:
             os.setgroups([])
             os.setgid(int(request["gid"]))
             os.setuid(int(request["uid"]))
-        _undumpable()
+            _undumpable()  # inherited from the server, but a uid change resets it
         os.chdir(request["cwd"])
         # the job's whole environment, handed to its program; not set in this process first
         # (os.environ's clear and update cost half a millisecond of each start)
@@ -96,19 +98,25 @@ def _child(request: dict, conn_fd: int) -> None:
         os._exit(code)
 
 
-def serve() -> int:
-    """Serve requests on stdin (a socket) until the service closes it."""
+def _prepare() -> None:
+    """The server's own start: what each forked child inherits ready-made."""
     import gc
 
     from . import wrapper  # noqa: F401 -- imported once here, so a child starts warm
 
     global _PRCTL
     _PRCTL = _prctl()
+    _undumpable()  # this process holds every request's tokens; its children inherit the flag
 
     # what is loaded now stays out of the collector's reach: a child's collections would write to
     # (and so copy) every page of it; a child is short-lived and collects nothing (see _child)
     gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the wrappers
+
+
+def serve() -> int:
+    """Serve requests on stdin (a socket) until the service closes it."""
+    _prepare()
     conn_fd = sys.stdin.fileno()
     reader = os.fdopen(os.dup(conn_fd), "rb", buffering=1 << 16)
     while True:

@@ -140,9 +140,11 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
     results, result_w = os.pipe()
     os.set_blocking(results, False)
     env = {**(os.environ if env is None else env), RESULT_FD: str(result_w)}
-    with open(os.path.join(here, log), "ab") as out:  # ``log`` itself when it is absolute
+    # ``log`` itself when it is absolute; a descriptor, not a file object (see procs._read)
+    out = os.open(os.path.join(here, log), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+    try:
         try:
-            child = spawn(command, env, out.fileno(), result_w, cwd)
+            child = spawn(command, env, out, result_w, cwd)
         except OSError as e:
             _record_exit(here, {"exit_code": 127, "end": _now(), "reason": f"cannot start: {e}"})
             return 127
@@ -168,6 +170,8 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
                 deadline = time.monotonic() + 5
             elif reason and deadline is not None and time.monotonic() > deadline:
                 _kill_group(signal.SIGKILL)
+    finally:
+        os.close(out)
     os.close(results)  # a process the job left writing there gets EPIPE
     if rc < 0 and not reason:
         reason = f"killed by {signal.Signals(-rc).name}"

@@ -119,21 +119,40 @@ def test_artifacts_skip_links_planted_in_the_outputs(tmp_path):
     assert artifacts(linked) == []
 
 
-def test_the_fork_servers_children_say_they_are_not_dumpable():
-    """jobs/launcher.py looks ``prctl`` up once, in the server, and each wrapper it forks calls it:
-    PR_SET_DUMPABLE 0, so a job of the same account cannot ptrace it or read its memory (where
-    earlier requests' tokens may linger). Run in a fresh interpreter, as the server would."""
+def test_the_fork_server_and_its_children_are_not_dumpable_and_the_jobs_program_is():
+    """jobs/launcher.py: the server says PR_SET_DUMPABLE 0 when it starts, and each wrapper it
+    forks inherits that, so a job of the same account can neither ptrace them nor read their
+    memory (where requests' tokens linger); the job's program, exec-ed, is an ordinary process
+    again. Run in a fresh interpreter, as the server would."""
     import subprocess
     import sys
+    import textwrap
 
-    code = (
-        "import ctypes; from yitong_services.jobs import launcher; "
-        "assert launcher._PRCTL is None; launcher._PRCTL = launcher._prctl(); "
-        "before = ctypes.CDLL(None).prctl(3, 0, 0, 0, 0); launcher._undumpable(); "  # 3: PR_GET_DUMPABLE
-        "print(before, ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
+    code = textwrap.dedent(
+        """
+        import ctypes, os, signal, subprocess, sys
+        from yitong_services.jobs import launcher
+
+        def dumpable():
+            return ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
+
+        before = dumpable()
+        launcher._prepare()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the server lets the kernel reap; this waits
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, b"%d" % dumpable())
+            os._exit(0)
+        os.waitpid(pid, 0)
+        child = os.read(r, 8).decode()
+        probe = "import ctypes; print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))"
+        program = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout
+        print(before, dumpable(), child, program)
+        """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["1", "0"]
+    assert out.split() == ["1", "0", "0", "1"]  # before, the server, its child, an exec-ed program
 
 
 def test_a_submit_checked_against_a_vc_the_caller_read_still_refuses_a_non_member():
