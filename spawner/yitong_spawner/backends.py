@@ -8,13 +8,17 @@ Imported lazily so a hub without kubespawner/batchspawner still loads.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
+import secrets
 from importlib.metadata import entry_points
 from typing import Any
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
-from traitlets import Dict
+from traitlets import Dict, Float, Unicode
+
+from . import leftovers
 
 GROUP = "yitong.spawner_backends"  # entry points: name -> spawner class, as the job backends' yitong.backends
 EXTRAS = {
@@ -142,6 +146,20 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
         help="""The system account to run as: {name, uid, gid, home} (set by YitongSpawner from the
         platform's spawn options; empty: the hub's own account). Not config."""
     )
+    server_mark = Unicode(
+        "",
+        help="""The random mark this start put in the server's environment (`YITONG_SERVER_ID`),
+        which every process it starts inherits: once the server has ended, the processes of its
+        account that carry it are stopped (yitong_spawner/leftovers.py). Not config.""",
+    )
+    leftovers_grace = Float(
+        5.0,
+        config=True,
+        help="""Seconds between SIGTERM and SIGKILL to the processes an ended server left running
+        (what its notebooks started in sessions of their own, code-server, TensorBoard).""",
+    )
+    # the stop of an ended server's processes, running in the background (tests await it)
+    leftovers_task: asyncio.Future | None = None
 
     def make_preexec_fn(self, name: str):
         home = self.home_dir
@@ -159,7 +177,50 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
         env = super().user_env(env)
         if self.account:
             env["USER"] = env["LOGNAME"] = self.account["name"]
+        if self.server_mark:
+            env[leftovers.MARK] = self.server_mark
         return env
+
+    async def start(self):  # type: ignore[no-untyped-def]
+        self.server_mark = secrets.token_hex(16)
+        return await super().start()
+
+    async def poll(self):  # type: ignore[no-untyped-def]
+        mark = self.server_mark  # the base's poll clears the state once the server has ended
+        status = await super().poll()
+        if status is not None and mark:
+            self.server_mark = ""
+            self.leftovers_task = asyncio.ensure_future(self._stop_leftovers(mark))
+        return status
+
+    async def _stop_leftovers(self, mark: str) -> None:
+        """Stop what the ended server started that is still running (in the background: a poll
+        must not wait out the grace)."""
+        uid = int(self.account["uid"]) if self.account else os.getuid()
+        try:
+            pidfds = await asyncio.to_thread(leftovers.marked, mark, uid)
+            if not pidfds:
+                return
+            count = len(pidfds)
+            killed = await asyncio.to_thread(leftovers.stop, pidfds, self.leftovers_grace)
+            self.log.info(
+                "Stopped %d process(es) that %s's server left running (%d did not end on SIGTERM)",
+                count,
+                self.user.name,
+                killed,
+            )
+        except Exception:  # best effort: the server itself has ended either way
+            self.log.exception("Could not stop the processes %s's server left running", self.user.name)
+
+    def get_state(self) -> dict[str, Any]:
+        state = super().get_state()
+        if self.server_mark:
+            state["server_mark"] = self.server_mark
+        return state
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        super().load_state(state)
+        self.server_mark = state.get("server_mark", "")
 
     def get_args(self) -> list[str]:
         return allow_root_args(super().get_args(), int(self.account["uid"]) if self.account else None)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -243,3 +246,62 @@ def test_metrics_and_openapi(stack):
     assert "yitong_vc_quota{" in metrics and 'vc="vision"' in metrics
     spec = httpx.get(f"{stack.url}/services/yitong/openapi.json", timeout=10).json()
     assert "/services/yitong/api/v1/vcs" in spec["paths"] or "/api/v1/vcs" in str(spec["paths"])
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+
+
+def _pid_with_arg(needle: bytes) -> int | None:
+    """The pid of the live process with ``needle`` as one of its arguments."""
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                if name.isdigit() and needle in f.read().split(b"\0"):
+                    return int(name)
+        except OSError:
+            continue
+    return None
+
+
+def test_what_a_killed_servers_notebook_started_is_stopped_with_it(stack, alice_token, admin_token):
+    """yitong_spawner/leftovers.py with the real parts. A notebook starts a long process of its
+    own in a new session (a training script, ``nohup``); its server is then killed (SIGKILL, the
+    OOM killer's way). The kernel ends by itself (ipykernel watches its parent) but the process it
+    started does not. When the hub stops the dead server (the same poll its periodic check runs)
+    that process, which inherited the server's mark through the kernel, is stopped too, and the
+    allocation is released."""
+    from e2e.test_console import execute
+
+    with stack.hub(alice_token) as hub:
+        r = hub.post("/users/alice/server", json={"vc": "vision", "profile": "cpu-small"})
+        assert r.status_code in (201, 202), r.text
+    base = stack.url + stack.wait_ready(admin_token, "alice")["url"]
+    headers = {"Authorization": f"token {alice_token}"}
+    kernel = httpx.post(base + "api/kernels", json={"name": "python3"}, headers=headers, timeout=60).json()
+    tag = f"import time; time.sleep(600)  # {secrets.token_hex(8)}"
+    ws = base.replace("http://", "ws://") + f"api/kernels/{kernel['id']}/channels"
+    execute(
+        ws,
+        alice_token,
+        f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {tag!r}], start_new_session=True)",
+    )
+    deadline = time.monotonic() + 60
+    while (pid := _pid_with_arg(tag.encode())) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pid is not None, "the notebook's process was not found"
+    kernel_pid = int(_proc_stat(pid)[1])  # its parent
+    server = int(_proc_stat(kernel_pid)[1])
+    os.kill(server, signal.SIGKILL)
+    time.sleep(1)
+    assert _proc_stat(pid) is not None, "the process ended with its server: nothing to show here"
+    stack.stop_server(admin_token, "alice")
+    deadline = time.monotonic() + 30  # SIGTERM at once, SIGKILL after the 5 s grace
+    while (state := _proc_stat(pid)) is not None and state[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert state is None or state[0] == "Z", f"the process {pid} alice's notebook started outlived her killed server"
+    assert not [a for a in stack.allocations(admin_token, vc="vision") if a["user"] == "alice"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 
@@ -172,3 +173,81 @@ async def test_release_with_the_service_down_is_a_warning_not_an_error(make_spaw
     assert spawner.allocation is None
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert any("Allocation 7" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+# A "server" that starts what a real one does: a child in a session of its own (as jupyter_client
+# starts a kernel), one that ignores SIGTERM, and one in its own process group that says it is not
+# the server's (another server's mark: it must survive); then it waits to be killed.
+LEAVER = r"""
+import os, signal, subprocess, sys, time
+out = sys.argv[1]
+kernel = "import time; time.sleep(600)"
+stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+pids = [
+    subprocess.Popen([sys.executable, "-c", kernel], start_new_session=True).pid,
+    subprocess.Popen([sys.executable, "-c", stubborn], start_new_session=True).pid,
+    subprocess.Popen(
+        [sys.executable, "-c", kernel], start_new_session=True, env={**os.environ, "YITONG_SERVER_ID": "another"}
+    ).pid,
+]
+time.sleep(1)  # the children have set their signals
+with open(out + ".tmp", "w") as f:
+    f.write(" ".join(map(str, [os.getpid(), *pids])))
+os.rename(out + ".tmp", out)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def _started_tree(spawner, out) -> list[int]:
+    await spawner.start()
+    for _ in range(600):  # a minute for four interpreters on a loaded machine
+        if out.exists():
+            return [int(p) for p in out.read_text().split()]
+        await asyncio.sleep(0.1)
+    raise TimeoutError("the server did not start its children")
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped"])
+async def test_what_an_ended_server_started_is_stopped_but_nothing_else(make_spawner, platform, vision, tmp_path, how):
+    """yitong_spawner/leftovers.py: the processes a server started in sessions of their own (its
+    kernels) outlive it, whether it is killed (SIGKILL, the OOM killer: the hub's poll sees it gone)
+    or stopped by the hub (which signals the server's pid only). Once it has ended they are stopped,
+    SIGKILL for one that ignores SIGTERM, and a process carrying another server's mark is spared."""
+    out = tmp_path / "pids"
+    config = cmd([sys.executable, "-c", LEAVER, str(out)])
+    config.YitongLocalProcessSpawner = Config({"leftovers_grace": 1.0})
+    spawner = make_spawner("alice", config=config)
+    server, kernel, stubborn, other = await _started_tree(spawner, out)
+    try:
+        assert spawner.child.server_mark and spawner.child.get_state()["server_mark"] == spawner.child.server_mark
+        if how == "killed":
+            os.kill(server, 9)
+            for _ in range(600):
+                if await spawner.poll() is not None:
+                    break
+                await asyncio.sleep(0.1)
+        else:
+            await spawner.stop()
+        task = spawner.child.leftovers_task
+        assert task is not None, "the server's end did not start a stop of what it left"
+        await asyncio.wait_for(task, 60)
+        for _ in range(100):  # a killed process is reaped by init a moment later
+            if not _alive(kernel) and not _alive(stubborn):
+                break
+            await asyncio.sleep(0.1)
+        assert not _alive(kernel), "the server's kernel outlived it"
+        assert not _alive(stubborn), "the child that ignores SIGTERM was not killed after the grace"
+        assert _alive(other), "a process with another server's mark was stopped"
+        assert spawner.child.server_mark == "" and platform.released == [1]
+    finally:
+        for pid in (server, kernel, stubborn, other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
