@@ -297,8 +297,12 @@ def test_what_a_killed_servers_notebook_started_is_stopped_with_it(stack, alice_
     kernel_pid = int(_proc_stat(pid)[1])  # its parent
     server = int(_proc_stat(kernel_pid)[1])
     os.kill(server, signal.SIGKILL)
-    time.sleep(1)
-    assert _proc_stat(pid) is not None, "the process ended with its server: nothing to show here"
+    deadline = time.monotonic() + 10  # the kernel ends by itself (ipykernel watches its parent)
+    while _proc_stat(kernel_pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with stack.hub(admin_token) as hub:  # the hub's periodic poll (every 30 s) may have seen the end already
+        polled = "" not in hub.get("/users/alice").json().get("servers", {})
+    assert polled or _proc_stat(pid) is not None, "the process ended with its server: nothing to show here"
     stack.stop_server(admin_token, "alice")
     deadline = time.monotonic() + 30  # SIGTERM at once, SIGKILL after the 5 s grace
     while (state := _proc_stat(pid)) is not None and state[0] != "Z" and time.monotonic() < deadline:

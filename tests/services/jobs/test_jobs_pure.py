@@ -349,3 +349,29 @@ def test_the_wrapper_spawns_the_job_with_nothing_of_its_own_but_the_result_pipe(
     for program, why in (("no-such-program", "No such file"), ("locked", "Permission denied")):
         record, _ = attempt(program, program)
         assert record["exit_code"] == 127 and record["reason"].startswith("cannot start:") and why in record["reason"]
+
+
+def test_a_job_named_in_bytes_that_are_not_utf8_is_still_stopped_at_its_max_run_time(tmp_path):
+    """jobs/procs.py reads /proc as bytes. A process may give itself any name (``prctl``
+    PR_SET_NAME), and a strict UTF-8 read of its ``stat`` failed the wrapper's scan of its
+    process group, so the wrapper died and the job outlived its ``max_run_time``. Now the wrapper
+    stops it and says why. The wrapper runs in a session of its own, as the fork server starts it."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from yitong_services.jobs import wrapper
+    from yitong_services.jobs.runner_local import SERVICES_ROOT
+
+    program = "import ctypes, time; ctypes.CDLL(None).prctl(15, b'\\xff\\xfe-job', 0, 0, 0); time.sleep(60)"
+    here = tmp_path / "attempt"
+    argv = [sys.executable, "-I", "-S", "-c", wrapper.LAUNCH, SERVICES_ROOT, str(here), "2", "--"]
+    start = time.monotonic()
+    ran = subprocess.run(
+        [*argv, sys.executable, "-c", program], start_new_session=True, capture_output=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr.decode()[-2000:]
+    record = json.loads((here / "pid").read_text().splitlines()[1])
+    assert (record["exit_code"], record["reason"]) == (-15, "max_run_time of 2s exceeded")
+    assert time.monotonic() - start < 30
