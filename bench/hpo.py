@@ -6,7 +6,9 @@
     through the platform (a real hub + service, local backend, its default settings) vs an
     Optuna loop that starts each trial as a subprocess: wall time, per-trial overhead, ratio
     (peer wall over ours; target >= 1/1.5, overhead <= 100 ms a trial), and each side's CPU per
-    trial over the whole machine (/proc/stat: both keep the cores busy), run in the order peer,
+    trial over the whole machine (/proc/stat: both keep the cores busy), ours split into its
+    long-lived processes (the service, its fork server, the hub and proxy: the hub's descendants'
+    own CPU) and the rest (the jobs' wrappers and programs), run in the order peer,
     ours, ours, peer (twice; --quick: once) and averaged (the host's load drifts). Both clocks start warm:
     the peer imports Optuna and makes its study before its clock starts; the service's first
     experiment (2 trials: it imports the engine and starts the fork server) runs before, and its
@@ -114,6 +116,56 @@ def _cpu_since(start: float | None) -> float | None:
     return end - start if start is not None and end is not None else None
 
 
+PARTS = ("service", "fork server", "hub and proxy")
+SPLIT: dict[str, float] = {}  # part -> CPU seconds over the last platform run (its long-lived processes)
+
+
+def _part(cmdline: bytes) -> str:
+    if b"launcher import serve" in cmdline:
+        return "fork server"
+    if b"yitong-service" in cmdline:
+        return "service"
+    return "hub and proxy"  # the hub itself, configurable-http-proxy, the hub's other services
+
+
+def stack_cpu(root: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds so far of ``root`` (the hub) and its live descendants, by pid: the stack's
+    long-lived processes. The jobs' wrappers and programs come and go between two looks: they
+    are the rest of the machine's CPU."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(name)] = int(fields[1])
+        spent[int(name)] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    out = {}
+    for pid in spent:
+        p = pid
+        while p not in (root, 0, 1) and p in parent:
+            p = parent[p]
+        if p == root:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    out[pid] = (_part(f.read()), spent[pid])
+            except OSError:
+                continue
+    return out
+
+
+def _split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]) -> dict[str, float]:
+    parts = dict.fromkeys(PARTS, 0.0)
+    for pid, (part, cpu) in after.items():
+        parts[part] += cpu - before.get(pid, (part, 0.0))[1]
+    return parts
+
+
 def platform_run(trials: int, concurrency: int, poll: float | None = None, reps: int = 1) -> list[tuple[float, float]]:
     """``reps`` experiments of ``trials`` in one warm service, one after another: for each, the
     seconds to its recorded end and the seconds until the bench's poll saw it."""
@@ -164,9 +216,11 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
         # service's first experiment imports the engine and starts the fork server: timed apart
         FIRST["platform"] = experiment(concurrency)[0]
         FIRST["new_file"] = new_file_cost(data.parent)
-        cpu0 = busy_seconds()
+        assert stack.proc is not None
+        parts0, cpu0 = stack_cpu(stack.proc.pid), busy_seconds()
         runs = [experiment(trials) for _ in range(reps)]
         CPU["platform"] = (_cpu_since(cpu0) or 0.0) / reps
+        SPLIT.update({k: v / reps for k, v in _split(parts0, stack_cpu(stack.proc.pid)).items()})
         api.close()
     finally:
         stack.stop()
@@ -206,6 +260,7 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
     timed: list[float] = []  # when the bench's poll saw each end
     peer_cpu: list[float] = []
     ours_cpu: list[float] = []
+    splits: list[dict[str, float]] = []
     for _ in range(rounds):
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
@@ -213,6 +268,7 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
             walls.append(wall)
             timed.append(seen)
         ours_cpu.append(CPU.get("platform", 0.0))
+        splits.append(dict(SPLIT))
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
     ours, peer = statistics.mean(walls), statistics.mean(peers)
@@ -221,6 +277,8 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
     def listed(values: list[float]) -> str:
         return " / ".join(f"{v:.1f}" for v in values)
 
+    split = ", ".join(f"{part} {statistics.mean(d[part] for d in splits) / trials * 1e3:.1f}" for part in PARTS)
+
     print(
         f"(a) {trials} no-op trials, concurrency 2, poll {poll or 'default'} s, {rounds} round(s) in the order "
         f"peer, ours, ours, peer: platform {listed(walls)} s to the experiment's recorded end (seen by the "
@@ -228,7 +286,8 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
         f"{FIRST.get('platform', 0):.2f} s before, apart), Optuna + subprocess {listed(peers)} s, "
         f"overhead {overhead * 1e3:.0f} ms/trial [target <= 100 ms: {'met' if overhead <= 0.1 else 'NOT met'}], "
         f"machine CPU per trial {statistics.mean(ours_cpu) / trials * 1e3:.0f} vs "
-        f"{statistics.mean(peer_cpu) / trials * 1e3:.0f} ms (a new file in the data directory's filesystem "
+        f"{statistics.mean(peer_cpu) / trials * 1e3:.0f} ms (ours: {split}, the jobs' wrappers and programs "
+        f"the rest; a new file in the data directory's filesystem "
         f"costs {FIRST.get('new_file', 0) * 1e3:.2f} ms of CPU; a trial's job makes 7), ratio {peer / ours:.2f}",
         flush=True,
     )
