@@ -19,7 +19,16 @@ def _sleeper(mark: str | None, uid: int | None = None) -> subprocess.Popen:
     env = {"PATH": os.environ["PATH"]}
     if mark is not None:
         env[leftovers.MARK] = mark
-    return subprocess.Popen(["sleep", "60"], env=env, user=uid, start_new_session=True)
+    proc = subprocess.Popen(["sleep", "60"], env=env, user=uid, start_new_session=True)
+    # Popen returns once the exec can no longer fail, a moment before the kernel has set up the
+    # new program's environment: until then /proc shows an empty one
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            if b"PATH=" in f.read():
+                return proc
+        time.sleep(0.01)
+    raise TimeoutError(f"sleep {proc.pid} shows no environment")
 
 
 def _pids(pidfds: list[int]) -> set[int]:
