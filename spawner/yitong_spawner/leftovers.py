@@ -9,8 +9,8 @@ has already released. (Kernels themselves end on their own: ipykernel watches it
 Every process the server and its kernels start inherits the server's environment, where the
 spawner puts a random mark (:data:`MARK`, new at each start). When the server has ended, the
 processes of its account whose environment carries the mark are stopped: SIGTERM, then SIGKILL
-after a grace. Each is signalled
-through a pidfd opened before its environment was read, so a pid reused meanwhile is never hit.
+after a grace. Each is signalled through a pidfd opened before its environment was read, so a
+pid reused meanwhile is never hit.
 
 Best effort, not a boundary: a process can rewrite the memory that ``/proc/<pid>/environ`` shows,
 or start with an environment of its own; a cgroup per server would be the boundary. Blocking

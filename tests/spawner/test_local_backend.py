@@ -199,11 +199,9 @@ time.sleep(600)
 
 
 def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    from yitong_services.jobs import procs
+
+    return procs.state(pid) not in ("Z", "X", None)
 
 
 async def _started_tree(spawner, out) -> list[int]:

@@ -22,7 +22,7 @@ running attempts as before.
 
 Secrets: a request carries the attempt's environment (its tokens), and a forked child holds a
 copy of this process's memory, so earlier requests' may linger in it. The child never runs job
-code: the wrapper execs the job's program, which starts with a fresh address space. In
+code: the wrapper execs the job's program, which starts with a fresh address space. This
 process says it is not dumpable (``PR_SET_DUMPABLE`` 0) when it starts, and a forked child
 inherits that (the kernel copies the flag on fork and resets it on exec, so the job's program is
 an ordinary process): a job of the same account can neither ptrace this process or a wrapper nor
