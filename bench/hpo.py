@@ -1,6 +1,7 @@
 """Hyperparameter search, side by side in one run (issue 11): docs/hpo.md and docs/benchmarks.md.
 
     .venv/bin/python bench/hpo.py [--quick] [--trials 200] [--nni-trials 20] [--hartmann-trials 60] [--skip a,b,c]
+                                  [--settle 360]
 
 (a) N no-op trials (each ``python -c`` that reads its parameters and reports 0), concurrency 2,
     through the platform (a real hub + service, local backend, its default settings) vs an
@@ -15,6 +16,8 @@
     wall time is printed apart. Both clocks stop at the last result: the peer's when ``optimize``
     returns, the platform's at the end the experiment records (its ``finished``, on this machine's
     clock), not up to a poll later; the bench polls every 0.5 s and prints when it saw the end.
+    Before each round, (a) waits (at most --settle seconds) until a new file costs what it does
+    on a filesystem at rest: see :func:`settle`.
 (b) NNI 3.0's local mode (bench/.venv-nni, made on first use) on the same no-op trials, a bounded
     run of --nni-trials, extrapolated per trial: ratio NNI per-trial wall over ours (target >= 10).
 (c) TPE on Hartmann-6 (maximise -f, optimum 3.32237), 5 seeds: the platform's engine (the replay
@@ -77,17 +80,20 @@ def busy_seconds() -> float | None:
 
 
 def new_file_cost(where: Path, n: int = 200) -> float:
-    """CPU seconds this process spends creating one empty file in ``where`` (the inode's
-    allocation): a trial's job makes seven files and directories in the platform's data directory
-    (its job directory, parameter file, attempt and log directories, log, outputs, and the pid
-    record, to which the exit record is a line added; its final result goes through a pipe), the
-    peer's subprocess none. 0.02-0.7 ms on
-    the ext4 of the machine these figures come from, depending on what was deleted nearby in the
-    last minutes (see :func:`scratch`), 0.02 ms on tmpfs."""
+    """CPU seconds this process spends creating one empty file or directory in ``where`` (the
+    inode's allocation), in the shape a job's files take: a new directory with a few files in it,
+    ``n`` inodes in all. A trial's job makes seven files and directories in the platform's data
+    directory (its job directory, parameter file, attempt and log directories, log, outputs, and
+    the pid record, to which the exit record is a line added; its final result goes through a
+    pipe), the peer's subprocess none. 0.02-0.7 ms on the ext4 of the machine these figures come
+    from, depending on what was deleted nearby in the last minutes (see :func:`settle`), 0.02 ms
+    on tmpfs."""
     d = Path(tempfile.mkdtemp(dir=where))  # removed with ``where``, at the bench's end
     start = time.process_time()
-    for i in range(n):
-        os.close(os.open(d / str(i), os.O_CREAT | os.O_WRONLY, 0o600))
+    for i in range(0, n, 5):
+        os.mkdir(d / str(i))
+        for j in range(4):
+            os.close(os.open(d / str(i) / str(j), os.O_CREAT | os.O_WRONLY, 0o600))
     return (time.process_time() - start) / n
 
 
@@ -95,17 +101,46 @@ SCRATCH: list[Path] = []  # the data directories this run made: removed when it 
 
 
 def scratch() -> Path:
-    """A new data directory for a platform run, kept until the bench ends. On a filesystem without
-    a journal (this machine's ext4) a new file or directory skips, one by one, the free inodes of
-    its group that were deleted in the last 30 s or more (ext4's ``recently_deleted``: perf puts
-    a tenth of the machine's CPU there during (a)), so a run's thousands of files deleted just
-    before the next timed run would add to what the next one's files skip: a cost of the bench's
-    own clean-up, on the platform's side only (the peer makes no files)."""
+    """A new data directory for a platform run, kept until the bench ends: on a filesystem without
+    a journal a run's thousands of files deleted just before the next timed run would make each
+    new file of the next one cost more (see :func:`settle`; perf put a tenth of the machine's CPU
+    there during (a)), a cost of the bench's own clean-up, on the platform's side only (the peer
+    makes no files)."""
     d = Path(tempfile.mkdtemp(prefix="yitong-bench-"))
     SCRATCH.append(d)
     return d
 
 
+SETTLED = 0.03e-3  # CPU seconds per new file at or below which the filesystem is at rest (0.02 ms here)
+
+
+def settle(where: Path, limit: float) -> tuple[float, float, float]:
+    """Wait, at most ``limit`` seconds, until a new file in ``where`` (the scratch directory a
+    round of (a) makes its platform's data directory in) costs no more than :data:`SETTLED`:
+    ``(cost at first, cost at the end, seconds waited)``.
+
+    On ext4 without a journal (this machine's), a new inode skips, one by one, the free inodes of
+    its group deleted in the last 60 s, or 360 s while their table block is not yet written back
+    (the kernel's ``recently_deleted``): right after a test run or another bench run removed
+    thousands of files, each of the seven a trial's job makes costs 0.15-0.4 ms of CPU instead of
+    0.02, and (a) moves by about 0.05 with it, a cost of the earlier clean-up that only the side
+    that makes files pays (a journaled filesystem never pays it). The probes' files are kept
+    until the bench ends, so the wait adds no deletions of its own."""
+    first = cost = new_file_cost(where)
+    start = time.monotonic()
+    while cost > SETTLED and time.monotonic() - start < limit:
+        print(
+            f"  waiting for the filesystem: a new file costs {cost * 1e3:.2f} ms of CPU "
+            f"(at rest: {SETTLED * 1e3:.2f}); {time.monotonic() - start:.0f} of at most {limit:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        time.sleep(15)
+        cost = new_file_cost(where)
+    return first, cost, time.monotonic() - start
+
+
+SETTLE: list[tuple[float, float, float]] = []  # each platform run's settle(): cost at first, at the end, wait
 CPU: dict[str, float] = {}  # "platform" / "peer" -> machine CPU seconds over the last run
 FIRST: dict[str, float] = {}  # "platform" -> wall seconds of a fresh service's first (2-trial) experiment
 POLL = 0.5  # seconds between the bench's polls (each costs the proxy and the service ~5-10 ms of CPU)
@@ -166,9 +201,12 @@ def _split(before: dict[int, tuple[str, float]], after: dict[int, tuple[str, flo
     return parts
 
 
-def platform_run(trials: int, concurrency: int, poll: float | None = None, reps: int = 1) -> list[tuple[float, float]]:
+def platform_run(
+    trials: int, concurrency: int, poll: float | None = None, reps: int = 1, where: Path | None = None
+) -> list[tuple[float, float]]:
     """``reps`` experiments of ``trials`` in one warm service, one after another: for each, the
-    seconds to its recorded end and the seconds until the bench's poll saw it."""
+    seconds to its recorded end and the seconds until the bench's poll saw it. Its data directory
+    is made in ``where`` (a :func:`scratch` directory; a new one by default)."""
     settings = {
         "backend": "local",
         "hub": {"admin_users": ["admin"]},
@@ -177,7 +215,7 @@ def platform_run(trials: int, concurrency: int, poll: float | None = None, reps:
         "vcs": {"bench": {"quota": {"cpu": 100, "memory": "100Gi"}, "groups": ["bench"], "profiles": ["cpu"]}},
         "groups": {"bench": ["admin"]},
     }
-    data = scratch() / "yitong"  # kept until the bench ends
+    data = (where or scratch()) / "yitong"  # kept until the bench ends
     data.mkdir()
     stack = Stack(data, settings, {"admin": secrets.token_hex(8)}).start()
     try:
@@ -253,7 +291,7 @@ def bare_trial_seconds(n: int = 10) -> float:
     return (time.perf_counter() - start) / n
 
 
-def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
+def case_a(trials: int, poll: float | None = None, rounds: int = 1, wait: float = 0.0) -> float:
     # peer, ours, ours, peer (each round): a drift of the host's load weighs on both sides alike
     peers: list[float] = []
     walls: list[float] = []
@@ -261,10 +299,13 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
     peer_cpu: list[float] = []
     ours_cpu: list[float] = []
     splits: list[dict[str, float]] = []
+    SETTLE.clear()
     for _ in range(rounds):
+        where = scratch()  # the filesystem at rest before the round's four runs
+        SETTLE.append(settle(where, wait))
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
-        for wall, seen in platform_run(trials, 2, poll, reps=2):
+        for wall, seen in platform_run(trials, 2, poll, reps=2, where=where):
             walls.append(wall)
             timed.append(seen)
         ours_cpu.append(CPU.get("platform", 0.0))
@@ -277,6 +318,7 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
     def listed(values: list[float]) -> str:
         return " / ".join(f"{v:.1f}" for v in values)
 
+    settled = "; ".join(f"{a * 1e3:.2f} -> {b * 1e3:.2f} ms in {w:.0f} s" for a, b, w in SETTLE)
     split = ", ".join(f"{part} {statistics.mean(d[part] for d in splits) / trials * 1e3:.1f}" for part in PARTS)
 
     print(
@@ -288,7 +330,8 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1) -> float:
         f"machine CPU per trial {statistics.mean(ours_cpu) / trials * 1e3:.0f} vs "
         f"{statistics.mean(peer_cpu) / trials * 1e3:.0f} ms (ours: {split}, the jobs' wrappers and programs "
         f"the rest; a new file in the data directory's filesystem "
-        f"costs {FIRST.get('new_file', 0) * 1e3:.2f} ms of CPU; a trial's job makes 7), ratio {peer / ours:.2f}",
+        f"costs {FIRST.get('new_file', 0) * 1e3:.2f} ms of CPU, a trial's job makes 7; before each round, "
+        f"the bench waited for it: {settled}), ratio {peer / ours:.2f}",
         flush=True,
     )
     return ours / trials
@@ -414,12 +457,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hartmann-trials", type=int, default=60)
     p.add_argument("--poll", type=float, default=None, help="the service's jobs.poll_interval (s; default: its own)")
     p.add_argument("--skip", default="", help="comma-separated cases to skip: a, b, c")
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=360.0,
+        help="(a) waits at most this long (s) for the filesystem to be at rest after recent deletions (0: not)",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.trials, args.nni_trials, args.hartmann_trials = 60, 10, 30
     skip = set(filter(None, args.skip.split(",")))
     try:
-        per = case_a(args.trials, args.poll, 1 if args.quick else 2) if "a" not in skip else None
+        per = case_a(args.trials, args.poll, 1 if args.quick else 2, args.settle) if "a" not in skip else None
         if "b" not in skip:
             case_b(args.nni_trials, per)
         if "c" not in skip:
