@@ -140,7 +140,6 @@ def settle(where: Path, limit: float) -> tuple[float, float, float]:
     return first, cost, time.monotonic() - start
 
 
-SETTLE: list[tuple[float, float, float]] = []  # each platform run's settle(): cost at first, at the end, wait
 CPU: dict[str, float] = {}  # "platform" / "peer" -> machine CPU seconds over the last run
 FIRST: dict[str, float] = {}  # "platform" -> wall seconds of a fresh service's first (2-trial) experiment
 POLL = 0.5  # seconds between the bench's polls (each costs the proxy and the service ~5-10 ms of CPU)
@@ -299,10 +298,10 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1, wait: float 
     peer_cpu: list[float] = []
     ours_cpu: list[float] = []
     splits: list[dict[str, float]] = []
-    SETTLE.clear()
+    waits: list[tuple[float, float, float]] = []  # each round's settle(): cost at first, at the end, seconds
     for _ in range(rounds):
         where = scratch()  # the filesystem at rest before the round's four runs
-        SETTLE.append(settle(where, wait))
+        waits.append(settle(where, wait))
         peers.append(optuna_run(trials, 2))
         peer_cpu.append(CPU.get("peer", 0.0))
         for wall, seen in platform_run(trials, 2, poll, reps=2, where=where):
@@ -318,7 +317,7 @@ def case_a(trials: int, poll: float | None = None, rounds: int = 1, wait: float 
     def listed(values: list[float]) -> str:
         return " / ".join(f"{v:.1f}" for v in values)
 
-    settled = "; ".join(f"{a * 1e3:.2f} -> {b * 1e3:.2f} ms in {w:.0f} s" for a, b, w in SETTLE)
+    settled = "; ".join(f"{a * 1e3:.2f} -> {b * 1e3:.2f} ms in {w:.0f} s" for a, b, w in waits)
     split = ", ".join(f"{part} {statistics.mean(d[part] for d in splits) / trials * 1e3:.1f}" for part in PARTS)
 
     print(

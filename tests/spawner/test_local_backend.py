@@ -13,6 +13,8 @@ from jupyterhub.spawner import SpawnException
 from spawner.platform_standin import GiB, profile, vc
 from traitlets.config import Config
 
+from yitong_services.jobs import procs
+
 SINGLEUSER = [sys.executable, "-m", "jupyterhub.singleuser"]
 
 
@@ -199,8 +201,6 @@ time.sleep(600)
 
 
 def _alive(pid: int) -> bool:
-    from yitong_services.jobs import procs
-
     return procs.state(pid) not in ("Z", "X", None)
 
 
