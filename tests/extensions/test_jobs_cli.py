@@ -532,3 +532,53 @@ def test_state_line(job, line):
     from yitong_lab.jobs.follow import state_line
 
     assert state_line({"id": 1, "name": "x", **job}) == line
+
+
+def test_submit_fills_the_vc_and_environment_as_the_cell_magic_does(yt_env, repo, monkeypatch, capsys):
+    """A spec file without ``vc`` takes ``$YITONG_VC`` (the server's VC), without ``environment``
+    the python3 kernel; a spec that has both is sent as the person wrote it."""
+    monkeypatch.chdir(repo)
+    (repo / "bare.yaml").write_text("name: bare\ncommand: [python, train.py]\n")
+    monkeypatch.setenv("YITONG_VC", "vision")
+    assert run(["job", "submit", "bare.yaml", "--no-code"]) == 0
+    ctype, body, _query = yt_env.jobs.received[-1]
+    assert ctype == "application/json"
+    assert body == {
+        "name": "bare",
+        "command": ["python", "train.py"],
+        "vc": "vision",
+        "environment": {"kernel": "python3"},
+    }
+    assert run(["job", "submit", "bare.yaml", "--no-code", "--vc", "default"]) == 0
+    assert "vc" not in yt_env.jobs.received[-1][1] and yt_env.jobs.received[-1][2] == {"vc": "default"}
+    assert run(["job", "submit", "spec.yaml", "--no-code"]) == 0
+    assert yt_env.jobs.received[-1][0] == "application/yaml"
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "typed, verb",
+    [
+        (["job", "list"], "ls"),
+        (["data", "list"], "ls"),
+        (["vc", "list"], "ls"),
+        (["job", "get", "1"], "show"),
+        (["job", "describe", "1"], "show"),
+        (["job", "log", "1"], "logs"),
+        (["job", "stop", "1"], "cancel"),
+        (["vc", "delete", "x", "--yes"], "rm"),
+        (["ssh-key", "delete", "1"], "remove"),
+    ],
+)
+def test_common_verb_aliases(typed, verb):
+    """What people type from kubectl, docker or git reaches the verb; the aliases stay out of --help."""
+    from yitong_lab.cli.grammar import build_parser
+
+    parser = build_parser()
+    canonical = [*typed[:1], verb, *typed[2:]]
+    if typed[0] == "ssh-key":
+        canonical = ["ssh-key", "remove", *typed[2:]]
+    assert parser.parse_args(typed).func is parser.parse_args(canonical).func
+    noun = parser._subparsers._group_actions[0].choices[typed[0]]  # type: ignore[union-attr]
+    listed = [a.dest for action in noun._subparsers._group_actions for a in action._choices_actions]
+    assert verb in listed and typed[1] not in listed

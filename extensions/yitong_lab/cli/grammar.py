@@ -33,6 +33,31 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: verbs people type from other tools' CLIs (kubectl, docker, git): each alias reaches the verb
+#: where a noun has the verb and not the alias; aliases stay out of ``--help``
+ALIASES: dict[str, tuple[str, ...]] = {
+    "ls": ("list",),
+    "rm": ("delete", "remove", "del"),
+    "remove": ("rm", "delete", "del"),
+    "show": ("get", "describe", "info"),
+    "logs": ("log",),
+    "cancel": ("stop", "kill"),
+}
+
+
+def add_aliases(subparsers: argparse._SubParsersAction) -> None:
+    """Give each noun's verbs the :data:`ALIASES` it lacks, and the nested verbs too."""
+    for parser in list(subparsers.choices.values()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                verbs = action.choices
+                for verb, aliases in ALIASES.items():
+                    if verb in verbs:
+                        for alias in aliases:
+                            verbs.setdefault(alias, verbs[verb])  # type: ignore[attr-defined]
+                add_aliases(action)
+
+
 class ParserExit(Exception):
     """argparse wanted to exit (``--help``, a usage error); ``status`` is the exit code."""
 
@@ -69,6 +94,7 @@ def build_parser(prog: str = PROG) -> Parser:
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND", required=True)
     for module in COMMANDS.values():
         importlib.import_module(module).register(nouns, common)
+    add_aliases(nouns)
     return parser
 
 

@@ -212,7 +212,16 @@ def submit(args: Any, client: Any, out: Any) -> None:
     given = _cell_options_given(args)
     if given:
         raise UsageError(f"{', '.join(given)}: only for %%yt job submit cells; put them in the spec file")
-    body = _read_spec(args.spec)
+    body: Any = _read_spec(args.spec)
+    if not args.source:
+        from yitong_lab.jobs.cell import with_defaults
+        from yitong_lab.jobs.sdk import yaml_map
+
+        doc = yaml_map(body)
+        # only a map that lacks a default is rewritten: other text goes as it is, so the service
+        # reads (and names lines of) the person's own file
+        if doc is not None and (not (doc.get("vc") or args.vc) or "environment" not in doc):
+            body = with_defaults(doc, args.vc, client.me)
     if args.dry_run:
         preview = client.preview_job(body, source=args.source, vc=args.vc)
         out.show(preview, text.preview_text(preview))

@@ -92,7 +92,7 @@ def cell_spec(
     spec: dict[str, Any] = {
         "name": name,
         "vc": vc,
-        "environment": environment or {"kernel": "python3"},
+        "environment": environment or dict(DEFAULT_ENVIRONMENT),
         "command": ["python", str(script)],
     }
     if framework is None and procs and procs > 1:
@@ -112,6 +112,21 @@ def cell_spec(
     }
     spec.update({k: v for k, v in optional.items() if v is not None})
     return spec
+
+
+#: what a spec without ``environment`` runs in from ``yt job submit`` and ``%%yt job submit``:
+#: the ``python3`` kernel's interpreter, as a notebook does
+DEFAULT_ENVIRONMENT = {"kernel": "python3"}
+
+
+def with_defaults(doc: dict[str, Any], vc: str | None, me: Any) -> dict[str, Any]:
+    """A spec file's map with what ``%%yt`` fills in when it is left out (pure but for ``me``):
+    ``vc`` (:func:`default_vc`, unless ``--vc`` gives it) and ``environment``."""
+    doc = dict(doc)
+    if not doc.get("vc") and not vc:
+        doc["vc"] = default_vc(None, me)
+    doc.setdefault("environment", dict(DEFAULT_ENVIRONMENT))
+    return doc
 
 
 def default_vc(given: str | None, me: Any) -> str:

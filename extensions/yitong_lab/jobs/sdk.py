@@ -47,7 +47,7 @@ def submission(spec: dict[str, Any] | str | bytes, code: dict[str, Any] | None) 
     """
     if isinstance(spec, (str, bytes)):
         text = spec.decode("utf-8", errors="replace") if isinstance(spec, bytes) else spec
-        doc = _yaml_map(text) if code else None
+        doc = yaml_map(text) if code else None
         if doc is None:
             return text.encode(), "application/yaml"
         spec = doc
@@ -57,7 +57,7 @@ def submission(spec: dict[str, Any] | str | bytes, code: dict[str, Any] | None) 
     return json.dumps(doc, default=str).encode(), "application/json"
 
 
-def _yaml_map(text: str) -> dict[str, Any] | None:
+def yaml_map(text: str) -> dict[str, Any] | None:
     try:
         import yaml  # PyYAML (jupyter_server needs it); only to add `code` to a YAML spec
     except ImportError:  # pragma: no cover - then the spec goes as it is, without code
@@ -238,5 +238,5 @@ def _has_code(spec: Any) -> bool:
     if isinstance(spec, dict):
         return bool(spec.get("code"))
     text = spec.decode("utf-8", errors="replace") if isinstance(spec, bytes) else spec
-    doc = _yaml_map(text)
+    doc = yaml_map(text)
     return bool(doc and doc.get("code"))
