@@ -3,8 +3,9 @@
 1. the manifest is made canonical and hashed; the parent must be the latest version;
 2. the manifest goes into the store (temp, then rename);
 3. under the storage lock, the parent is checked again, every object the manifest names must be
-   indexed with the size it says and readable by the author (objaccess.py), the version row is
-   inserted and the dataset is granted the new objects, in one transaction. A crash
+   indexed with the size it says and readable by the author (objaccess.py), the VC is charged
+   for the new objects it does not hold yet (413 past its storage quota: quota.py), the version
+   row is inserted and the dataset is granted the new objects, in one transaction. A crash
    or a refusal before 3 commits leaves at most an orphan manifest for GC.
 
 Blocking: call from a worker thread.
@@ -25,6 +26,7 @@ from .manifest import apply_changes, canonical, encode, hashes, totals
 from .models import Dataset, DatasetVersion
 from .objaccess import Reader, grant_dataset, readable_sizes, reader
 from .objindex import storage_lock
+from .quota import settle
 from .schemas import CommitIn
 from .storage import Storage
 from .views import one_version
@@ -136,10 +138,13 @@ def commit(
         if same is not None:
             return one_version(s, d, same), False
         who = reader(s, person)
+        entries = manifest["files"] if changed is None else changed
         if changed is None:
-            new = _check_objects(s, d, who, manifest["files"], _parent_objects(storage, s, d))
+            new = _check_objects(s, d, who, entries, _parent_objects(storage, s, d))
         else:  # the parent is the latest (checked above), so its objects are stored
-            new = _check_objects(s, d, who, changed, {})
+            new = _check_objects(s, d, who, entries, {})
+        fresh = set(new)  # the parent's objects are the VC's already
+        settle(storage, s, d.vc, {f["hash"]: f["size"] for f in entries if f["hash"] in fresh}, "this commit")
         grant_dataset(s, d.id, new)
         storage.put_manifest(data, h)  # GC may have taken an old orphan copy meanwhile
         v = DatasetVersion(

@@ -5,8 +5,10 @@ manifest; drop index rows (and read grants) of other objects older than the grac
 pack rows no object uses any more. Phase 2 (under the lock again, after phase 1 committed, so an index row never
 points at a deleted file): delete loose objects, packs and manifests nothing indexes or
 references, temp files and upload partials older than the grace period, cache entries of
-unindexed objects and materialised trees of unreferenced manifests. Blocking: call from a
-worker thread. A crash in phase 2 only leaves orphans for the next run.
+unindexed objects and materialised trees of unreferenced manifests. Then every VC's storage
+charges are counted again (quota.py): what no version of the VC names any more stops counting
+toward its storage quota. Blocking: call from a worker thread. A crash in phase 2 only leaves
+orphans for the next run.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from ..core.errors import Refusal
+from ..vcs.storage import release_everywhere
 from .manifest import CorruptManifest
 from .materialize import remove_tree
 from .models import DatasetVersion, Pack, StoredObject
 from .objaccess import drop_grants
 from .objindex import BATCH, storage_lock
 from .objstore import TMP_MARK
+from .quota import recount_all
 from .storage import Storage
 
 
@@ -49,6 +53,7 @@ def _mark_and_drop(storage: Storage, cutoff: datetime) -> dict[str, Any]:
         for i in range(0, len(dead), BATCH):
             s.execute(delete(StoredObject).where(StoredObject.hash.in_([h for h, _ in dead[i : i + BATCH]])))
         drop_grants(s, [h for h, _ in dead])
+        release_everywhere(s, [h for h, _ in dead])
         used = set(s.scalars(select(StoredObject.pack).where(StoredObject.pack.is_not(None)).distinct()))
         empty = [p for p in s.scalars(select(Pack.id)) if p not in used]
         if empty:
@@ -99,4 +104,5 @@ def collect(storage: Storage, grace: float | None = None) -> dict[str, int]:
     now = time.time()
     dropped = _mark_and_drop(storage, datetime.fromtimestamp(now, UTC) - timedelta(seconds=grace))
     counts = _sweep(storage, dropped["manifests"], now - grace)
+    recount_all(storage, grace)
     return {"objects": dropped["objects"], "bytes": dropped["bytes"]} | counts

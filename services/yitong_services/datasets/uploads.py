@@ -19,9 +19,11 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 from blake3 import blake3
+from sqlalchemy.orm import Session
 
 from ..core.db import Database
 from ..core.errors import Refusal
@@ -119,9 +121,17 @@ class Spool:
         finally:
             f.close()
 
-    def finish(self, h: str, length: int, hasher: blake3 | None = None) -> None:
+    def finish(
+        self,
+        h: str,
+        length: int,
+        hasher: blake3 | None = None,
+        settle: Callable[[Session, dict[str, int]], None] | None = None,
+    ) -> None:
         """Check the complete partial's hash (``hasher``: one that has seen all of it, else it
-        is read again); move it into the store and index it, or drop it (422)."""
+        is read again); move it into the store and index it, or drop it (422). ``settle(session,
+        {h: length})`` runs under the storage lock first (the VC's storage quota, quota.py): a
+        refusal there drops the partial and nothing reaches the store."""
         part = self.part(h)
         with self._guard:
             self._hashers.pop(h, None)
@@ -137,6 +147,12 @@ class Spool:
                 f"upload of object {h}: the {length} bytes received have the BLAKE3 {got}; the partial upload was dropped",
             )
         with storage_lock(self.db) as s:
+            if settle is not None:
+                try:
+                    settle(s, {h: length})
+                except Exception:
+                    part.unlink(missing_ok=True)
+                    raise
             if stored_sizes(s, [h]):  # stored already (someone else's): these bytes are the same
                 part.unlink(missing_ok=True)
                 if self.owner is not None:

@@ -12,9 +12,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..core.authz import Person
+from ..core.disk_usage import measure
 from ..core.errors import Refusal
 from ..datasets import records as datasets
 from ..datasets.commit import commit
+from ..datasets.manifest import path_refusal
+from ..datasets.quota import precheck
 from ..datasets.schemas import CommitIn
 from ..datasets.storage import Storage
 from ..jobs import records as jobs
@@ -43,8 +46,26 @@ def _job_source(
         run = s.scalar(select(Run).where(Run.job_id == job.id).order_by(Run.attempt.desc()).limit(1))
         record: dict[str, Any] = {**(run.record if run else {}), "metrics": {**(run.metrics if run else {})}}
         outputs = jobs_dir / str(job.id) / str(job.spec.get("outputs", "outputs"))
+    # the VC's storage quota before a byte is copied (the commit charges the exact new objects)
+    size = _outputs_bytes(outputs, body.path)
+    with storage.db.session() as s:
+        precheck(s, vc, None, size, f"registering the outputs of job {body.job}")
     files = ingest(storage.spool.person(person.name), outputs, body.path, job.id, storage.limit)
     return files, from_record(job.id, record, body.path.strip("/")), metrics_of(record)
+
+
+def _outputs_bytes(outputs: Path, path: str) -> int:
+    """Bytes under ``outputs/path``; 0 where the path is refused or goes through a link (the
+    ingest refuses those with its own sentence; the hostile job's links are never followed)."""
+    path = path.strip("/")
+    if path and path_refusal(path):
+        return 0
+    cursor = outputs
+    for part in ["", *path.split("/")] if path else [""]:
+        cursor = cursor / part if part else cursor
+        if cursor.is_symlink():
+            return 0
+    return measure(cursor).bytes
 
 
 def register(storage: Storage, person: Person, vc: str, name: str, body: ModelVersionIn, jobs_dir: Path) -> dict:

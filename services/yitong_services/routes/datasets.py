@@ -7,6 +7,7 @@ from ..core.authz import sees_dataset
 from ..core.errors import Refusal
 from ..datasets import records as ds
 from ..datasets.models import Dataset
+from ..datasets.quota import recount
 from ..datasets.schemas import DatasetIn, DatasetOut, DatasetPatch, TagIn, VersionOut
 from ..datasets.views import dataset_dict, one_version
 from ..vcs.models import VC
@@ -62,11 +63,14 @@ def patch_dataset(vc: str, name: str, body: DatasetPatch, person: Member, ctx: C
 
 @router.delete("/{vc}/{name}", status_code=204)
 def delete_dataset(vc: str, name: str, person: Member, ctx: Ctx) -> Response:
-    """The owner or an admin: delete the dataset and its versions; 409 naming what still uses a version."""
+    """The owner or an admin: delete the dataset and its versions; 409 naming what still uses a version.
+    What no other version of the VC names stops counting toward its storage quota at once."""
     with ctx.db.writing() as s:
         d = ds.visible(s, person, vc, name)
         ds.require_owner(person, d, "delete")
         ds.delete_dataset(s, d)
+        owner = d.vc
+    recount(ctx.storage, owner)
     return Response(status_code=204)
 
 

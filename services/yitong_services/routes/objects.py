@@ -5,8 +5,9 @@ read it (objaccess.py), so none of these routes tells whether anyone else holds 
 """
 
 import asyncio
+from typing import Annotated
 
-from fastapi import APIRouter, Header, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from ..core.authz import Person
@@ -17,6 +18,8 @@ from ..datasets.ingest import PackIngest, too_big
 from ..datasets.manifest import hash_refusal
 from ..datasets.objaccess import missing_for, readable_sizes, reader
 from ..datasets.packs import PackError
+from ..datasets.quota import over as over_sentence
+from ..datasets.quota import precheck, room, settle, upload_vc
 from ..datasets.schemas import Hashes, Missing, Stored, UploadState
 from .common import Caller, Ctx, Member
 
@@ -32,6 +35,35 @@ def _check_hash(h: str) -> None:
     refused = hash_refusal(h)
     if refused:
         raise Refusal(422, refused)
+
+
+ForVC = Annotated[
+    str | None,
+    Query(
+        max_length=32,
+        description="the VC the bytes are for: checked against its storage quota before they are written"
+        " (413) and charged to it; required when one of the caller's VCs has a storage_quota",
+    ),
+]
+
+
+def _for_vc(ctx: Context, person: Person, vc: str | None, h: str | None, size: int | None, what: str) -> str | None:
+    with ctx.db.session() as s:
+        name = upload_vc(s, person, vc)
+        if size is not None:
+            precheck(s, name, h, size, what)
+        return name
+
+
+def _settle(ctx: Context, vc: str | None, what: str):  # type: ignore[no-untyped-def]
+    if vc is None:
+        return None
+    return lambda session, sizes: settle(ctx.storage, session, vc, sizes, what, upload=True)
+
+
+def _room(ctx: Context, vc: str | None) -> int | None:
+    with ctx.db.session() as s:
+        return room(s, vc)
 
 
 def _int_header(name: str, value: str | None) -> int:
@@ -51,17 +83,29 @@ def missing_objects(body: Hashes, person: Member, ctx: Ctx) -> dict:
 @router.post(
     "/pack", response_model=Stored, openapi_extra={"requestBody": {"content": {"application/octet-stream": {}}}}
 )
-async def upload_pack(request: Request, caller: Caller, ctx: Ctx) -> dict:
+async def upload_pack(request: Request, caller: Caller, person: Member, ctx: Ctx, vc: ForVC = None) -> dict:
     """Upload small objects as one pack of ``<32-byte hash><8-byte size><bytes>`` records.
 
     Each record is hashed as it streams; a bad record is 422 naming the hash and nothing of the
-    pack is indexed; a body over ``storage.max_upload_bytes`` is 413 before it is stored.
+    pack is indexed; a body over ``storage.max_upload_bytes`` is 413 before it is stored, and so
+    is one past the storage quota of ``vc`` (on its Content-Length, or as it streams without one).
     """
     storage = ctx.storage
     declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > storage.limit:
-        raise Refusal(413, too_big("the pack upload", int(declared), storage.limit))
-    ingest = await run_in_threadpool(PackIngest, storage.store, storage.db, storage.limit, caller.name)
+    size = int(declared) if declared and declared.isdigit() else None
+    if size is not None and size > storage.limit:
+        raise Refusal(413, too_big("the pack upload", size, storage.limit))
+    what = "this pack upload"
+    name = await run_in_threadpool(_for_vc, ctx, person, vc, None, size, what)
+    left = await run_in_threadpool(_room, ctx, name) if size is None else None
+
+    def over(received: int) -> str:
+        with ctx.db.session() as s:
+            return over_sentence(s, name, received, what)
+
+    ingest = await run_in_threadpool(
+        PackIngest, storage.store, storage.db, storage.limit, caller.name, left, _settle(ctx, name, what), over
+    )
     try:
         await _pipelined_body(request, _PACK_BUFFERS, ingest.feed)
         return await run_in_threadpool(ingest.commit)
@@ -150,10 +194,12 @@ async def upload_chunk(
     ctx: Ctx,
     upload_offset: str | None = Header(None),
     upload_length: str | None = Header(None),
+    vc: ForVC = None,
 ) -> dict:
     """Append the body at ``Upload-Offset`` (409 with the right offset otherwise) to an upload of
     ``Upload-Length`` bytes; the last piece is hashed and moved into the store (422 on mismatch).
-    Bytes the store holds but the caller may not read are received and checked all the same."""
+    Bytes the store holds but the caller may not read are received and checked all the same.
+    An ``Upload-Length`` past the storage quota of ``vc`` is 413 before any byte is written."""
     _check_hash(hash)
     storage = ctx.storage
     offset = _int_header("Upload-Offset", upload_offset)
@@ -162,6 +208,8 @@ async def upload_chunk(
         raise Refusal(413, too_big(f"upload of object {hash}", length, storage.limit))
     if await run_in_threadpool(_readable_size, ctx, person, hash) is not None:
         return {"offset": length, "complete": True}
+    what = f"the upload of object {hash}"
+    name = await run_in_threadpool(_for_vc, ctx, person, vc, hash, length, what)
     spool = storage.spool.person(caller.name)
     key = (str(spool.directory), hash)
     lock = _locks.setdefault(key, asyncio.Lock())
@@ -169,12 +217,12 @@ async def upload_chunk(
         raise Refusal(409, f"another upload of object {hash} is in progress")
     async with lock:
         try:
-            return await _append(spool, hash, offset, length, request)
+            return await _append(spool, hash, offset, length, request, _settle(ctx, name, what))
         finally:
             _locks.pop(key, None)
 
 
-async def _append(spool, h: str, offset: int, length: int, request: Request) -> dict:  # type: ignore[no-untyped-def]
+async def _append(spool, h: str, offset: int, length: int, request: Request, settled=None) -> dict:  # type: ignore[no-untyped-def]
     await run_in_threadpool(spool.check_offset, h, offset)
     if offset > length:
         raise Refusal(422, f"upload of object {h}: Upload-Offset {offset} is past Upload-Length {length}")
@@ -203,6 +251,6 @@ async def _append(spool, h: str, offset: int, length: int, request: Request) -> 
     if overrun:
         raise Refusal(422, f"upload of object {h}: the body runs past Upload-Length {length}; nothing of it was kept")
     if size == length:
-        await run_in_threadpool(spool.finish, h, length, spool.hasher(h, length))
+        await run_in_threadpool(spool.finish, h, length, spool.hasher(h, length), settled)
         return {"offset": length, "complete": True}
     return {"offset": size, "complete": False}

@@ -7,6 +7,7 @@ from ..core.errors import Refusal
 from ..vcs import catalog
 from ..vcs.models import VC, Allocation
 from ..vcs.schemas import VCIn, VCOut, VCPatch
+from ..vcs.storage import uses
 from ..vcs.views import allocations_by_vc, vc_dict
 from .common import Caller, Ctx, Member, require_admin
 
@@ -16,7 +17,7 @@ router = APIRouter(prefix="/vcs", tags=["vcs"])
 def _one(ctx, name: str) -> dict:  # type: ignore[no-untyped-def]
     with ctx.db.session() as s:
         vc = catalog.get_vc(s, name)
-        return vc_dict(vc, s.scalars(select(Allocation).where(Allocation.vc == name)))
+        return vc_dict(vc, s.scalars(select(Allocation).where(Allocation.vc == name)), uses(s, [vc])[vc.name])
 
 
 @router.get("", response_model=list[VCOut])
@@ -24,8 +25,9 @@ def list_vcs(person: Member, ctx: Ctx) -> list[dict]:
     """The VCs the caller belongs to (admins: all), each with quota, used and free."""
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
-        vcs = s.scalars(select(VC).order_by(VC.name))
-        return [vc_dict(vc, by_vc.get(vc.name, [])) for vc in vcs if is_member(person, vc.groups)]
+        vcs = [vc for vc in s.scalars(select(VC).order_by(VC.name)) if is_member(person, vc.groups)]
+        stored = uses(s, vcs)
+        return [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name]) for vc in vcs]
 
 
 @router.post("", response_model=VCOut, status_code=201)
@@ -48,7 +50,7 @@ def get_vc(vc: str, person: Member, ctx: Ctx) -> dict:
 
 @router.patch("/{vc}", response_model=VCOut)
 def patch_vc(vc: str, body: VCPatch, caller: Caller, ctx: Ctx, request: Request) -> dict:
-    """Admin: change description, quota, groups, profiles, user_caps or idle_timeout (null clears it);
+    """Admin: change description, quota, groups, profiles, user_caps, idle_timeout or storage_quota (null clears them);
     the change holds from the next request (the culler reads idle_timeout on every pass)."""
     require_admin(caller, "change VCs")
     with ctx.db.writing() as s:

@@ -7,6 +7,7 @@ from ..core.idempotency import Claim, once
 from ..datasets import records as ds
 from ..datasets.commit import commit
 from ..datasets.manifest import diff
+from ..datasets.quota import recount
 from ..datasets.schemas import CommitIn, Committed, Diff, VersionOut
 from ..datasets.views import one_version, versions_list
 from .common import Caller, Ctx, Member
@@ -61,11 +62,14 @@ def get_version(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> dict:
 
 @router.delete("/versions/{ref}", status_code=204)
 def delete_version(vc: str, name: str, ref: str, person: Member, ctx: Ctx) -> Response:
-    """The owner or an admin: delete a version (409 naming what uses it); GC reclaims its objects."""
+    """The owner or an admin: delete a version (409 naming what uses it); GC reclaims its objects.
+    What no other version of the VC names stops counting toward its storage quota at once."""
     with ctx.db.writing() as s:
         d = ds.visible(s, person, vc, name)
         ds.require_owner(person, d, "delete versions of")
         ds.delete_version(s, d, ds.resolve(s, d, ref))
+        owner = d.vc
+    recount(ctx.storage, owner)
     return Response(status_code=204)
 
 

@@ -73,7 +73,7 @@ def patch_vc(session: Session, name: str, patch: VCPatch) -> VC:
     vc = get_vc(session, name)
     changes = patch.model_dump(exclude_unset=True)
     for key, value in changes.items():
-        if value is None and key != "idle_timeout":  # a null idle_timeout: back to the hub's policy
+        if value is None and key not in ("idle_timeout", "storage_quota"):  # null: the hub's policy, no limit
             raise Refusal(422, f"{key}: may not be null")
     if "profiles" in changes:
         _check_profiles(session, name, changes["profiles"])

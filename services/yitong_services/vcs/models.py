@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Float,
     ForeignKey,
     Integer,
@@ -32,6 +33,9 @@ class VC(Base):
     user_caps: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # seconds idle before the platform stops a server of this VC (ops/culler.py); None: the hub's culling.timeout
     idle_timeout: Mapped[int | None] = mapped_column(Integer, nullable=True, default=None)
+    # bytes the VC may keep in the dataset store (datasets, models) and its jobs' folders
+    # (vcs/storage.py); None: no limit
+    storage_quota: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
@@ -65,6 +69,36 @@ class Allocation(Base):
     # {"node": host, "type": "nvidia.com/gpu", "visible": [indices]} (vcs/placement.py)
     devices: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True, default=None)
     created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class VCObject(Base):
+    """An object of the dataset store charged to a VC (vcs/storage.py): uploaded for it, or named
+    by one of its dataset or model versions. A VC pays once for each object it holds, whoever
+    else holds the same bytes; the charge goes when no version of the VC names the object."""
+
+    __tablename__ = "vc_objects"
+
+    vc: Mapped[str] = mapped_column(String(32), primary_key=True)
+    hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    # uploaded for the VC and named by no version yet: kept for the store's grace period
+    pending: Mapped[bool] = mapped_column(Boolean, default=False)
+    created: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class StorageMeasure(Base):
+    """What the storage walk (ops/storage_walk.py) last measured of a folder: a person's home
+    (``kind`` "home", ``name`` the person) or a job's folder (``kind`` "job", ``name`` its id,
+    ``vc`` its VC). Job folders count toward their VC's storage quota."""
+
+    __tablename__ = "storage_measures"
+
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    vc: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    measured: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class SeedLog(Base):

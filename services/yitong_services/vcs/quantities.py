@@ -79,6 +79,21 @@ def parse_amount(resource: str, value: object) -> Amount:
     return int(number)
 
 
+def parse_bytes(value: object, what: str = "storage_quota") -> int | None:
+    """A byte count as people type it (``500Gi``, ``2T``, ``1048576``); None stays None."""
+    if value is None:
+        return None
+    number = _decimal(value, what)
+    if number < 0 or number > MAX_AMOUNT or number != number.to_integral_value():
+        raise ValueError(f"{what}: {value!r} is not a whole number of bytes from 0 to {MAX_AMOUNT}")
+    return int(number)
+
+
+def human_bytes(amount: int) -> str:
+    """Bytes for messages: ``approx_amount("memory", ...)`` (``1.5Gi``, ``900Mi``, ``12``)."""
+    return approx_amount("memory", amount)
+
+
 def parse_resources(values: dict | None) -> Resources:
     """Validate and normalise a ``resource -> amount`` map."""
     if values is None:

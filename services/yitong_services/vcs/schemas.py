@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from ..core.limits import MAX_ITEMS, MAX_SHORT, MAX_TEXT
-from .quantities import RESOURCE_RE, check_resource_name, parse_amount, parse_resources
+from .quantities import RESOURCE_RE, check_resource_name, parse_amount, parse_bytes, parse_resources
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 
@@ -112,6 +112,20 @@ IdleTimeout = Annotated[
 ]
 
 
+StorageQuota = Annotated[
+    int | None,
+    BeforeValidator(parse_bytes),
+    WithJsonSchema(
+        {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}, {"type": "null"}]}, mode="validation"
+    ),
+    Field(
+        description="bytes the VC may keep in the dataset store (its datasets' and models' objects) and in"
+        " its jobs' folders, as a number or a quantity (`500Gi`); a commit or upload past it is refused"
+        ' (413) before its bytes are written; null: no limit (docs/vcs.md, "Storage")',
+    ),
+]
+
+
 class VCSpec(Strict):
     description: Text = ""
     quota: Resources = Field(default_factory=dict)
@@ -119,6 +133,7 @@ class VCSpec(Strict):
     profiles: list[Name] = Field(default_factory=list, max_length=MAX_ITEMS)
     user_caps: Resources = Field(default_factory=dict)
     idle_timeout: IdleTimeout = None
+    storage_quota: StorageQuota = None
 
 
 class VCIn(VCSpec, _Named):
@@ -132,11 +147,23 @@ class VCPatch(Strict):
     profiles: list[Name] | None = Field(None, max_length=MAX_ITEMS)
     user_caps: Resources | None = None
     idle_timeout: IdleTimeout = None  # null here clears it
+    storage_quota: StorageQuota = None  # null here clears it
+
+
+class StorageUse(Strict):
+    """A VC's storage: what counts toward its ``storage_quota`` (vcs/storage.py)."""
+
+    quota: int | None = Field(description="bytes; null: no limit")
+    used: int = Field(description="bytes counted toward the quota: `store` + `job_outputs`")
+    store: int = Field(description="bytes of the store's objects the VC holds (uploads, dataset and model versions)")
+    job_outputs: int = Field(description="bytes of its jobs' folders, as the storage walk last measured them")
+    measured: datetime | None = Field(description="when the walk last measured a folder of the VC; null: never")
 
 
 class VCOut(VCIn):
     used: dict[str, float | int]
     free: dict[str, float | int]
+    storage: StorageUse
 
 
 class AllocationIn(Strict):
@@ -250,6 +277,7 @@ class VCUsage(Strict):
     used: dict[str, float | int]
     free: dict[str, float | int]
     allocations: int
+    storage: StorageUse
 
 
 class Usage(Strict):

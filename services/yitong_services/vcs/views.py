@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from . import quota
+from . import storage as vcstorage
 from .models import VC, Allocation, Profile
 
 
@@ -22,7 +24,8 @@ def allocations_by_vc(session: Session) -> dict[str, list[Allocation]]:
     return out
 
 
-def vc_dict(vc: VC, allocations: Iterable[Allocation]) -> dict:
+def vc_dict(vc: VC, allocations: Iterable[Allocation], storage: dict[str, Any] | None = None) -> dict:
+    """``storage``: the VC's ``StorageUse`` (vcs/storage.py ``uses``); None: nothing counted."""
     used = quota.used(vc.quota, held(allocations))
     return {
         "name": vc.name,
@@ -32,8 +35,10 @@ def vc_dict(vc: VC, allocations: Iterable[Allocation]) -> dict:
         "profiles": vc.profiles,
         "user_caps": vc.user_caps,
         "idle_timeout": vc.idle_timeout,
+        "storage_quota": vc.storage_quota,
         "used": used,
         "free": quota.free(vc.quota, used),
+        "storage": storage or vcstorage.use(vc.storage_quota, 0, 0, None),
     }
 
 
@@ -76,8 +81,11 @@ def allocation_dict(a: Allocation) -> dict:
 def usage(session: Session, backend: str, inventory: dict) -> dict:
     by_vc = allocations_by_vc(session)
     vcs = []
-    for vc in session.scalars(select(VC).order_by(VC.name)):
-        d = vc_dict(vc, by_vc.get(vc.name, []))
-        vcs.append({k: d[k] for k in ("name", "quota", "used", "free")} | {"allocations": len(by_vc.get(vc.name, []))})
+    rows = list(session.scalars(select(VC).order_by(VC.name)))
+    stored = vcstorage.uses(session, rows)
+    for vc in rows:
+        d = vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name])
+        keep = ("name", "quota", "used", "free", "storage")
+        vcs.append({k: d[k] for k in keep} | {"allocations": len(by_vc.get(vc.name, []))})
     cluster = quota.total(a.resources for group in by_vc.values() for a in group)
     return {"backend": backend, "inventory": inventory, "used": cluster, "vcs": vcs}
