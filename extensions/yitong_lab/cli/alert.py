@@ -16,6 +16,7 @@ KINDS = (
     "accelerator_idle",
     "job_failed",
     "quota_exhausted",
+    "storage_quota",
     "service_down",
     "expression",
 )

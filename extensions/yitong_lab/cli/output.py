@@ -26,7 +26,7 @@ def resource_names(*maps: dict[str, Any] | None) -> list[str]:
 
 
 def resource_rows(vc: dict[str, Any]) -> list[list[str]]:
-    """``[resource, quota, used, free]`` per resource of a VC model."""
+    """``[resource, quota, used, free]`` per resource of a VC model, then its storage."""
     quota, used, free = vc.get("quota") or {}, vc.get("used") or {}, vc.get("free") or {}
     return [
         [
@@ -36,6 +36,24 @@ def resource_rows(vc: dict[str, Any]) -> list[list[str]]:
             format_amount(name, free.get(name)),
         ]
         for name in resource_names(quota, used, free)
+    ] + storage_rows(vc)
+
+
+def storage_rows(vc: dict[str, Any]) -> list[list[str]]:
+    """``[["storage", quota, used, free]]`` ("no limit" without a quota); none from an older service."""
+    storage = vc.get("storage")
+    if not storage:
+        return []
+    limit, used = storage.get("quota"), int(storage.get("used") or 0)
+    if limit is None:
+        return [["storage", "no limit", format_amount("memory", used), "-"]]
+    return [
+        [
+            "storage",
+            format_amount("memory", limit),
+            format_amount("memory", used),
+            format_amount("memory", max(limit - used, 0)),
+        ]
     ]
 
 
@@ -67,10 +85,24 @@ def vc_details(vc: dict[str, Any]) -> str:
             ("groups", names(vc.get("groups"))),
             ("profiles", names(vc.get("profiles"))),
             ("user caps", format_resources(vc.get("user_caps"))),
+            *_storage_parts(vc.get("storage")),
         ]
     )
     rows = resource_rows(vc)
     return head + ("\n\n" + table(["RESOURCE", "QUOTA", "USED", "FREE"], rows) if rows else "")
+
+
+def _storage_parts(storage: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """What counts toward the storage quota (``yt vc show``)."""
+    if not storage:
+        return []
+    store, outputs = (
+        format_amount("memory", storage.get("store") or 0),
+        format_amount("memory", storage.get("job_outputs") or 0),
+    )
+    measured = storage.get("measured")
+    when = f" (measured {measured})" if measured else " (not measured yet)"
+    return [("storage", f"store {store}, job folders {outputs}{when}")]
 
 
 def accelerator(profile: dict[str, Any]) -> str:

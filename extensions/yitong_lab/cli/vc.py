@@ -40,6 +40,11 @@ def _settings(parser: argparse.ArgumentParser, editing: bool) -> None:
     parser.add_argument("--description", help="a sentence shown to members")
     parser.add_argument("--quota", type=resources, action=MergeResources, help=RESOURCES_HELP)
     parser.add_argument(
+        "--storage-quota",
+        metavar="BYTES",
+        help="bytes the VC may keep in the dataset store and its job folders (500Gi, 2T; 'none': no limit)",
+    )
+    parser.add_argument(
         "--user-cap",
         dest="user_caps",
         type=resources,
@@ -108,7 +113,17 @@ def create(args: Any, client: Any, out: Any) -> None:
         profiles=args.profiles,
         user_caps=args.user_caps,
     )
+    if args.storage_quota is not None:
+        vc = _set_storage_quota(client, args.name, args.storage_quota)
     out.show(vc, vc_details(vc))
+
+
+def _set_storage_quota(client: Any, name: str, value: str) -> Any:
+    """PATCH ``storage_quota`` (``none``: null, no limit); the platform parses the amount."""
+    from urllib.parse import quote
+
+    body = {"storage_quota": None if value.strip().lower() in ("none", "null", "") else value.strip()}
+    return client.request("PATCH", f"/vcs/{quote(name, safe='')}", json=body)
 
 
 def _edited(current: list[str], replace: list[str] | None, add: list[str], remove: list[str]):
@@ -134,9 +149,12 @@ def edit(args: Any, client: Any, out: Any) -> None:
         "groups": _edited(current.get("groups", []), args.groups, args.add_groups, args.remove_groups),
         "profiles": _edited(current.get("profiles", []), args.profiles, args.add_profiles, args.remove_profiles),
     }
-    if all(value is None for value in changes.values()):
-        raise UsageError("nothing to change: give --description, --quota, --group, ... (see --help)")
-    vc = client.update_vc(args.name, **changes)
+    if all(value is None for value in changes.values()) and args.storage_quota is None:
+        raise UsageError("nothing to change: give --description, --quota, --storage-quota, --group, ... (see --help)")
+    if any(value is not None for value in changes.values()):
+        vc = client.update_vc(args.name, **changes)
+    if args.storage_quota is not None:
+        vc = _set_storage_quota(client, args.name, args.storage_quota)
     out.show(vc, vc_details(vc))
 
 

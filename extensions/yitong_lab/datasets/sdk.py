@@ -167,7 +167,7 @@ class Datasets:
         root_dir = base_dir(root)
         bar = make(progress)
         try:
-            with open_cache(stat_cache) as cache, Uploader(self.client, bar) as uploader:
+            with open_cache(stat_cache) as cache, Uploader(self.client, bar, vc=ref.vc) as uploader:
                 files = scan(root)  # a path that is not there fails before the dataset is created
                 try:
                     info = self._get(self._base(ref))

@@ -82,7 +82,13 @@ def missing(client: Any, hashes: list[str]) -> set[str]:
     return out
 
 
-def upload_pack(client: Any, items: list[Item], progress: Any) -> None:
+def _for_vc(vc: str | None) -> dict[str, str]:
+    """The ``?vc=`` an upload names: the service checks it against the VC's storage quota
+    before any byte is written (413 with its sentence) and charges the VC for the bytes."""
+    return {"vc": vc} if vc else {}
+
+
+def upload_pack(client: Any, items: list[Item], progress: Any, vc: str | None = None) -> None:
     http, sent = client.http(), [0]
 
     def counted(n: int) -> None:
@@ -96,6 +102,7 @@ def upload_pack(client: Any, items: list[Item], progress: Any) -> None:
             client.url + "/objects/pack",
             content=pack_body(items, counted),
             headers={"Content-Type": "application/octet-stream", "Content-Length": str(body_length(items))},
+            params=_for_vc(vc),
             timeout=_timeout(),
         )
         client.check(response)
@@ -118,7 +125,7 @@ def _file_range(path: str, start: int, end: int, advance: Callable[[int], None])
             yield block
 
 
-def upload_large(client: Any, item: Item, progress: Any, block: int | None = None) -> None:
+def upload_large(client: Any, item: Item, progress: Any, block: int | None = None, vc: str | None = None) -> None:
     """Resumable upload: ask the service where it stands (HEAD), append from there (PATCH)."""
     import httpx
 
@@ -145,6 +152,7 @@ def upload_large(client: Any, item: Item, progress: Any, block: int | None = Non
             response = http.patch(
                 url,
                 content=_file_range(item.path, offset, end, advance),
+                params=_for_vc(vc),
                 timeout=_timeout(),
                 headers={
                     "Upload-Offset": str(offset),
@@ -221,9 +229,13 @@ class Uploader:
     reading the file again, and ``offer`` waits while more than ``held`` bytes of them are
     still on their way."""
 
-    def __init__(self, client: Any, progress: Any, workers: int = WORKERS, held: int = HELD) -> None:
+    def __init__(
+        self, client: Any, progress: Any, workers: int = WORKERS, held: int = HELD, vc: str | None = None
+    ) -> None:
         self.client = client
         self.progress = progress
+        # the VC the bytes are for (its storage quota); in a job, the job's own by default
+        self.vc = vc or os.environ.get("YITONG_VC") or None
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="yt-transfer")
         self._lock = threading.Condition()
         self._offered: set[str] = set()
@@ -274,7 +286,7 @@ class Uploader:
         todo = [item for item in items if item.hash in absent]
         self._release(item for item in items if item.hash not in absent)
         large = sorted((i for i in todo if i.size > LARGE), key=lambda i: -i.size)
-        tasks = [lambda i=i: upload_large(self.client, i, self._relay) for i in large]
+        tasks = [lambda i=i: upload_large(self.client, i, self._relay, vc=self.vc) for i in large]
         tasks += [lambda p=p: self._send_pack(p) for p in plan_packs([i for i in todo if i.size <= LARGE])]
         with self._lock:
             self._todo += [Item(i.hash, i.size, i.path) for i in todo]  # the bytes stay with the sends
@@ -282,7 +294,7 @@ class Uploader:
 
     def _send_pack(self, items: list[Item]) -> None:
         try:
-            upload_pack(self.client, items, self._relay)
+            upload_pack(self.client, items, self._relay, vc=self.vc)
         finally:
             self._release(items)
 

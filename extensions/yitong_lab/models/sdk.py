@@ -113,10 +113,10 @@ class Models:
         else:
             if path is None:
                 raise ValueError("give a directory (or file) to register, or job=")
-            body["files"] = self._upload(path, progress)
+            body["files"] = self._upload(path, progress, model.split("/", 1)[0] if "/" in model else None)
         return self.client.request("POST", _base(model) + "/versions", json=body)
 
-    def _upload(self, path: str | os.PathLike, progress: Any) -> builtins.list[dict[str, Any]]:
+    def _upload(self, path: str | os.PathLike, progress: Any, vc: str | None = None) -> builtins.list[dict[str, Any]]:
         """The manifest entries of ``path``, whose objects the store now has."""
         from yitong_lab.datasets.local import base_dir, local_path, scan
         from yitong_lab.datasets.packs import Item
@@ -128,7 +128,7 @@ class Models:
         root_dir = base_dir(root)
         bar = make(progress)
         try:
-            with open_cache(False) as cache, Uploader(self.client, bar) as uploader:
+            with open_cache(False) as cache, Uploader(self.client, bar, vc=vc) as uploader:
                 files = scan(root)
                 _, built = Datasets._local_manifest(root, files, cache, bar, memo=False)
                 manifest = built[0]

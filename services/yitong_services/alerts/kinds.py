@@ -74,6 +74,14 @@ KINDS: dict[str, Kind] = {
         low=1.0,
         promql="100 * yitong_vc_used$vc / (yitong_vc_quota$vc > 0) >= $threshold",
     ),
+    "storage_quota": Kind(
+        "a VC uses at least {threshold:g}% of its storage quota",
+        "%",
+        90.0,
+        low=1.0,
+        promql="100 * sum by (vc) (yitong_vc_storage_used_bytes$vc)"
+        " / on (vc) (yitong_vc_storage_quota_bytes$vc > 0) >= $threshold",
+    ),
     "service_down": Kind("a monitored service does not answer its scrape", "", None, per_vc=False, promql="up == 0"),
     "expression": Kind("a PromQL condition of the admin's", "", None),
 }

@@ -29,6 +29,7 @@ from ..models.rollout import Router
 from ..ops.culler import VCCuller
 from ..ops.monitor import Monitor
 from ..ops.reclaim import Reclaimer
+from ..ops.storage_walk import StorageWalk
 from ..routes import ROUTERS
 from ..routes.admin_page import router as admin_router
 from ..routes.common import Caller, require_admin
@@ -131,6 +132,7 @@ def create_app(
     )
 
     culler = VCCuller(ctx, settings.culling)
+    storage_walk = StorageWalk(ctx)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -152,9 +154,11 @@ def create_app(
         await monitor.start()
         await reclaimer.start()
         await culler.start()
+        await storage_walk.start()
         try:
             yield
         finally:
+            await storage_walk.stop()
             await culler.stop()
             await reclaimer.stop()
             await monitor.stop()
@@ -192,6 +196,7 @@ def create_app(
     app.state.monitor = monitor
     app.state.reclaimer = reclaimer
     app.state.culler = culler
+    app.state.storage_walk = storage_walk
     app.state.alerts = alerts
     app.state.oauth = hub_oauth(ctx) if hub.token else None
     errors.install(app)

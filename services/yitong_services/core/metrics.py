@@ -20,9 +20,10 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
 from ..datasets.models import Dataset, DatasetVersion, StoredObject
-from ..vcs.models import VC, Allocation
+from ..vcs.models import VC, Allocation, StorageMeasure
 from ..vcs.quantities import Resources, tidy
 from ..vcs.quota import total
+from ..vcs.storage import uses as storage_uses
 from . import exposition
 from .db import Database
 
@@ -106,7 +107,8 @@ class StateCollector(Collector):
 
 
 class StoreCollector(Collector):
-    """Datasets per VC, versions, and objects/bytes in the dataset store (loose and packed)."""
+    """Datasets per VC, versions, objects/bytes in the dataset store (loose and packed), each VC's
+    storage use and quota (vcs/storage.py) and the homes the storage walk measured."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -132,7 +134,30 @@ class StoreCollector(Collector):
             ):
                 objects.add_metric(["loose" if loose else "packed"], count)
                 size.add_metric(["loose" if loose else "packed"], int(total))
-        yield from (datasets, versions, objects, size)
+            storage = self._storage(s)
+        yield from (datasets, versions, objects, size, *storage)
+
+    @staticmethod
+    def _storage(s: Any) -> list[GaugeMetricFamily]:
+        used = GaugeMetricFamily(
+            "yitong_vc_storage_used_bytes",
+            "Bytes counted toward a VC's storage quota, by part: store (its objects), job_outputs (measured)",
+            labels=["vc", "part"],
+        )
+        quota = GaugeMetricFamily(
+            "yitong_vc_storage_quota_bytes", "A VC's storage quota (VCs that have one)", labels=["vc"]
+        )
+        homes = GaugeMetricFamily("yitong_home_bytes", "Bytes of a person's home, as last measured", labels=["user"])
+        vcs = list(s.scalars(select(VC).order_by(VC.name)))
+        for name, use in storage_uses(s, vcs).items():
+            used.add_metric([name, "store"], use["store"])
+            used.add_metric([name, "job_outputs"], use["job_outputs"])
+            if use["quota"] is not None:
+                quota.add_metric([name], use["quota"])
+        query = select(StorageMeasure.name, StorageMeasure.bytes).where(StorageMeasure.kind == "home")
+        for user, amount in s.execute(query.order_by(StorageMeasure.name)):
+            homes.add_metric([user], amount)
+        return [used, quota, homes]
 
 
 class Metrics:

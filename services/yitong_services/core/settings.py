@@ -75,6 +75,12 @@ class StorageSettings(BaseModel):
     gc_grace: float = Field(
         3600.0, ge=0, description="seconds before unreferenced new objects, temp and partial files may be collected"
     )
+    usage_interval: float = Field(
+        600.0,
+        ge=0,
+        description="seconds between walks that measure homes and job folders (job folders count toward their"
+        " VC's storage_quota; ops/storage_walk.py); 0: no walk",
+    )
 
 
 class JobsSettings(BaseModel):

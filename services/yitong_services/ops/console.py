@@ -248,3 +248,61 @@ def reclaim_policy(reclaim: Mapping[str, Any]) -> str:
         f"A server holding an accelerator, its kernels and terminals idle for {duration(int(reclaim['idle']))} {measured},"
         f" is warned, then stopped {duration(int(reclaim['grace']))} later; a busy kernel is never touched."
     )
+
+
+MONITORING = (("prometheus", "Prometheus"), ("alertmanager", "Alertmanager"), ("node_exporter", "node exporter"))
+
+
+def monitoring(status: Mapping[str, Any]) -> dict[str, Any]:
+    """The monitoring's line on the console's first page, from ``GET /alerts/status``: each
+    daemon's state, and in full what is wrong (a port another process holds: which daemon, which
+    port, who holds it, what to set)."""
+    parts = [
+        {"name": label, "state": status[key]["state"], "bad": status[key]["state"] in ("error", "exited")}
+        for key, label in MONITORING
+    ]
+    errors = [status[key]["detail"] for key, _ in MONITORING if status[key]["state"] == "error"]
+    return {"parts": parts, "errors": errors}
+
+
+def _bytes(amount: int | None) -> str:
+    return "" if amount is None else approx_amount("memory", amount)
+
+
+def storage_rows(vcs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The storage table: per VC, its quota, what counts toward it (store, job outputs) and the
+    share used; ``full`` at 100 % (vcs/storage.py)."""
+    rows = []
+    for vc in vcs:
+        use = vc["storage"]
+        quota = use["quota"]
+        share = round(100 * use["used"] / quota) if quota else None
+        rows.append(
+            {
+                "name": vc["name"],
+                "quota": _bytes(quota) if quota is not None else "no limit",
+                "store": _bytes(use["store"]),
+                "job_outputs": _bytes(use["job_outputs"]),
+                "used": _bytes(use["used"]),
+                "share": "" if share is None else f"{share}%",
+                "full": quota is not None and use["used"] >= quota,
+            }
+        )
+    return rows
+
+
+def home_rows(homes: Iterable[Mapping[str, Any]], shown: int = 20) -> list[dict[str, Any]]:
+    """The largest ``shown`` homes as the storage walk measured them, largest first."""
+    ordered = sorted(homes, key=lambda h: (-int(h["bytes"]), h["name"]))[:shown]
+    return [{"name": h["name"], "bytes": _bytes(int(h["bytes"])), "files": h["files"]} for h in ordered]
+
+
+def walk_note(measured: Any, homes: int, jobs: int, interval: float) -> str:
+    """One sentence on the storage walk (ops/storage_walk.py): what it last measured, and when."""
+    if not interval:
+        return "The storage walk is off (storage.usage_interval is 0): homes and job folders are not measured."
+    every = f"it runs every {duration(int(interval))}"
+    if measured is None:
+        return f"The storage walk has not measured anything yet; {every}."
+    stamp = measured.strftime("%Y-%m-%d %H:%M:%S UTC") if hasattr(measured, "strftime") else str(measured)
+    return f"Homes and job folders measured {stamp} ({homes} homes, {jobs} job folders); {every}."

@@ -28,7 +28,8 @@ from ..core.oauth import login_redirect
 from ..hpo.models import Experiment
 from ..jobs.models import Job
 from ..ops import console
-from ..vcs.models import VC, Allocation, Profile
+from ..vcs.models import VC, Allocation, Profile, StorageMeasure
+from ..vcs.storage import uses as storage_uses
 from ..vcs.views import allocation_dict, allocations_by_vc, profile_dict, vc_dict
 
 router = APIRouter(include_in_schema=False)
@@ -78,14 +79,24 @@ def _page(ctx: Context, caller: str, token: str, template: str, active: str, tit
 def _catalogue(ctx: Context) -> dict[str, Any]:
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
-        vcs = [vc_dict(vc, by_vc.get(vc.name, [])) for vc in s.scalars(select(VC).order_by(VC.name))]
+        rows = list(s.scalars(select(VC).order_by(VC.name)))
+        stored = storage_uses(s, rows)
+        vcs = [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name]) for vc in rows]
+        measures = list(s.scalars(select(StorageMeasure)))
+        homes = [{"name": m.name, "bytes": m.bytes, "files": m.files} for m in measures if m.kind == "home"]
+        walked = console.walk_note(
+            max((m.measured for m in measures), default=None),
+            len(homes),
+            len(measures) - len(homes),
+            ctx.settings.storage.usage_interval,
+        )
         profiles = [profile_dict(p) for p in s.scalars(select(Profile).order_by(Profile.name))]
     offered: dict[str, list[str]] = {}
     for vc in vcs:
         for p in vc["profiles"]:
             offered.setdefault(p, []).append(vc["name"])
     names = console.resource_names(ctx.inventory, ctx.settings.devices, *(vc["quota"] for vc in vcs))
-    return {"vcs": vcs, "profiles": profiles, "offered": offered, "resources": names}
+    return {"vcs": vcs, "profiles": profiles, "offered": offered, "resources": names, "homes": homes, "walked": walked}
 
 
 def _index(ctx: Context, caller: str, token: str) -> Response:
@@ -106,6 +117,9 @@ def _index(ctx: Context, caller: str, token: str) -> Response:
         backend=ctx.settings.backend,
         inventory=console.described(ctx.inventory),
         confinement=describe(ctx.settings) if ctx.settings.backend == "local" else None,
+        storage=console.storage_rows(cat["vcs"]),
+        homes=console.home_rows(cat["homes"]),
+        storage_note=cat["walked"],
     )
 
 
