@@ -1,5 +1,6 @@
 """``<base_url>code-server/`` before code-server is there: the launcher (a real subprocess,
-real HTTP) serves its install's progress and then execs code-server on the same port, and a
+real HTTP on a unix socket) serves its install's progress and then execs code-server on the same
+socket, and a
 real Jupyter server with jupyter-server-proxy answers ``code-server/`` and ``tensorboard/``
 with a sentence, not a 500, when the program is not installed.
 
@@ -9,6 +10,7 @@ pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py."""
 import asyncio
 import fcntl
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -17,9 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_jupyter.jupyter_server as _pj
-from helpers import free_port
 
-from yitong_lab.proxies import code_server
+from yitong_lab.proxies import code_server, tensorboard
 
 globals().update(
     {
@@ -31,25 +32,34 @@ globals().update(
 
 STAND_IN = """#!{python}
 import json, os, sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
-host, port = sys.argv[sys.argv.index("--bind-addr") + 1].split(":")
+from http.server import BaseHTTPRequestHandler
+from socketserver import UnixStreamServer
+path = sys.argv[sys.argv.index("--socket") + 1]
 class H(BaseHTTPRequestHandler):
+    def address_string(self):
+        return "unix"
     def do_GET(self):
         body = json.dumps({{"argv": sys.argv[1:], "pid": os.getpid()}}).encode()
         self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
-HTTPServer((host, int(port)), H).serve_forever()
+if os.path.exists(path):
+    os.unlink(path)  # as code-server does
+server = UnixStreamServer(path, H)
+os.chmod(path, int(sys.argv[sys.argv.index("--socket-mode") + 1], 8))
+server.serve_forever()
 """
 
 
-def get(url: str) -> httpx.Response:
+def get(socket: Path, path: str = "/") -> httpx.Response:
     deadline = time.monotonic() + 60  # the launcher is an interpreter's start away
     while time.monotonic() < deadline:
         try:
-            return httpx.get(url, timeout=5)
+            return httpx.Client(transport=httpx.HTTPTransport(uds=str(socket))).get(
+                f"http://localhost{path}", timeout=5
+            )
         except httpx.TransportError:
             time.sleep(0.1)
-    raise TimeoutError(url)
+    raise TimeoutError(f"{socket}{path}")
 
 
 def test_progress_then_code_server(tmp_path):
@@ -58,7 +68,7 @@ def test_progress_then_code_server(tmp_path):
     partial.mkdir(parents=True)
     with open(partial / "blob", "wb") as blob:
         blob.truncate(code_server.INSTALLED_BYTES // 4)  # sparse
-    port = free_port()
+    socket = tmp_path / "code-server.sock"
     with open(f"{prefix}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # an install under way, as the script holds it
         launcher = subprocess.Popen(
@@ -66,18 +76,19 @@ def test_progress_then_code_server(tmp_path):
                 sys.executable,
                 "-m",
                 "yitong_lab.proxies.code_server_launch",
-                "--port",
-                str(port),
+                "--socket",
+                str(socket),
                 "--prefix",
                 str(prefix),
                 str(tmp_path / "home <x>"),
             ]
         )
         try:
-            page = get(f"http://127.0.0.1:{port}/")
+            page = get(socket)
             assert page.status_code == 200 and 'id="yt-code-server-install"' in page.text
             assert 'data-state="installing"' in page.text and "25%" in page.text
-            assert get(f"http://127.0.0.1:{port}/?progress").json() == {
+            assert stat.S_IMODE(socket.stat().st_mode) == 0o600  # only its account connects
+            assert get(socket, "/?progress").json() == {
                 "marker": "yt-code-server-install",
                 "state": "installing",
                 "percent": 25,
@@ -93,24 +104,28 @@ def test_progress_then_code_server(tmp_path):
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
                 try:
-                    answer = httpx.get(f"http://127.0.0.1:{port}/?progress", timeout=5)
+                    answer = get(socket, "/?progress")
                     if "yt-code-server-install" not in answer.text:
                         break
-                except httpx.TransportError:
-                    pass  # between the page and code-server: the port is free for a moment
+                except TimeoutError:
+                    pass
                 time.sleep(0.2)
             reply = answer.json()
             assert reply["pid"] == launcher.pid  # exec'd, so jupyter-server-proxy still holds its process
             assert reply["argv"] == [
                 "--auth",
                 "none",
-                "--bind-addr",
-                f"127.0.0.1:{port}",
+                "--socket",
+                str(socket),
+                "--socket-mode",
+                "600",
+                "--disable-proxy",
                 "--disable-telemetry",
                 "--disable-update-check",
                 "--disable-workspace-trust",
                 str(tmp_path / "home <x>"),
             ]
+            assert stat.S_IMODE(socket.stat().st_mode) == 0o600
         finally:
             launcher.terminate()
             launcher.wait(10)
@@ -119,13 +134,13 @@ def test_progress_then_code_server(tmp_path):
 def test_failed_install_says_so_escaped(tmp_path):
     prefix = tmp_path / "code-server"
     Path(f"{prefix}.failed").write_text("code-server install failed (exit 1) <script>")
-    port = free_port()
+    socket = tmp_path / "code-server.sock"
     launcher = subprocess.Popen(
-        [sys.executable, "-m", "yitong_lab.proxies.code_server_launch", "--port", str(port)]
+        [sys.executable, "-m", "yitong_lab.proxies.code_server_launch", "--socket", str(socket)]
         + ["--prefix", str(prefix), str(tmp_path)]
     )
     try:
-        page = get(f"http://127.0.0.1:{port}/")
+        page = get(socket)
         assert page.status_code == 503
         assert "Installing VS Code failed" in page.text and "make code-server" in page.text
         assert page.text.count("<script>") == 1  # the page's own
@@ -145,10 +160,11 @@ async def jp_asyncio_loop():
 
 @pytest.fixture
 def jp_server_config(tmp_path, monkeypatch):
-    # code-server neither in a (fresh) .tools nor on PATH, tensorboard not on PATH (the venv's bin
-    # is left out): the proxy entries are read at start-up
+    # code-server neither in a (fresh) .tools nor on PATH, tensorboard not importable (as in a
+    # server's Python without it): the proxy entries are read at start-up
     monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(tmp_path / "tools" / "code-server"))
     monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", "/bin"]))
+    monkeypatch.setattr(tensorboard, "installed", lambda: False)
     assert code_server.install_state(tmp_path / "tools" / "code-server").state == "absent"
     return {"ServerApp": {"jpserver_extensions": {"yitong_lab": True, "jupyter_server_proxy": True}}}
 

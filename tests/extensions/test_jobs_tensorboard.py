@@ -1,16 +1,20 @@
 """TensorBoard on a job's outputs: the server extension's ``yitong/jobs/<id>/tensorboard`` route in a
-real Jupyter server (pytest-jupyter) with jupyter-server-proxy, a real ``tensorboard`` process and
-an event file written by ``torch.utils.tensorboard.SummaryWriter``; the job comes from the stand-in
-platform API (conftest)."""
+real Jupyter server (pytest-jupyter) with jupyter-server-proxy, a real TensorBoard process (on a
+unix socket, ``yitong_lab.proxies.tensorboard_socket``) and an event file written by
+``torch.utils.tensorboard.SummaryWriter``; the job comes from the stand-in platform API (conftest)."""
 
 import asyncio
 import json
-import shutil
+import os
+import stat
+import sys
+from pathlib import Path
 
 import pytest
 import pytest_jupyter.jupyter_server as _pj
 from tornado.httpclient import HTTPClientError
 
+from yitong_lab import proxies
 from yitong_lab.proxies import tensorboard as tb
 
 globals().update(
@@ -21,7 +25,7 @@ globals().update(
     }
 )
 
-HAVE_TENSORBOARD = tb.find_tensorboard() is not None
+HAVE_TENSORBOARD = tb.installed()
 
 
 @pytest.fixture
@@ -63,18 +67,21 @@ def outputs(tmp_path):
 
 
 def test_command_builders():
-    assert tb.job_board_path("/user/alice/", 6123) == "/user/alice/proxy/absolute/6123/"
-    assert tb.job_board_path("/", 6123) == "/proxy/absolute/6123/"
-    assert tb.job_board_command("/bin/tensorboard", "/srv/jobs/1/outputs", 6123, "/user/alice/") == [
-        "/bin/tensorboard",
+    assert tb.job_board_path("/user/alice/", 12) == "/user/alice/yitong/jobs/12/tensorboard/"
+    assert tb.job_board_path("/", 12) == "/yitong/jobs/12/tensorboard/"
+    assert tb.board_launcher("/py") == (
+        ["/py", "-m", "yitong_lab.proxies.tensorboard_socket"] if HAVE_TENSORBOARD else None
+    )
+    assert tb.job_board_command(["/py", "-m", "tbs"], "/srv/jobs/1/outputs", "/tmp/s/tb.sock", "/user/alice/", 12) == [
+        "/py",
+        "-m",
+        "tbs",
+        "--socket",
+        "/tmp/s/tb.sock",
         "--logdir",
         "/srv/jobs/1/outputs",
-        "--port",
-        "6123",
-        "--host",
-        "127.0.0.1",
         "--path_prefix",
-        "/user/alice/proxy/absolute/6123",
+        "/user/alice/yitong/jobs/12/tensorboard",
         "--reload_interval",
         "15",
     ]
@@ -92,8 +99,10 @@ async def test_route_starts_tensorboard_behind_the_proxy(
     )
     assert response.code == 302
     location = response.headers["Location"]
-    port = boards.boards[job["id"]].port
-    assert location == f"/user/alice/proxy/absolute/{port}/"
+    assert location == f"/user/alice/yitong/jobs/{job['id']}/tensorboard/"
+    socket = Path(boards.boards[job["id"]].socket)  # a unix socket only this server's account opens
+    assert socket.parent == proxies.private_dir() and stat.S_ISSOCK(socket.stat().st_mode)
+    assert stat.S_IMODE(socket.stat().st_mode) == 0o600 and stat.S_IMODE(socket.parent.stat().st_mode) == 0o700
     assert yt_env.requests[-1][:3] == ("GET", f"/services/yitong/api/v1/jobs/{job['id']}", "token alice-token")
 
     page = await http_server_client.fetch(location, headers=jp_auth_header)  # TensorBoard, through the proxy
@@ -120,6 +129,13 @@ async def test_route_starts_tensorboard_behind_the_proxy(
         await http_server_client.fetch(location, headers={"Authorization": ""}, follow_redirects=False)
     assert info.value.code in (302, 403)
 
+    with pytest.raises(HTTPClientError) as info:  # a job whose board is not running: where to start it
+        await http_server_client.fetch("/user/alice/yitong/jobs/999/tensorboard/", headers=jp_auth_header)
+    assert info.value.code == 404
+    assert b"no TensorBoard runs for job 999 in this server: open /user/alice/yitong/jobs/999/tensorboard" in (
+        info.value.response.body
+    )
+
 
 async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monkeypatch):
     job = yt_env.jobs.add(state="running", _outputs=str(outputs))
@@ -138,7 +154,7 @@ async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monke
         "that this server can see yet"
     )
 
-    monkeypatch.setattr(tb, "find_tensorboard", lambda: None)
+    monkeypatch.setattr(tb, "board_launcher", lambda: None)
     with pytest.raises(HTTPClientError) as info:
         await jp_fetch("yitong", "jobs", str(job["id"]), "tensorboard", follow_redirects=False)
     assert info.value.code == 501
@@ -148,15 +164,15 @@ async def test_route_refusals(yt_env, jp_fetch, boards, outputs, tmp_path, monke
 
 async def test_board_limit_and_restart(tmp_path, outputs):
     """Least recently used boards stop first; a board whose process died is started again."""
-    fake = tmp_path / "fake-tensorboard"
+    fake = tmp_path / "fake-tensorboard.py"
     fake.write_text(
-        "#!/bin/sh\n" + f"exec {shutil.which('python3') or 'python3'} -c '"
-        'import socket,sys; a=sys.argv; p=int(a[a.index("--port")+1]); s=socket.socket(); '
-        's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", p)); s.listen(); '
-        'import time; time.sleep(60)\' "$@"\n'
+        "import socket, sys, time\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        's.bind(sys.argv[sys.argv.index("--socket") + 1])\n'
+        "s.listen()\n"
+        "time.sleep(60)\n"
     )
-    fake.chmod(0o755)
-    boards = tb.JobBoards("/user/alice/", executable=str(fake))
+    boards = tb.JobBoards("/user/alice/", launcher=[sys.executable, str(fake)])
     boards.limit = 2
     try:
         first = await boards.url(1, str(outputs))
@@ -164,19 +180,24 @@ async def test_board_limit_and_restart(tmp_path, outputs):
         assert await boards.url(1, str(outputs)) == first  # reused, and now the most recent
         await boards.url(3, str(outputs))
         assert sorted(boards.boards) == [1, 3]
-        boards.boards[1].process.kill()
-        await boards.boards[1].process.wait()
-        assert await boards.url(1, str(outputs)) != first
+        old = boards.boards[1]
+        old.process.kill()
+        await old.process.wait()
+        assert boards.socket_of(1) is None
+        assert await boards.url(1, str(outputs)) == first  # the same path, a new process and socket
+        assert boards.boards[1].socket != old.socket and boards.socket_of(1) == boards.boards[1].socket
+        sockets = [board.socket for board in boards.boards.values()]
     finally:
         await boards.stop_all()
     assert boards.boards == {} and not tb._PIDS
+    assert not any(os.path.exists(socket) for socket in sockets)  # removed with their boards
 
 
 async def test_board_that_fails_to_start(tmp_path, outputs):
     broken = tmp_path / "broken"
     broken.write_text("#!/bin/sh\necho 'E0101 no such flag --path_prefix' >&2\nexit 2\n")
     broken.chmod(0o755)
-    boards = tb.JobBoards("/", executable=str(broken))
+    boards = tb.JobBoards("/", launcher=[str(broken)])
     with pytest.raises(tb.BoardError) as info:
         await boards.url(1, str(outputs))
     assert info.value.status == 500 and "no such flag --path_prefix" in str(info.value)

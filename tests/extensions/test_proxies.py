@@ -3,6 +3,8 @@
 import contextlib
 import dataclasses
 import fcntl
+import os
+import stat
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -10,7 +12,8 @@ from pathlib import Path
 import pytest
 from jupyter_server_proxy.config import ServerProcess
 
-from yitong_lab.proxies import code_server, code_server_launch, tensorboard
+from yitong_lab import proxies
+from yitong_lab.proxies import code_server, code_server_launch, tensorboard, tensorboard_socket
 
 
 def render(command, **args):
@@ -25,12 +28,12 @@ def test_code_server(monkeypatch, tmp_path):
     monkeypatch.setattr(code_server.shutil, "which", lambda name: f"/opt/bin/{name}")
     config = code_server.setup_code_server()
     # always the launcher on this Python: it execs code-server, or serves its install's progress
-    assert render(config["command"], port=4321) == [
+    assert render(config["command"], unix_socket="/tmp/yt-web-x/code-server.sock") == [
         sys.executable,
         "-m",
         "yitong_lab.proxies.code_server_launch",
-        "--port",
-        "4321",
+        "--socket",
+        "/tmp/yt-web-x/code-server.sock",
         "--prefix",
         str(prefix),
         str(tmp_path / "{odd}"),
@@ -38,16 +41,30 @@ def test_code_server(monkeypatch, tmp_path):
     assert config["launcher_entry"]["enabled"] is True
     assert config["launcher_entry"]["title"] == "VS Code"
     assert "absolute_url" not in config
+    assert_private_socket(config["unix_socket"], "code-server")
     assert Path(config["launcher_entry"]["icon_path"]).read_text().startswith("<svg")
 
 
+def assert_private_socket(path: str, name: str) -> None:
+    """The entry's socket is in this process's folder, 0700 and its own, whose path fits a socket."""
+    folder = Path(path).parent
+    assert Path(path).name == f"{name}.sock" and len(path) < 108
+    info = folder.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.geteuid()
+    assert folder == proxies.private_dir()
+
+
 def test_code_server_command():
-    assert code_server.code_server_command("/t/bin/code-server", "/home/alice", 4321) == [
+    # a socket only its account opens; no port, and none of code-server's own port proxying
+    assert code_server.code_server_command("/t/bin/code-server", "/home/alice", "/tmp/s/cs.sock") == [
         "/t/bin/code-server",
         "--auth",
         "none",
-        "--bind-addr",
-        "127.0.0.1:4321",
+        "--socket",
+        "/tmp/s/cs.sock",
+        "--socket-mode",
+        "600",
+        "--disable-proxy",
         "--disable-telemetry",
         "--disable-update-check",
         "--disable-workspace-trust",
@@ -108,22 +125,23 @@ def test_install_state_falls_back_to_path(tmp_path):
 
 
 def test_tensorboard(monkeypatch, tmp_path):
-    monkeypatch.setattr(tensorboard.shutil, "which", lambda name: f"/opt/bin/{name}")
+    monkeypatch.setattr(tensorboard, "installed", lambda: True)
     monkeypatch.setenv("YITONG_TB_LOGDIR", str(tmp_path))
     config = tensorboard.setup_tensorboard()
-    assert render(config["command"], port=6006, base_url="/user/alice/") == [
-        "/opt/bin/tensorboard",
+    assert render(config["command"], unix_socket="/tmp/s/tb.sock", base_url="/user/alice/") == [
+        sys.executable,
+        "-m",
+        "yitong_lab.proxies.tensorboard_socket",
+        "--socket",
+        "/tmp/s/tb.sock",
         "--logdir",
         str(tmp_path),
-        "--port",
-        "6006",
-        "--host",
-        "127.0.0.1",
         "--path_prefix",
         "/user/alice/tensorboard",
         "--reload_interval",
         "15",
     ]
+    assert_private_socket(config["unix_socket"], "tensorboard")
     assert config["absolute_url"] is True
     assert config["launcher_entry"]["enabled"] is True
     assert config["launcher_entry"]["path_info"] == "tensorboard/"
@@ -132,21 +150,23 @@ def test_tensorboard(monkeypatch, tmp_path):
 def test_tensorboard_defaults(monkeypatch):
     monkeypatch.delenv("YITONG_TB_LOGDIR", raising=False)
     monkeypatch.setenv("HOME", "/home/alice")
-    monkeypatch.setattr(tensorboard.shutil, "which", lambda name: f"/opt/bin/{name}")
-    assert tensorboard.setup_tensorboard()["command"][1:3] == ["--logdir", "/home/alice"]
+    monkeypatch.setattr(tensorboard, "installed", lambda: True)
+    command = tensorboard.setup_tensorboard()["command"]
+    assert command[command.index("--logdir") + 1] == "/home/alice"
 
 
 def test_tensorboard_absent(monkeypatch):
-    monkeypatch.setattr(tensorboard.shutil, "which", lambda name: None)
+    monkeypatch.setattr(tensorboard, "installed", lambda: False)
     config = tensorboard.setup_tensorboard()
-    assert render(config["command"], port=6006) == [
+    assert render(config["command"], unix_socket="/tmp/s/tb.sock") == [
         sys.executable,
         "-m",
         "yitong_lab.proxies.absent",
-        "--port",
-        "6006",
+        "--socket",
+        "/tmp/s/tb.sock",
         tensorboard.NOT_INSTALLED,
     ]
+    assert_private_socket(config["unix_socket"], "tensorboard")
     assert config["launcher_entry"]["enabled"] is False
 
 
@@ -157,9 +177,22 @@ def test_entry_points_resolve(name):
     # "VS Code (installing, 40%)" while `make run`'s background install is under way
     assert process.launcher_entry.title.split(" (installing")[0] in ("VS Code", "TensorBoard")
     assert process.launcher_entry.path_info == f"{name}/"
+    assert process.unix_socket == proxies.socket_path(name)  # never a TCP port
 
 
 def test_code_server_keeps_this_servers_environment():
     # VSCODE_CLI=1: VS Code does not swap in a login shell's environment (its /etc/profile PATH)
     env = code_server_launch.code_server_env({"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice"})
     assert env == {"PATH": "/venv/bin:/usr/bin", "HOME": "/home/alice", "VSCODE_CLI": "1"}
+
+
+def test_tensorboard_socket_argv():
+    # the fast loader's data server would listen on a localhost port: always off, and last, so it wins
+    assert tensorboard_socket.tensorboard_argv(["--logdir", "/x", "--load_fast", "true"]) == [
+        "tensorboard",
+        "--logdir",
+        "/x",
+        "--load_fast",
+        "true",
+        "--load_fast=false",
+    ]

@@ -1,6 +1,6 @@
 """What a proxy entry runs when its program is not installed:
-``python -m yitong_lab.proxies.absent --port PORT SENTENCE`` answers every request on
-127.0.0.1:PORT with 503 and that sentence, so ``<base_url><name>/`` says what is missing
+``python -m yitong_lab.proxies.absent --socket PATH SENTENCE`` answers every request on the
+unix socket PATH (mode 0600) with 503 and that sentence, so ``<base_url><name>/`` says what is missing
 instead of jupyter-server-proxy's 500 from a FileNotFoundError.
 """
 
@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import sys
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
+from socketserver import UnixStreamServer
 
 from yitong_lab.proxies import escape_template
 
 
 def absent_command(sentence: str, python: str = sys.executable) -> list[str]:
-    return [python, "-m", "yitong_lab.proxies.absent", "--port", "{port}", escape_template(sentence)]
+    return [python, "-m", "yitong_lab.proxies.absent", "--socket", "{unix_socket}", escape_template(sentence)]
 
 
 def absent_page(sentence: str) -> bytes:
@@ -29,12 +31,15 @@ def absent_page(sentence: str) -> bytes:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--socket", required=True, help="the unix socket to listen on")
     parser.add_argument("sentence")
     args = parser.parse_args(argv)
     body = absent_page(args.sentence)
 
     class Handler(BaseHTTPRequestHandler):
+        def address_string(self) -> str:
+            return "unix"
+
         def do_GET(self) -> None:
             self.send_response(503)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -45,7 +50,13 @@ def main(argv: list[str] | None = None) -> None:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    HTTPServer(("127.0.0.1", args.port), Handler).serve_forever()
+    if os.path.exists(args.socket):
+        os.unlink(args.socket)
+    server = UnixStreamServer(args.socket, Handler, bind_and_activate=False)
+    server.server_bind()
+    os.chmod(args.socket, 0o600)
+    server.server_activate()
+    server.serve_forever()
 
 
 if __name__ == "__main__":

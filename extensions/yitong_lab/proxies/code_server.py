@@ -9,7 +9,8 @@ starts in the background: scripts/install-code-server.sh), else ``code-server`` 
 images). The proxy's command is always :mod:`yitong_lab.proxies.code_server_launch` on this
 Python, never the binary itself: it execs code-server when it is there and otherwise serves a
 small page saying how far its install is (or that it is not installed), so opening
-``<base_url>code-server/`` is never a 500 from a missing program.
+``<base_url>code-server/`` is never a 500 from a missing program. Both listen on the same unix
+socket in the server's private folder (``yitong_lab.proxies.private_dir``), never on a port.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yitong_lab.proxies import ICONS, escape_template
+from yitong_lab.proxies import ICONS, escape_template, socket_path
 
 NAME = "code-server"
 # <checkout>/.tools/code-server (this package lives in <checkout>/extensions/yitong_lab)
@@ -42,13 +43,20 @@ class InstallState:
     detail: str = ""
 
 
-def code_server_command(executable: str, workdir: str, port: int | str) -> list[str]:
+def code_server_command(executable: str, workdir: str, socket: str) -> list[str]:
+    """code-server on a unix socket only its account can open (``--socket-mode 600``, in the
+    server's 0700 folder): ``--auth none`` is safe because only the server's proxy, behind the
+    hub's login, connects. ``--disable-proxy``: code-server's own ``proxy/<port>/`` routes would
+    forward the person's cookies to any local port, around the server's check of its ports."""
     return [
         executable,
         "--auth",
         "none",
-        "--bind-addr",
-        f"127.0.0.1:{port}",
+        "--socket",
+        socket,
+        "--socket-mode",
+        "600",
+        "--disable-proxy",
         "--disable-telemetry",
         "--disable-update-check",
         "--disable-workspace-trust",  # the person's own home: no "trust the authors?" dialog
@@ -57,13 +65,13 @@ def code_server_command(executable: str, workdir: str, port: int | str) -> list[
 
 
 def launch_command(workdir: str, prefix: Path, python: str = sys.executable) -> list[str]:
-    """The proxy's command: the launcher on this Python (``{port}`` filled by the proxy)."""
+    """The proxy's command: the launcher on this Python (``{unix_socket}`` filled by the proxy)."""
     return [
         python,
         "-m",
         "yitong_lab.proxies.code_server_launch",
-        "--port",
-        "{port}",
+        "--socket",
+        "{unix_socket}",
         "--prefix",
         escape_template(str(prefix)),
         escape_template(workdir),
@@ -130,6 +138,7 @@ def setup_code_server() -> dict[str, Any]:
     workdir = os.environ.get("YITONG_CODE_SERVER_WORKDIR") or os.path.expanduser("~")
     return {
         "command": launch_command(workdir, prefix),
+        "unix_socket": socket_path(NAME),
         "timeout": 30,
         "new_browser_tab": True,
         "launcher_entry": {

@@ -1,10 +1,10 @@
 """What jupyter-server-proxy runs for ``<base_url>code-server/``:
-``python -m yitong_lab.proxies.code_server_launch --port PORT --prefix PREFIX WORKDIR``.
+``python -m yitong_lab.proxies.code_server_launch --socket PATH --prefix PREFIX WORKDIR``.
 
-code-server there (:func:`code_server.install_state`): exec it on PORT. Not yet: serve a small
-page on PORT (127.0.0.1) that says how far its install is and polls; once the install is done,
-stop serving and exec code-server on the same port; the page sees a different answer and
-reloads into VS Code. Not installed and no install running: the same page, 503, says how to
+code-server there (:func:`code_server.install_state`): exec it on the unix socket PATH. Not yet:
+serve a small page on PATH (mode 0600, in the server's 0700 folder) that says how far its install
+is and polls; once the install is done, stop serving and exec code-server on the same socket;
+the page sees a different answer and reloads into VS Code. Not installed and no install running: the same page, 503, says how to
 install it. Nothing is installed from here: a person's server does not write to the checkout.
 """
 
@@ -17,8 +17,9 @@ import os
 import sys
 import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from socketserver import ThreadingMixIn, UnixStreamServer
 
 from yitong_lab.proxies.code_server import InstallState, code_server_command, install_state
 
@@ -65,7 +66,7 @@ setInterval(async () => {{
     document.querySelector("progress").value = s.percent;
     document.querySelector("progress").hidden = s.state !== "installing";
     document.getElementById("yt-message").textContent = s.message;
-  }} catch (e) {{ /* VS Code starting on this port: try again */ }}
+  }} catch (e) {{ /* VS Code starting on this socket: try again */ }}
 }}, {int(POLL_SECONDS * 1000)});
 </script></body></html>
 """
@@ -75,17 +76,36 @@ def progress_json(state: InstallState) -> str:
     return json.dumps({"marker": MARKER, "state": state.state, "percent": state.percent, "message": message(state)})
 
 
-class Waiting(ThreadingHTTPServer):
+class Waiting(ThreadingMixIn, UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, port: int, prefix: Path):
+    def __init__(self, socket: str, prefix: Path):
         self.prefix = prefix
         self.state = install_state(prefix)
-        super().__init__(("127.0.0.1", port), Handler)
+        unlink_stale(socket)
+        super().__init__(socket, Handler, bind_and_activate=False)
+        try:
+            self.server_bind()
+            os.chmod(socket, 0o600)
+            self.server_activate()
+        except BaseException:
+            self.server_close()
+            raise
+
+
+def unlink_stale(socket: str) -> None:
+    """A socket left by an earlier launcher of this server (code-server removes its own too)."""
+    try:
+        os.unlink(socket)
+    except FileNotFoundError:
+        pass
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: Waiting
+    server: Waiting  # type: ignore[assignment]
+
+    def address_string(self) -> str:
+        return "unix"  # a unix socket's peer has no address
 
     def do_GET(self) -> None:
         state = self.server.state
@@ -105,9 +125,9 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-def wait_for_install(port: int, prefix: Path) -> InstallState:
-    """Serve the page on ``port`` until code-server is installed; returns that state."""
-    server = Waiting(port, prefix)
+def wait_for_install(socket: str, prefix: Path) -> InstallState:
+    """Serve the page on ``socket`` until code-server is installed; returns that state."""
+    server = Waiting(socket, prefix)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     stop = threading.Event()
@@ -118,6 +138,7 @@ def wait_for_install(port: int, prefix: Path) -> InstallState:
     finally:
         server.shutdown()
         server.server_close()
+        unlink_stale(socket)
     return server.state
 
 
@@ -130,16 +151,16 @@ def code_server_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--socket", required=True, help="the unix socket to listen on")
     parser.add_argument("--prefix", type=Path, required=True, help="where make code-server installs it")
     parser.add_argument("workdir")
     args = parser.parse_args(argv)
     state = install_state(args.prefix)
     if state.state != "installed":
-        state = wait_for_install(args.port, args.prefix)
+        state = wait_for_install(args.socket, args.prefix)
     assert state.executable is not None
     sys.stdout.flush()
-    command = code_server_command(state.executable, args.workdir, args.port)
+    command = code_server_command(state.executable, args.workdir, args.socket)
     os.execve(command[0], command, code_server_env(os.environ))
 
 

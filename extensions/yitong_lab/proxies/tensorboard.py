@@ -1,49 +1,56 @@
 """TensorBoard behind ``<base_url>tensorboard/``, and one TensorBoard per job.
 
 TensorBoard builds absolute links from ``--path_prefix``, so the proxy passes the absolute
-URL (``absolute_url: True``) and the prefix is ``{base_url}tensorboard``. It listens on
-127.0.0.1 only (``--host``; ``--bind_all`` is a plain on/off switch and stays off).
-Settings: ``YITONG_TB_LOGDIR`` (default: home). Not installed: the path answers 503 with a
-sentence (:mod:`yitong_lab.proxies.absent`), the launcher card is hidden.
+URL (``absolute_url: True``) and the prefix is ``{base_url}tensorboard``. It listens on a unix
+socket in the server's 0700 folder (:mod:`yitong_lab.proxies.tensorboard_socket`, TensorBoard's
+own app on another server class), never on a TCP port, so only the server's proxy (behind the
+hub's login) reaches it. Settings: ``YITONG_TB_LOGDIR`` (default: home). Not installed in this
+server's Python: the path answers 503 with a sentence (:mod:`yitong_lab.proxies.absent`), the
+launcher card is hidden.
 
 Per job (:class:`JobBoards`, used by the server extension's ``yitong/jobs/<id>/tensorboard``
-route): ``tensorboard --logdir <the job's outputs> --port <free> --path_prefix
-<base_url>proxy/absolute/<port>`` on 127.0.0.1, reached through jupyter-server-proxy's
-``proxy/absolute/<port>/`` (which passes the full path, as ``--path_prefix`` expects, and
-needs the same login as the server). One process per job, reused; at most
-:attr:`JobBoards.limit`, the least recently used stopped first; all stopped at exit.
+route): one TensorBoard on the job's outputs, on a socket of its own in the same folder, with
+``--path_prefix <base_url>yitong/jobs/<id>/tensorboard``; the server extension proxies
+``yitong/jobs/<id>/tensorboard/...`` to that socket (``yitong_lab.server.board_proxy``), behind
+the same login as the server. One process per job, reused; at most :attr:`JobBoards.limit`, the
+least recently used stopped first; all stopped at exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import importlib.util
 import os
-import shutil
+import secrets
 import signal
-import socket
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from yitong_lab.proxies import ICONS, escape_template
+from yitong_lab.proxies import ICONS, escape_template, socket_path
 from yitong_lab.proxies.absent import absent_command
 
 NAME = "tensorboard"
+LAUNCHER = "yitong_lab.proxies.tensorboard_socket"
 
 
-def tensorboard_command(executable: str, logdir: str) -> list[str]:
+def installed() -> bool:
+    """Whether this server's Python can import TensorBoard (the launcher runs it in-process)."""
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def tensorboard_command(logdir: str, python: str = sys.executable) -> list[str]:
     return [
-        executable,
+        python,
+        "-m",
+        LAUNCHER,
+        "--socket",
+        "{unix_socket}",
         "--logdir",
         escape_template(logdir),
-        "--port",
-        "{port}",
-        "--host",
-        "127.0.0.1",
         "--path_prefix",
         "{base_url}" + NAME,
         "--reload_interval",
@@ -57,16 +64,17 @@ NOT_INSTALLED = (
 
 
 def setup_tensorboard() -> dict[str, Any]:
-    executable = shutil.which("tensorboard")
+    present = installed()
     logdir = os.path.expanduser(os.environ.get("YITONG_TB_LOGDIR") or "~")
-    command = tensorboard_command(executable, logdir) if executable else absent_command(NOT_INSTALLED)
+    command = tensorboard_command(logdir) if present else absent_command(NOT_INSTALLED)
     return {
         "command": command,
+        "unix_socket": socket_path(NAME),
         "absolute_url": True,
         "timeout": 60,
         "new_browser_tab": True,
         "launcher_entry": {
-            "enabled": executable is not None,
+            "enabled": present,
             "title": "TensorBoard",
             "path_info": NAME + "/",
             "icon_path": str(ICONS / "tensorboard.svg"),
@@ -78,41 +86,29 @@ def setup_tensorboard() -> dict[str, Any]:
 # -- one TensorBoard per job -------------------------------------------------------------------
 
 
-def find_tensorboard() -> str | None:
-    """``tensorboard`` on PATH, else next to this Python (a venv not on PATH)."""
-    found = shutil.which("tensorboard")
-    if found:
-        return found
-    beside = Path(sys.executable).with_name("tensorboard")
-    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
+def board_launcher(python: str = sys.executable) -> list[str] | None:
+    """The argv prefix that starts a job's TensorBoard; ``None`` when it is not installed."""
+    return [python, "-m", LAUNCHER] if installed() else None
 
 
-def job_board_command(executable: str, logdir: str, port: int, base_url: str) -> list[str]:
+def job_board_command(launcher: list[str], logdir: str, socket: str, base_url: str, job_id: int) -> list[str]:
     """The argv of a job's TensorBoard (no shell, no proxy templating)."""
     return [
-        executable,
+        *launcher,
+        "--socket",
+        socket,
         "--logdir",
         logdir,
-        "--port",
-        str(port),
-        "--host",
-        "127.0.0.1",
         "--path_prefix",
-        job_board_path(base_url, port).rstrip("/"),
+        job_board_path(base_url, job_id).rstrip("/"),
         "--reload_interval",
         "15",
     ]
 
 
-def job_board_path(base_url: str, port: int) -> str:
-    """``<base_url>proxy/absolute/<port>/``: where jupyter-server-proxy serves that port."""
-    return f"/{base_url.strip('/')}/proxy/absolute/{port}/".replace("//", "/")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def job_board_path(base_url: str, job_id: int) -> str:
+    """``<base_url>yitong/jobs/<id>/tensorboard/``: where the server extension proxies the board."""
+    return f"/{base_url.strip('/')}/yitong/jobs/{job_id}/tensorboard/".replace("//", "/")
 
 
 class BoardError(Exception):
@@ -126,7 +122,7 @@ class BoardError(Exception):
 @dataclass
 class Board:
     logdir: str
-    port: int
+    socket: str
     process: Any
     log: Any
     used: float = field(default_factory=time.monotonic)
@@ -157,9 +153,9 @@ class JobBoards:
     limit = 8
     startup_timeout = 60.0
 
-    def __init__(self, base_url: str, executable: str | None = None):
+    def __init__(self, base_url: str, launcher: list[str] | None = None):
         self.base_url = base_url
-        self.executable = executable
+        self.launcher = launcher
         self.boards: dict[int, Board] = {}
         self._lock = asyncio.Lock()
 
@@ -172,32 +168,40 @@ class JobBoards:
                 board = None
             if board is None:
                 await self._make_room()
-                board = await self._start(logdir)
+                board = await self._start(job_id, logdir)
                 self.boards[job_id] = board
             board.used = time.monotonic()
-            return job_board_path(self.base_url, board.port)
+            return job_board_path(self.base_url, job_id)
 
-    async def _start(self, logdir: str) -> Board:
-        executable = self.executable or find_tensorboard()
-        if executable is None:
+    def socket_of(self, job_id: int) -> str | None:
+        """The socket of the job's running TensorBoard (``None``: none runs)."""
+        board = self.boards.get(job_id)
+        if board is None or not board.alive():
+            return None
+        board.used = time.monotonic()
+        return board.socket
+
+    async def _start(self, job_id: int, logdir: str) -> Board:
+        launcher = self.launcher or board_launcher()
+        if launcher is None:
             raise BoardError(
                 501,
                 "TensorBoard is not installed in this server's environment "
                 "(pip install tensorboard, then open this page again)",
             )
         last = ""
-        for _ in range(3):  # a port taken between choosing and binding: try another
-            port = free_port()
+        for _ in range(2):
+            socket = socket_path(f"tensorboard-job-{job_id}-{secrets.token_hex(4)}")
             log = tempfile.TemporaryFile()
             process = await asyncio.create_subprocess_exec(
-                *job_board_command(executable, logdir, port, self.base_url),
+                *job_board_command(launcher, logdir, socket, self.base_url, job_id),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
             )
             _PIDS.add(process.pid)
-            board = Board(logdir, port, process, log)
+            board = Board(logdir, socket, process, log)
             if await self._ready(board):
                 return board
             last = self._tail(board)
@@ -208,7 +212,7 @@ class JobBoards:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline and board.alive():
             try:
-                _reader, writer = await asyncio.open_connection("127.0.0.1", board.port)
+                _reader, writer = await asyncio.open_unix_connection(board.socket)
             except OSError:
                 await asyncio.sleep(0.2)
                 continue
@@ -243,6 +247,10 @@ class JobBoards:
                 await board.process.wait()
         _PIDS.discard(board.process.pid)
         board.log.close()
+        try:
+            os.unlink(board.socket)
+        except FileNotFoundError:
+            pass
 
     async def stop_all(self) -> None:
         async with self._lock:

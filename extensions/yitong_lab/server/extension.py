@@ -9,7 +9,9 @@ from typing import Any
 from jupyter_server.utils import url_path_join
 
 from yitong_lab.proxies.tensorboard import JobBoards
+from yitong_lab.server.board_proxy import board_handlers
 from yitong_lab.server.handlers import default_handlers
+from yitong_lab.server.proxy_guard import guard_proxy_handlers
 from yitong_lab.server.uploads import upload_handlers
 
 
@@ -34,10 +36,21 @@ def _load_jupyter_server_extension(serverapp) -> None:
     base_url = web_app.settings["base_url"]
     web_app.settings["yitong_tensorboards"] = JobBoards(base_url)  # yitong/jobs/<id>/tensorboard
     web_app.add_handlers(
-        ".*$", [(url_path_join(base_url, route), handler) for route, handler in default_handlers + upload_handlers]
+        ".*$",
+        [(url_path_join(base_url, route), handler) for route, handler in default_handlers + upload_handlers]
+        + [(url_path_join(base_url, route), handler, kwargs) for route, handler, kwargs in board_handlers],
     )
+    # jupyter_server_proxy's handlers are there already (extensions load in the order of their names)
+    guarded = guard_proxy_handlers(web_app.default_router)
     serverapp.log.info(
         "yitong_lab: /yitong/api/ forwards to the platform API; "
         "/yitong/datasets/uploads takes browser uploads; "
-        "/yitong/jobs/<id>/tensorboard opens TensorBoard on a job's outputs"
+        "/yitong/jobs/<id>/tensorboard opens TensorBoard on a job's outputs; "
+        "%d proxy routes reach only this server's own services",
+        guarded,
     )
+
+
+async def _start_jupyter_server_extension(serverapp) -> None:
+    # again once every extension has loaded: a proxy route another extension added after this one
+    guard_proxy_handlers(serverapp.web_app.default_router)

@@ -6,9 +6,10 @@
 - ``GET yitong/api-info``: ``{"configured": bool, "vc": ..., "profile": ...}``.
 - ``GET yitong/jobs/<id>/tensorboard``: fetches the job from the platform with the server's token
   (the user's VC membership applies: another VC's job is a 404), starts or reuses a TensorBoard
-  on its ``outputs_path`` (:class:`yitong_lab.proxies.tensorboard.JobBoards`) and redirects (302)
-  to ``<base_url>proxy/absolute/<port>/`` (jupyter-server-proxy). 501 when TensorBoard is not
-  installed, 409 when the outputs directory does not exist (yet) or cannot be seen from here.
+  on its ``outputs_path`` (:class:`yitong_lab.proxies.tensorboard.JobBoards`, on a unix socket)
+  and redirects (302) to ``<base_url>yitong/jobs/<id>/tensorboard/``, which ``board_proxy``
+  forwards to that socket. 501 when TensorBoard is not installed, 409 when the outputs directory
+  does not exist (yet) or cannot be seen from here.
 
 All need a logged-in user of this server (``@web.authenticated``) and pass the authorizer
 (``@authorized``, resource ``yitong``); writes are XSRF-checked as every ``APIHandler``.
