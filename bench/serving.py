@@ -255,11 +255,13 @@ def serving(args, stack, c, auth: dict[str, str], work: Path) -> None:
             Endpoints(c).delete(name)
     name = f"small{args.deploys - 1}"
     [endpoint_dir] = (stack.data_dir / "endpoints" / name).glob("v1-*")  # its one replica's directory
-    port = json.loads((endpoint_dir / "settings.json").read_text())["http_port"]
-    # the peer for (b): the same MLServer on the same files, started by hand
+    # the peer for (a) and (b): the same MLServer on the same files, started by hand with `mlserver
+    # start` on a loopback port (the replica itself serves on a unix socket only the platform calls)
+    from helpers import free_port
+
     peer_dir = work / "peer"
     subprocess.run(["cp", "-r", str(endpoint_dir), str(peer_dir)], check=True)
-    peer_port = port + 1 if port < 65000 else port - 1
+    peer_port = free_port()
     (peer_dir / "settings.json").write_text(
         json.dumps(json.loads((peer_dir / "settings.json").read_text()) | {"http_port": peer_port})
     )
@@ -281,17 +283,19 @@ def serving(args, stack, c, auth: dict[str, str], work: Path) -> None:
             return False
 
     peer_ready_s = wait_ready(peer_ready)
-    peer.terminate()
-    peer.wait()
 
     ours_url = f"{stack.platform_direct}/endpoints/{name}/v2/models/{name}/infer"
-    direct_url = f"http://127.0.0.1:{port}/v2/models/{name}/infer"
+    direct_url = f"http://127.0.0.1:{peer_port}/v2/models/{name}/infer"
     half = args.seconds / 2
     runs: dict[str, list] = {"ours": [], "direct": []}
-    for who in ("ours", "direct", "direct", "ours"):  # ABBA: drift on a shared machine cancels out
-        url, headers = (ours_url, auth) if who == "ours" else (direct_url, {})
-        generate = httpx_load if args.httpx_load else load
-        runs[who].append(asyncio.run(generate(url, headers, args.connections, half)))
+    try:
+        for who in ("ours", "direct", "direct", "ours"):  # ABBA: drift on a shared machine cancels out
+            url, headers = (ours_url, auth) if who == "ours" else (direct_url, {})
+            generate = httpx_load if args.httpx_load else load
+            runs[who].append(asyncio.run(generate(url, headers, args.connections, half)))
+    finally:
+        peer.terminate()
+        peer.wait()
     ours, direct = figures(runs["ours"]), figures(runs["direct"])
     Endpoints(c).delete(name)
     b_ours = statistics.median(ready)

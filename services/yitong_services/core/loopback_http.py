@@ -4,7 +4,10 @@ anyio streams, tracing, per-request imports) costs more CPU than the model's ans
 
 ``LoopbackPool.request(host, port, method, target, body, headers)`` returns a :class:`Reply`
 (status, lower-cased headers, the whole body: ``Content-Length`` or chunked, parsed by
-httptools, uvicorn's C parser). Connections are kept per ``(host, port)`` and reused; a pooled
+httptools, uvicorn's C parser). ``host`` may be a unix socket's path (``/...``; ``port`` 0) and
+``peer_uid`` the account that must hold it: each new connection's peer (``SO_PEERCRED``: the
+process that listens) is checked, and one of another account is closed before any byte is sent
+(:class:`WrongPeer`). Connections are kept per ``(host, port)`` and reused; a pooled
 connection the peer closed meanwhile (its keep-alive timeout) is dropped, and a request that
 meets such a close before any byte of the answer is sent once more on a fresh connection.
 Failures raise :class:`LoopbackError`: :class:`Refused` when nothing listens (the caller may
@@ -15,6 +18,9 @@ try another replica), a timeout or a broken answer otherwise. No redirects, no d
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import struct
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -29,6 +35,20 @@ class LoopbackError(Exception):
 
 class Refused(LoopbackError):
     """Nothing accepted the connection (a stopped server)."""
+
+
+class WrongPeer(LoopbackError):
+    """The socket is held by another account's process than the one expected (never sent to)."""
+
+
+def peer_of(sock: socket.socket) -> tuple[int, int, int]:
+    """``(pid, uid, gid)`` of the process at the other end of a unix socket (``SO_PEERCRED``)."""
+    pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    return pid, uid, gid
+
+
+def _where(key: tuple[str, int]) -> str:
+    return key[0] if key[0].startswith("/") else f"{key[0]}:{key[1]}"
 
 
 @dataclass
@@ -136,11 +156,17 @@ class LoopbackPool:
         target: str,
         body: bytes = b"",
         headers: dict[str, str] | None = None,
+        peer_uid: int | None = None,
     ) -> Reply:
-        """``method target`` on ``host:port`` (target: path and query, already percent-encoded)."""
+        """``method target`` on ``host:port``, or on the unix socket ``host`` held by ``peer_uid``
+        (target: path and query, already percent-encoded)."""
         if method == "HEAD":
             raise ValueError("HEAD is not supported")  # its answer's length is no body's
-        head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
+        unix = host.startswith("/")
+        if unix:  # keyed by the uid it must have: a socket is never reused for another expected owner
+            port = -1 if peer_uid is None else peer_uid
+        authority = "localhost" if unix else f"{host}:{port}"
+        head = [f"{method} {target} HTTP/1.1", f"Host: {authority}", f"Content-Length: {len(body)}"]
         for name, value in (headers or {}).items():
             head.append(f"{name}: {value}")
         if any(c in target for c in _ILLEGAL) or any(c in line for line in head[3:] for c in "\r\n\0"):
@@ -154,7 +180,9 @@ class LoopbackPool:
                 async with asyncio.timeout(self.timeout):
                     await self._slots.acquire()
             except TimeoutError:
-                raise LoopbackError(f"no connection to {host}:{port} was free within {self.timeout:g} s") from None
+                raise LoopbackError(
+                    f"no connection to {_where((host, port))} was free within {self.timeout:g} s"
+                ) from None
         else:
             await self._slots.acquire()
         try:
@@ -163,19 +191,19 @@ class LoopbackPool:
             self._slots.release()
 
     async def _request(self, key: tuple[str, int], data: bytes) -> Reply:
-        host, port = key
+        where = _where(key)
         conn = self._take(key)
         if conn is not None:
             try:
                 return await self._attempt(key, conn, data)
             except ConnectionError:
                 if conn.started:
-                    raise LoopbackError(f"{host}:{port} closed the connection in the middle of an answer") from None
+                    raise LoopbackError(f"{where} closed the connection in the middle of an answer") from None
                 # a pooled connection the peer closed meanwhile (its keep-alive timeout): once more, fresh
         try:
             return await self._attempt(key, None, data)
         except ConnectionError as e:
-            raise LoopbackError(f"{host}:{port} closed the connection: {e}") from None
+            raise LoopbackError(f"{where} closed the connection: {e}") from None
 
     def _take(self, key: tuple[str, int]) -> _Connection | None:
         idle = self._idle.get(key)
@@ -195,7 +223,7 @@ class LoopbackPool:
         except TimeoutError:
             if conn is not None:
                 conn.close()
-            raise LoopbackError(f"{key[0]}:{key[1]} did not answer within {self.timeout:g} s") from None
+            raise LoopbackError(f"{_where(key)} did not answer within {self.timeout:g} s") from None
         except BaseException:  # broken, cancelled (the caller went away): never reused
             if conn is not None:
                 conn.close()
@@ -205,6 +233,8 @@ class LoopbackPool:
 
     @staticmethod
     async def _connect(key: tuple[str, int]) -> _Connection:
+        if key[0].startswith("/"):
+            return await _connect_unix(key[0], None if key[1] < 0 else key[1])
         try:
             _, conn = await asyncio.get_running_loop().create_connection(_Connection, *key)
         except ConnectionRefusedError:
@@ -229,3 +259,28 @@ class LoopbackPool:
             while idle:
                 idle.pop().close()
         self._idle.clear()
+
+
+async def _connect_unix(path: str, uid: int | None) -> _Connection:
+    """A connection to the unix socket ``path`` whose listener runs as ``uid`` (any when None).
+    A path over AF_UNIX's 108 bytes is reached through its folder's descriptor."""
+    folder, name = os.path.split(path)
+    fd = -1
+    try:
+        if len(path.encode()) > 100:
+            fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+        target = f"/proc/self/fd/{fd}/{name}" if fd >= 0 else path
+        transport, conn = await asyncio.get_running_loop().create_unix_connection(_Connection, target)
+    except (ConnectionRefusedError, FileNotFoundError):
+        raise Refused(f"nothing listens on {path}") from None
+    except OSError as e:
+        raise LoopbackError(f"cannot connect to {path}: {e}") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if uid is not None:
+        pid, held_by, _gid = peer_of(transport.get_extra_info("socket"))
+        if held_by != uid:
+            transport.close()
+            raise WrongPeer(f"{path} is held by another account's process (uid {held_by}, pid {pid}), not uid {uid}")
+    return conn

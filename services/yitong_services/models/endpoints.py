@@ -34,7 +34,7 @@ from ..vcs import catalog
 from ..vcs.allocations import release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
-from . import endpoint_keys, replicas, rollout, runtimes
+from . import endpoint_keys, mlserver, replicas, rollout, runtimes
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
 
@@ -154,12 +154,14 @@ def check_profile(session: Session, vc: str, name: str) -> None:
         raise Refusal(422, f"VC {vc} does not offer profile {profile.name}")
 
 
-def _replica(number: int, version_id: int, job: int, port: int, root: Path, profile: str) -> dict[str, Any]:
+def _replica(number: int, version_id: int, job: int, uid: int, root: Path, profile: str) -> dict[str, Any]:
+    """A replica's record: its MLServer answers on ``socket`` (in ``dir``) as the account ``uid``."""
     return {
         "job": job,
         "version_id": version_id,
         "number": number,
-        "port": port,
+        "socket": str(root / mlserver.SOCKET),
+        "uid": uid,
         "dir": str(root),
         "profile": profile,
         "weight": 0,
@@ -172,8 +174,8 @@ ENDED = TERMINAL | {"gone"}
 
 
 class _Prepared:
-    """Replica directories made outside the lock (copying a version's files takes a while), by
-    version number; the ones left unused are removed."""
+    """Replica directories made outside the lock (copying a version's files takes a while), with
+    the uid each replica runs as, by version number; the ones left unused are removed."""
 
     def __init__(self) -> None:
         self.dirs: dict[int, list[tuple[Path, int]]] = {}
@@ -193,7 +195,7 @@ class _Prepared:
 
     def remove(self) -> None:
         for left in self.dirs.values():
-            for root, _port in left:
+            for root, _uid in left:
                 shutil.rmtree(root, ignore_errors=True)
         self.dirs.clear()
 
@@ -255,9 +257,9 @@ def _apply(
                 break
             version_id, runtime, profile_name = prepared.how[n]
             profile = catalog.get_profile(session, profile_name)
-            root, port = made
+            root, uid = made
             job = replicas.submit(session, person, e.name, e.vc, n, root, profile, inventory, backend, runtime)
-            reps.append(_replica(n, version_id, job, port, root, profile.name) | {"weight": shares[n]})
+            reps.append(_replica(n, version_id, job, uid, root, profile.name) | {"weight": shares[n]})
     e.replicas, e.scale = reps, count
     top = rollout.primary(reps)
     if top is not None:

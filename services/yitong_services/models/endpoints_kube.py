@@ -80,7 +80,7 @@ def _prepare(
             "accelerator": profile.accelerator,
             "quota": dict(quota) if (quota := s.scalar(select(VC.quota).where(VC.name == m.vc))) is not None else None,
         }
-    root, _port = replicas.prepare_dir(storage, settings, person.name, facts["name"], v.number, manifest, "", uri)
+    root, _uid = replicas.prepare_dir(storage, settings, person.name, facts["name"], v.number, manifest, "", uri)
     facts["dir"] = str(root)
     facts["subpath"] = str((root / "model" / uri).relative_to(Path(settings.data_dir).absolute()))
     return facts

@@ -3,7 +3,10 @@
 MLServer 1.7.1 pins an older FastAPI than the platform, so it lives in its own virtual
 environment with its runtimes (``make mlserver`` builds ``.venv-mlserver/``; runtimes.py says
 which runtime serves what); ``YITONG_MLSERVER`` names its ``mlserver`` executable where it is
-elsewhere.
+elsewhere. A replica does not run ``mlserver start``: it runs the platform's
+``replica_server.py`` with that environment's Python (``command``), which serves MLServer's REST
+API on the unix socket ``SOCKET`` in the replica's folder only, and refuses to start when it
+cannot read its settings.
 """
 
 from __future__ import annotations
@@ -27,6 +30,16 @@ def extensions_dir() -> str:
     return str(Path(list(spec.submodule_search_locations)[0]).parent)
 
 
+SOCKET = "http.sock"  # in the replica's folder: MLServer's REST API, its only listener
+SERVER = Path(__file__).with_name("replica_server.py")
+
+
+def command(root: Path) -> list[str]:
+    """A replica's argv: the platform's entry point in MLServer's environment (``-P``: the
+    script's folder, where this module would stand in for MLServer's package, not on the path)."""
+    return [framework_python(), "-P", str(SERVER), str(root), SOCKET]
+
+
 def environment(root: Path, custom: bool) -> dict[str, str]:
     """An endpoint's whole environment (never the service's): the platform's runtime classes on
     the path and, for a custom-Python version, its own files (``root/model``) after them."""
@@ -40,11 +53,12 @@ def environment(root: Path, custom: bool) -> dict[str, str]:
     }
 
 
-def settings(port: int) -> dict[str, Any]:
-    """``settings.json``: HTTP on loopback only, no gRPC, no metrics server, no parallel workers."""
+def settings() -> dict[str, Any]:
+    """``settings.json``: no metrics server, no parallel workers; loopback and port 0 in case
+    anything bound them (replica_server.py serves REST on the socket only and starts no gRPC)."""
     return {
         "host": "127.0.0.1",
-        "http_port": port,
+        "http_port": 0,
         "grpc_port": 0,
         "metrics_port": 0,
         "metrics_endpoint": None,

@@ -3,8 +3,15 @@ job that runs MLServer there (I/O apart from :func:`replica_spec`; call from a w
 
 The job is an ordinary job of the endpoint's owner in the endpoint's VC (jobs/records.py
 ``create``): it queues when the VC's quota is full, holds a job allocation of the profile's
-resources while it runs, and its log is MLServer's. The port is chosen when the replica is made
-and saved in the replica (never recomputed).
+resources while it runs, runs as the owner's account in multi-user mode (as every local job),
+and its log is MLServer's.
+
+The directory ``<data_dir>/endpoints/<endpoint>/v<n>-<random>/`` is the replica's own: owned
+by the owner's account (multi-user), 0700, its files 0600, inside platform folders other
+accounts may pass through but not list (0711). MLServer serves there on the unix socket
+``mlserver.SOCKET`` (replica_server.py), so no other account can read the settings or the
+model, connect to the replica, or bind its address first; the route and the readiness check
+also check that the socket's listener runs as ``uid``, the account saved in the replica.
 """
 
 from __future__ import annotations
@@ -13,14 +20,13 @@ import json
 import os
 import secrets
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from ..core.authz import Person
-from ..core.confinement import account_for
+from ..core.confinement import account_for, private_dir
 from ..datasets.materialize import materialize
 from ..datasets.storage import Storage
 from ..jobs import records as jobs
@@ -28,12 +34,6 @@ from ..jobs.spec import spec_from_dict
 from ..vcs.models import Profile
 from ..vcs.quantities import Resources
 from . import mlserver, runtimes
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def job_name(endpoint: str, number: int) -> str:
@@ -49,17 +49,18 @@ def replica_spec(
     vc: str,
     root: str,
     profile: dict[str, Any],
-    executable: str,
+    command: list[str],
     python_path: str = "",
 ) -> dict[str, Any]:
-    """The job spec of a replica: ``mlserver start <root>`` with the profile's resources, the
-    platform's runtime classes (and a custom version's own folder) on ``PYTHONPATH``, and no hub
-    token: a model server never calls the platform, and a version's code must not act as its owner."""
+    """The job spec of a replica: ``command`` (``mlserver.command``: MLServer on the replica's
+    socket) with the profile's resources, the platform's runtime classes (and a custom version's
+    own folder) on ``PYTHONPATH``, and no hub token: a model server never calls the platform, and
+    a version's code must not act as its owner."""
     spec: dict[str, Any] = {
         "name": job_name(endpoint, number),
         "vc": vc,
         "environment": {"kernel": profile.get("kernel") or "python3"},
-        "command": [executable, "start", root],
+        "command": list(command),
         "cpu": profile["cpu"],
         "memory": profile["memory"],
         "env": {"PYTHONUNBUFFERED": "1", **({"PYTHONPATH": python_path} if python_path else {})},
@@ -74,25 +75,28 @@ def prepare_dir(
     storage: Storage, settings: Any, owner: str, endpoint: str, number: int, manifest: str, runtime: str, uri: str
 ) -> tuple[Path, int]:
     """``<data_dir>/endpoints/<endpoint>/v<n>-<random>/``: the version's files and MLServer's
-    settings on a free loopback port; owned by the owner's account in multi-user mode."""
-    base = Path(settings.data_dir).absolute() / "endpoints" / endpoint
+    settings, in a folder only the replica's account can enter (its own in multi-user mode,
+    0700; the folders above are the platform's, 0711); that account's uid."""
+    endpoints = private_dir(Path(settings.data_dir).absolute() / "endpoints", 0o711)
+    base = private_dir(endpoints / endpoint, 0o711)
+    account = account_for(settings, owner)
+    if account is not None and os.lstat(base).st_uid != os.geteuid():  # an earlier release gave it to an owner
+        os.chown(base, os.geteuid(), os.getegid(), follow_symlinks=False)
     root = base / f"v{number}-{secrets.token_hex(4)}"
-    root.mkdir(parents=True)
+    root.mkdir(mode=0o700)
     shutil.copytree(materialize(storage, manifest), root / "model")
-    port = free_port()
-    (root / "settings.json").write_text(json.dumps(mlserver.settings(port)))
+    (root / "settings.json").write_text(json.dumps(mlserver.settings()))
     # custom Python (no file): the version's folder is on the path and its class is the runtime
     model_settings = mlserver.model_settings(endpoint, runtime, str(root / "model" / uri), f"v{number}")
     (root / "model-settings.json").write_text(json.dumps(model_settings))
-    account = account_for(settings, owner)
-    for p in [base, root, *root.rglob("*")]:
+    for p in [root, *root.rglob("*")]:
         if account is not None:
             os.chown(p, account["uid"], account["gid"], follow_symlinks=False)
         if p.is_dir() and not p.is_symlink():
             p.chmod(0o700)
         elif p.is_file() and not p.is_symlink():
             p.chmod(0o600)
-    return root, port
+    return root, (account["uid"] if account is not None else os.geteuid())
 
 
 def submit(
@@ -119,7 +123,7 @@ def submit(
             "accelerator": profile.accelerator,
             "kernel": profile.kernel,
         },
-        executable=mlserver.executable(),
+        command=mlserver.command(root),
         python_path=python_path(root, runtime),
     )
     return jobs.create(session, person, spec_from_dict(spec), {}, inventory, backend).id

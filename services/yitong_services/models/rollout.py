@@ -3,13 +3,14 @@ endpoint's state, and which replica answers the next request.
 
 A replica is a dict kept in the endpoint's row::
 
-    {"job": 12, "version_id": 3, "number": 2, "port": 40123, "dir": "...",
+    {"job": 12, "version_id": 3, "number": 2, "socket": ".../http.sock", "uid": 1001, "dir": "...",
      "weight": 90, "routed": True, "draining": None}
 
 ``weight`` is the target share of traffic (0-100) of the replica's *version*: every replica of
 a version carries the same weight, and the route splits the version's share evenly among its
 routed replicas (so a 10% canary stays 10% of requests whatever the replica counts); ``routed``
 says the route sends it requests (set once its server answered ``/v2/health/ready``);
+``refused`` (when set) says why it never will (its socket is held by another account's process);
 ``draining`` is the time (epoch seconds) it left the route, after which it is stopped once its
 requests in flight are answered.
 
@@ -152,6 +153,8 @@ def to_stop(replicas: list[dict[str, Any]], inflight: dict[int, int], now: float
 
 
 def _job_words(replica: dict[str, Any], jobs: dict[int, tuple[str, str]]) -> str:
+    if replica.get("refused"):
+        return f"replica (job {replica['job']}) refused: {replica['refused']}"
     job_state, why = jobs.get(replica["job"], ("gone", ""))
     if job_state == job_states.QUEUED:
         return f"queued: {why}"
@@ -172,6 +175,8 @@ def state(replicas: list[dict[str, Any]], jobs: dict[int, tuple[str, str]], scal
             r = pending[0]
             key = version_key(r["number"])
             if not any(x["number"] == r["number"] and x["weight"] > 0 for x in routed):
+                if r.get("refused"):
+                    return "ready", f"rolling to {key} stopped: its replica was refused: {r['refused']}"
                 job_state, why = jobs.get(r["job"], ("gone", ""))
                 if job_state == job_states.QUEUED:
                     return "ready", f"rolling to {key}: queued: {why}"
@@ -196,6 +201,8 @@ def state(replicas: list[dict[str, Any]], jobs: dict[int, tuple[str, str]], scal
     if not pending:
         return "failed", "no replica runs; deploy a version again"
     r = pending[0]
+    if r.get("refused"):
+        return "failed", f"replica {version_key(r['number'])} (job {r['job']}) refused: {r['refused']}"
     job_state, why = jobs.get(r["job"], ("gone", ""))
     if job_state == job_states.QUEUED:
         return "queued", why

@@ -9,7 +9,10 @@ The hot path of serving, so it is a plain ASGI app (no FastAPI request parsing, 
 response classes per call): ``v2_app`` is registered on the endpoints router (routes/endpoints.py,
 kept out of the OpenAPI document), and ``V2FastPath``, a middleware in front of the router, hands
 it the requests whose path matches without walking the route table. Replicas on this machine are
-called over ``core/loopback_http.py``'s keep-alive pool; a KServe predictor's URL over httpx.
+called over ``core/loopback_http.py``'s keep-alive pool, on the unix socket in the replica's own
+folder, and only when the socket's listener runs as the replica's account (``SO_PEERCRED``; a
+socket of another account's process is never sent a byte, and the caller is told so); a KServe
+predictor's URL over httpx.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..core.context import Context
 from ..core.errors import Refusal
 from ..core.hub import HubError
 from ..core.limits import DocumentError, load_json
-from ..core.loopback_http import LoopbackError, LoopbackPool, Refused, Reply
+from ..core.loopback_http import LoopbackError, LoopbackPool, Refused, Reply, WrongPeer
 from ..models import endpoint_keys as keys
 from ..models import endpoints as ep
 from ..models import v2check
@@ -243,16 +246,32 @@ async def _pass(state: Any, name: str, rest: str, request: Request, who: Person 
     target = "/v2" + (f"/{quote(rest, safe='/:@!$&()*+,;=-._~')}" if rest else "") + (f"?{query}" if query else "")
     traffic = traffic_router(state)
     tried: set[int] = set()
+    wrong = ""  # why a replica was not called (its socket is another account's)
     while True:
         replica = traffic.choose(name, reps, tried) if reps else None
-        base = f"http://127.0.0.1:{replica['port']}" if replica else (single if not reps and not tried else "")
-        if not base:
+        base = "" if replica else (single if not reps and not tried else "")
+        if replica is None and not base:
+            if wrong:
+                raise Refusal(503, f"endpoint {name} is not answering: {wrong}")
             raise Refusal(503, f"endpoint {name} is not answering (queued, starting, or stopped): try again shortly")
         job = replica["job"] if replica else 0
         tried.add(job)
+        which = f"replica v{replica['number']} (job {job})" if replica else ""
+        if replica is not None and not replica.get("socket"):
+            wrong = f"{which} listens on a TCP port (an earlier release), which is not trusted; deploy again"
+            continue
         traffic.enter(job)
         try:
-            r = await _send(state, base, method, target, body, headers)
+            if replica is not None:
+                r = await loopback(state).request(
+                    replica["socket"], 0, method, target, body, headers, peer_uid=int(replica["uid"])
+                )
+            else:
+                r = await _send(state, base, method, target, body, headers)
+        except WrongPeer as e:
+            wrong = f"{which} was not called: {e}"
+            log.error("endpoint %s: %s", name, wrong)
+            continue
         except Refused:
             continue  # that replica stopped meanwhile: the next routed one answers
         except (LoopbackError, ValueError):

@@ -6,13 +6,17 @@ replica that refused the connection and keys can be checked without MLServer's m
 same route with real MLServer replicas: test_endpoints.py, test_v2_conformance.py).
 
 The endpoint's rows are written straight into the database (a replica is a job of the VC's queue
-in life; the job manager is off here, so nothing changes them meanwhile)."""
+in life; the job manager is off here, so nothing changes them meanwhile). Each replica listens on a
+unix socket, as MLServer's replicas do (models/replica_server.py), held by this process's uid."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+import os
+import shutil
+import tempfile
 
 import httpx
 import pytest
@@ -61,18 +65,25 @@ async def replica_app(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": out})
 
 
+def nowhere() -> str:
+    """A socket path where nothing listens (a stopped replica's)."""
+    return os.path.join(tempfile.mkdtemp(prefix="yt-v2-"), "http.sock")
+
+
 @contextlib.asynccontextmanager
 async def replica():
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(replica_app, host="127.0.0.1", port=port, log_level="warning"))
+    """A V2 server on a unix socket; its path."""
+    path = nowhere()
+    server = uvicorn.Server(uvicorn.Config(replica_app, uds=path, log_level="warning"))
     task = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.01)
     try:
-        yield port
+        yield path
     finally:
         server.should_exit = True
         await task
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 @pytest.fixture
@@ -81,8 +92,9 @@ async def svc(service_factory):
         yield s
 
 
-def put_endpoint(svc, ports: list[int], name: str = "iris") -> None:
-    """Endpoint ``name`` of VC vision (alice's), one routed replica per port, equal shares."""
+def put_endpoint(svc, sockets: list[str], name: str = "iris", uid: int | None = None) -> None:
+    """Endpoint ``name`` of VC vision (alice's), one routed replica per socket (held by ``uid``,
+    by default this process's), equal shares."""
     with svc.ctx.db.session() as s:
         d = Dataset(vc="vision", name=f"{name}-files", owner="alice")
         s.add(d)
@@ -94,9 +106,11 @@ def put_endpoint(svc, ports: list[int], name: str = "iris") -> None:
         v = ModelVersion(model_id=m.id, number=1, dataset_version_id=dv.id, author="alice", signature=SIGNATURE)
         s.add(v)
         s.flush()
+        uid = os.geteuid() if uid is None else uid
         replicas = [
-            {"job": 1000 + i, "version_id": v.id, "number": 1, "port": port, "dir": "", "weight": 100, "routed": True}
-            for i, port in enumerate(ports)
+            {"job": 1000 + i, "version_id": v.id, "number": 1, "dir": "", "weight": 100, "routed": True}
+            | ({"socket": where, "uid": uid} if isinstance(where, str) else {"port": where})
+            for i, where in enumerate(sockets)
         ]
         s.add(
             Endpoint(
@@ -107,8 +121,8 @@ def put_endpoint(svc, ports: list[int], name: str = "iris") -> None:
 
 
 async def test_infer_health_errors_and_the_vc_boundary(svc):
-    async with replica() as port:
-        put_endpoint(svc, [port])
+    async with replica() as path:
+        put_endpoint(svc, [path])
         r = await svc.call(
             "alice",
             "POST",
@@ -162,8 +176,8 @@ async def test_infer_health_errors_and_the_vc_boundary(svc):
 
 async def test_body_limit(svc, monkeypatch):
     monkeypatch.setattr(endpoints_v2, "MAX_BODY", 100)  # a small limit, so the test sends little
-    async with replica() as port:
-        put_endpoint(svc, [port])
+    async with replica() as path:
+        put_endpoint(svc, [path])
         r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", content=b"x" * 101)
         assert r.status_code == 413
         assert r.json() == {"error": "a request to endpoint iris of 101 bytes is over the 100-byte limit"}
@@ -177,10 +191,10 @@ async def test_body_limit(svc, monkeypatch):
 
 
 async def test_a_replica_that_refuses_the_connection_is_skipped(svc):
-    """Two routed replicas, one stopped (nothing listens on its port): every request is answered
+    """Two routed replicas, one stopped (nothing listens on its socket): every request is answered
     by the other; with both stopped, a 503 sentence."""
-    async with replica() as port:
-        put_endpoint(svc, [free_port(), port])
+    async with replica() as path:
+        put_endpoint(svc, [nowhere(), path])
         for _ in range(6):  # the weighted round robin sends half of them to the stopped one first
             r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
             assert r.status_code == 200, r.text
@@ -191,9 +205,9 @@ async def test_a_replica_that_refuses_the_connection_is_skipped(svc):
 
 
 async def test_keys_are_checked_on_every_call(svc):
-    async with replica() as port:
-        put_endpoint(svc, [port])
-        put_endpoint(svc, [port], name="other")
+    async with replica() as path:
+        put_endpoint(svc, [path])
+        put_endpoint(svc, [path], name="other")
         r = await svc.call("admin", "POST", "endpoints/iris/keys", json={"note": "outside"})
         assert r.status_code == 201, r.text
         key, key_id = r.json()["key"], r.json()["id"]
@@ -211,8 +225,8 @@ async def test_keys_are_checked_on_every_call(svc):
 async def test_the_route_table_serves_it_too_and_metrics_name_the_route(svc):
     """Without the middleware in front (an app built from the routers alone), the registered
     route answers the same; with it, the request metrics still name the route."""
-    async with replica() as port:
-        put_endpoint(svc, [port])
+    async with replica() as path:
+        put_endpoint(svc, [path])
         app = svc.app
 
         async def router_only(scope, receive, send):
@@ -225,3 +239,34 @@ async def test_the_route_table_serves_it_too_and_metrics_name_the_route(svc):
         assert (await svc.call("alice", "GET", "endpoints/iris/v2/health/live")).json() == {"live": True}
         text = (await svc.call("admin", "GET", f"{svc.ctx.prefix}metrics")).text
         assert 'route="/endpoints/{name}/v2/{rest:path}",status="200"' in text
+
+
+async def test_a_socket_of_another_account_is_never_sent_a_request(svc, caplog):
+    """The listener's uid is checked on every new connection (``SO_PEERCRED``): a replica whose
+    socket is held by another account's process than the replica's (here: this process, while
+    the replica says uid 54321) is not sent a byte, and the caller is told why. A replica with a
+    TCP port (an earlier release's) is not called either. (The same with real accounts and
+    MLServer: test_endpoints_multi_user.py.)"""
+    seen: list[bytes] = []
+
+    async def listener(reader, writer):
+        seen.append(await reader.read(100))
+        writer.close()
+
+    folder = tempfile.mkdtemp(prefix="yt-v2-")
+    server = await asyncio.start_unix_server(listener, path=os.path.join(folder, "http.sock"))
+    try:
+        put_endpoint(svc, [os.path.join(folder, "http.sock")], uid=54321)
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
+        assert r.status_code == 503
+        error = r.json()["error"]
+        assert error.startswith("endpoint iris is not answering: replica v1 (job 1000) was not called: ")
+        assert f"is held by another account's process (uid {os.geteuid()}, pid {os.getpid()}), not uid 54321" in error
+        await asyncio.sleep(0.05)
+        assert seen in ([], [b""])  # connected (to ask the kernel who listens), never sent a byte
+        put_endpoint(svc, [free_port()], name="old")
+        r = await svc.call("alice", "POST", "endpoints/old/v2/models/old/infer", json=INFER)
+        assert r.status_code == 503 and "listens on a TCP port (an earlier release)" in r.json()["error"]
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)

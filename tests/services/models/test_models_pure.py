@@ -122,5 +122,10 @@ def test_mlserver_files(tmp_path):
     assert (Path(mlserver.extensions_dir()) / "yitong_lab" / "models" / "runtimes.py").is_file()
     assert set(env) == {"PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "PYTHONPATH"}  # nothing of the service's
     assert mlserver.environment(tmp_path, custom=False)["PYTHONPATH"] == mlserver.extensions_dir()
-    s = mlserver.settings(9000)
-    assert (s["host"], s["http_port"], s["grpc_port"], s["metrics_port"]) == ("127.0.0.1", 9000, 0, 0)
+    s = mlserver.settings()
+    assert (s["host"], s["http_port"], s["grpc_port"], s["metrics_port"]) == ("127.0.0.1", 0, 0, 0)
+    assert s["metrics_endpoint"] is None
+    # the replica's program, in MLServer's environment, on the socket in its folder (never `mlserver start`)
+    argv = mlserver.command(tmp_path)
+    assert argv == [mlserver.framework_python(), "-P", str(mlserver.SERVER), str(tmp_path), mlserver.SOCKET]
+    assert mlserver.SERVER.is_file() and "/" not in mlserver.SOCKET
