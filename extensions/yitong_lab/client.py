@@ -26,10 +26,19 @@ from yitong_lab.ssh.sdk import SSHCalls
 #: which the platform parses (and refuses with a sentence)
 Resources = dict[str, float | str]
 
-#: tries of a create (``create_call``): a dropped connection or a 502/503/504 is retried with the same key
-CREATE_TRIES = 4
-CREATE_BACKOFF = 0.5  # seconds before the first retry, doubling
+#: tries of a create (``create_call``) and of a read: a dropped connection or a 502/503/504 is
+#: retried (a create with the same key), at most CREATE_TRIES times and within RETRY_BUDGET
+#: seconds, which covers a restart of the platform service or of its database
+CREATE_TRIES = 10
+CREATE_BACKOFF = 0.5  # seconds before the first retry, doubling up to BACKOFF_CAP
+BACKOFF_CAP = 4.0
+RETRY_BUDGET = 30.0
 RETRY_STATUSES = (502, 503, 504)
+#: methods retried like a create: reads on any transient failure; PUT and DELETE (idempotent,
+#: but a delete that went through answers 404 the second time) only when the answer says the
+#: platform did not take the request (502, 503)
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+UNTAKEN_METHODS = ("PUT", "DELETE")
 
 
 #: the REST models, generated from the OpenAPI document (``docs/generate.py``)
@@ -81,6 +90,9 @@ class Client(JobCalls, SSHCalls, HpoCalls, AlertCalls):
         """One call; returns the decoded JSON body (``None`` for 204)."""
         if not self.url:
             raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
+        method = method.upper()
+        if method in SAFE_METHODS or method in UNTAKEN_METHODS:
+            return self._send(method, path, json=json, params=params, reads=method in SAFE_METHODS)
         import httpx  # lazy: keep `import yitong_lab` and `%load_ext yitong_lab` instant
 
         try:
@@ -107,30 +119,44 @@ class Client(JobCalls, SSHCalls, HpoCalls, AlertCalls):
         and a retry of a request it already answered gets that answer again."""
         if not self.url:
             raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
-        import time
         import uuid
-
-        import httpx
 
         headers = {"Idempotency-Key": key or str(uuid.uuid4())}
         if content_type:
             headers["Content-Type"] = content_type
+        return self._send(method, path, json=json, content=content, params=params, headers=headers, reads=True)
+
+    def _send(self, method: str, path: str, *, reads: bool, **kwargs: Any) -> Any:
+        """One request, tried again after a transient failure (a dropped connection when
+        ``reads``, a 502/503/504, or 502/503 only when not) at most ``CREATE_TRIES`` times within
+        ``RETRY_BUDGET`` seconds, waiting what a ``Retry-After`` asks (within the budget)."""
+        if not self.url:
+            raise YitongError(0, "the platform API is not configured: set YITONG_API_URL (or YT_API_URL)")
+        import time
+
+        import httpx
+
+        statuses = RETRY_STATUSES if reads else (502, 503)
+        deadline = time.monotonic() + RETRY_BUDGET
         for attempt in range(1, CREATE_TRIES + 1):
+            wait = min(BACKOFF_CAP, CREATE_BACKOFF * 2 ** (attempt - 1))
+            last = attempt == CREATE_TRIES
             try:
-                response = self.http().request(
-                    method, self.url + path, json=json, content=content, params=params, headers=headers
-                )
+                response = self.http().request(method, self.url + path, **kwargs)
             except httpx.TransportError as exc:
-                if attempt == CREATE_TRIES:
+                if last or not reads or time.monotonic() + wait > deadline:
                     raise YitongError(
                         0, f"cannot reach the platform API at {self.url} ({attempt} tries): {exc}"
                     ) from None
             except httpx.HTTPError as exc:
                 raise YitongError(0, f"cannot reach the platform API at {self.url}: {exc}") from None
             else:
-                if attempt == CREATE_TRIES or not _transient(response):
+                if not _transient(response, statuses):
                     return self.check(response)
-            time.sleep(CREATE_BACKOFF * 2 ** (attempt - 1))
+                wait = max(wait, min(BACKOFF_CAP * 2, _retry_after(response)))
+                if last or time.monotonic() + wait > deadline:
+                    return self.check(response)
+            time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def http(self) -> Any:
@@ -218,18 +244,28 @@ class Client(JobCalls, SSHCalls, HpoCalls, AlertCalls):
         return self.request("GET", "/usage")
 
 
-def _transient(response: Any) -> bool:
-    """A gateway's 502/503/504 (the platform restarting, a proxy timing out), not the platform's
-    own 503 refusal (a JSON ``detail``, as "this platform's backend has no job runner yet")."""
-    if response.status_code not in RETRY_STATUSES:
+def _transient(response: Any, statuses: tuple[int, ...] = RETRY_STATUSES) -> bool:
+    """A gateway's 502/503/504 (the platform restarting, a proxy timing out) or the platform's
+    503 with ``Retry-After`` (its database restarting), not the platform's own lasting 503
+    refusal (a JSON ``detail`` without ``Retry-After``, as "this platform's backend has no job
+    runner yet")."""
+    if response.status_code not in statuses:
         return False
-    if response.status_code != 503:
+    if response.status_code != 503 or "retry-after" in response.headers:
         return True
     try:
         body = response.json()
     except ValueError:
         return True
     return not (isinstance(body, dict) and isinstance(body.get("detail"), str))
+
+
+def _retry_after(response: Any) -> float:
+    """Seconds a ``Retry-After: N`` asks for (0 when absent or a date)."""
+    try:
+        return max(0.0, float(response.headers.get("retry-after", "0")))
+    except ValueError:
+        return 0.0
 
 
 def _segment(name: str) -> str:

@@ -58,7 +58,7 @@ GATEWAY = (503, "<html>Service Unavailable</html>", "text/html")
     [
         ([], 1, 201),
         ([GATEWAY, (502, "bad gateway", "text/plain"), (504, "", "text/plain")], 4, 201),  # same key each time
-        ([GATEWAY] * 4, 4, 503),  # bounded
+        ([GATEWAY] * clientmod.CREATE_TRIES, clientmod.CREATE_TRIES, 503),  # bounded
         ([(503, json.dumps({"detail": "this platform's backend has no job runner yet"}), "application/json")], 1, 503),
         ([(422, json.dumps({"detail": "spec.command: Field required"}), "application/json")], 1, 422),
     ],

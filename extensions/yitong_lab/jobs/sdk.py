@@ -58,12 +58,25 @@ def submission(spec: dict[str, Any] | str | bytes, code: dict[str, Any] | None) 
 
 
 def yaml_map(text: str) -> dict[str, Any] | None:
+    """The map in YAML ``text``; None for text the service should read as it is: not YAML, not
+    a map, or a map with a key given twice (PyYAML would keep the last; the service refuses it
+    and names the line)."""
     try:
         import yaml  # PyYAML (jupyter_server needs it); only to add `code` to a YAML spec
     except ImportError:  # pragma: no cover - then the spec goes as it is, without code
         return None
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+            keys = [
+                k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge"
+            ]
+            if len(keys) != len(set(keys)):
+                raise yaml.constructor.ConstructorError(None, None, "a key given twice", node.start_mark)
+            return super().construct_mapping(node, deep)
+
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=Loader)  # a SafeLoader
     except yaml.YAMLError:
         return None
     return doc if isinstance(doc, dict) else None

@@ -45,6 +45,10 @@ def _sqlite_events(engine: Engine) -> None:
         conn.connection.driver_connection.execute(f"BEGIN {mode}")
 
 
+#: seconds to open a connection to a database server before answering 503
+CONNECT_TIMEOUT = 5
+
+
 class Database:
     """One engine, a session factory, per-VC locks for allocations in this process, and the
     cache of hot reads that this process's commits invalidate (:mod:`.readcache`)."""
@@ -58,7 +62,17 @@ class Database:
             self.engine = create_engine(self.url, connect_args={"check_same_thread": False, "timeout": 30})
             _sqlite_events(self.engine)
         else:
-            self.engine = create_engine(self.url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+            # a server that does not answer is a 503 in seconds (core/errors.py), not a hung request
+            self.engine = create_engine(
+                self.url,
+                pool_pre_ping=True,
+                pool_size=10,
+                max_overflow=20,
+                pool_timeout=10,
+                connect_args={"connect_timeout": CONNECT_TIMEOUT}
+                if self.url.get_backend_name() == "postgresql"
+                else {},
+            )
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._locking = sessionmaker(self.engine.execution_options(yitong_immediate=True), expire_on_commit=False)
         self._locks: dict[str, threading.Lock] = {}

@@ -44,6 +44,20 @@ class LimitsSettings(BaseModel):
     )
 
 
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis, for echoing input in a sentence."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_LONG_RUN = re.compile(r"\S{121,}")
+
+
+def clip_runs(text: str) -> str:
+    """``text`` with each run of more than 120 non-space characters (an echoed name, a path, a
+    value) clipped by :func:`clip` and its length said, so a sentence stays readable."""
+    return _LONG_RUN.sub(lambda m: f"{clip(m.group(0))} ({len(m.group(0))} characters)", text)
+
+
 def human(n: int) -> str:
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
@@ -123,9 +137,27 @@ def check_depth(doc: Any, max_depth: int = MAX_DEPTH, what: str = "the document"
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader without aliases (no 'billion laughs') and with a depth limit."""
+    """PyYAML's safe loader without aliases (no 'billion laughs'), with a depth limit, and
+    refusing a key given twice in one map (PyYAML keeps the last silently)."""
 
     max_depth = MAX_DEPTH
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _value in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"the key {clip(str(key))!r} is given twice in one map (first at line {seen[key] + 1})",
+                        key_node.start_mark,
+                    )
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
     def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
         if self.check_event(yaml.AliasEvent):
@@ -153,10 +185,22 @@ def load_yaml(text: str, max_depth: int = MAX_DEPTH) -> Any:
         loader.dispose()
 
 
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise DocumentError(f"the key {clip(key)!r} is given twice in one object")
+        doc[key] = value
+    return doc
+
+
 def load_json(text: str, max_depth: int = MAX_DEPTH, what: str = "the document") -> Any:
-    """``json.loads`` with the depth limit (DocumentError; ValueError when not JSON)."""
+    """``json.loads`` with the depth limit, refusing a key given twice in one object
+    (DocumentError; ValueError when not JSON)."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_pairs)
+    except DocumentError as e:
+        raise DocumentError(f"{what}: {e}") from None
     except RecursionError:
         raise DocumentError(f"{what} nests lists and maps deeper than {max_depth} levels") from None
     return check_depth(doc, max_depth, what)

@@ -183,6 +183,23 @@ INPUTS = [
         422,
         "spec: not valid YAML at line 2, column 8: aliases (*name) are not accepted; write the value out",
     ),
+    (
+        "POST",
+        "jobs",
+        b"name: x\nvc: vision\nenvironment: {kernel: python3}\ncommand: [a]\nname: y\n",
+        YAML,
+        422,
+        "spec: not valid YAML at line 5, column 1: the key 'name' is given twice in one map (first at line 1)",
+    ),
+    ("POST", "jobs", (SPEC % ', "vc": "nlp"').encode(), JSON, 422, "spec: the key 'vc' is given twice in one object"),
+    (
+        "POST",
+        "vcs",
+        ('{"name": "%s"}' % ("n" * 10_000)).encode(),
+        JSON,
+        422,
+        f"name: '{'n' * 78}… (10002 characters) is not a valid name",
+    ),
     ("POST", "jobs", (SPEC % ', "user": 5').encode(), JSON, 422, "user: must be a user name"),
     ("POST", "jobs", b"\xff\xfe name: x", YAML, 422, "spec: the body is not UTF-8 text (byte 0)"),
     (
