@@ -138,7 +138,12 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
 
     Multi-user mode (the hub runs as root): `account` is the system account the platform
     service created for this hub user (`yt-<name>`, home `<data_dir>/home/<user>`, 0700);
-    the server runs with its uid/gid, no supplementary groups, HOME/USER/SHELL its own.
+    the server runs with its uid/gid, no supplementary groups, HOME/USER/SHELL its own, and (with
+    `pid_namespace` in the account, the platform's `backends.local.pid_namespaces`) in a PID
+    namespace of its own with its own /proc (yitong_services/core/pidns.py): the pid the hub
+    tracks and signals is its anchor, which passes SIGINT/SIGTERM on and exits as the server did;
+    its kernels and terminals see only the server's processes, and whatever they leave running
+    ends with the server.
     Single-person mode (`account` empty): the server runs as the hub's own Unix user.
     """
 
@@ -165,11 +170,21 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
         home = self.home_dir
         account = dict(self.account)
 
-        def preexec() -> None:
+        def become() -> None:
             if account:
                 drop_to(int(account["uid"]), int(account["gid"]))
             os.makedirs(home, 0o700, exist_ok=True)
             os.chdir(home)
+
+        if not (account and account.get("pid_namespace")):
+            return become
+
+        from yitong_services.core import pidns  # the local backend runs where the services are
+
+        pidns.prepare()
+
+        def preexec() -> None:  # the tracked pid is the anchor; the server runs in its own namespace
+            pidns.enter_exec(become)
 
         return preexec
 

@@ -274,6 +274,8 @@ def log_to_file(settings: Settings) -> None:
 
 
 LOG_FORMAT = "[%(levelname)s %(asctime)s %(name)s] %(message)s"
+#: seconds an idle HTTP/1.1 connection stays open (see main)
+KEEP_ALIVE = 75
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -324,7 +326,16 @@ def main(argv: list[str] | None = None) -> None:
     except ModeError as e:
         sys.exit(f"yitong-service: {e}")
     app = create_app(settings)
-    uvicorn.run(app, host=ip, port=port, log_level=args.log_level.lower(), access_log=False)
+    uvicorn.run(
+        app,
+        host=ip,
+        port=port,
+        log_level=args.log_level.lower(),
+        access_log=False,
+        # longer than the proxy keeps an idle connection to reuse (Node's agent: 5 s, uvicorn's
+        # default too): a connection the proxy picks up is never one this side just closed
+        timeout_keep_alive=KEEP_ALIVE,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

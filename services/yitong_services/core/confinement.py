@@ -83,6 +83,42 @@ def setting_of(settings: Any) -> str:
     return str(extra.get("mode", "auto"))
 
 
+def pid_namespaces(settings: Any) -> bool:
+    """``backends.local.pid_namespaces`` (default true): in multi-user mode every job attempt,
+    notebook server and SSH shell into a job runs in a PID namespace of its own with its own
+    ``/proc`` (core/pidns.py), so nobody sees another person's processes or command lines.
+    false: they share the host's, where ``ps`` shows everyone's (unless the admin mounts /proc
+    with ``hidepid=invisible``). Example: ``backends: {local: {pid_namespaces: false}}``."""
+    section = (getattr(settings, "backends", None) or {}).get("local")
+    extra = dict(getattr(section, "model_extra", None) or {}) if section is not None else {}
+    value = extra.get("pid_namespaces", True)
+    if not isinstance(value, bool):
+        raise ModeError(f"backends.local.pid_namespaces must be true or false, not {value!r}")
+    return value
+
+
+_PIDNS_CHECK: dict[str, str | None] = {}  # why this machine gives no PID namespaces (checked once)
+
+
+def pid_namespace_usable(settings: Any) -> bool:
+    """Multi-user mode with ``backends.local.pid_namespaces`` on, on a machine that allows them
+    (checked once: blocking, it starts a process; the log says why not, once)."""
+    if settings.backend != "local" or mode_of(settings) != "multi-user" or not pid_namespaces(settings):
+        return False
+    if "why" not in _PIDNS_CHECK:
+        from . import pidns
+
+        _PIDNS_CHECK["why"] = why = pidns.probe()
+        if why is not None:
+            log.error(
+                "notebooks and jobs run without PID namespaces: %s; each can see every process on this "
+                "machine and its command line (mount /proc with hidepid=invisible, or set "
+                "backends.local.pid_namespaces to false to say so is meant)",
+                why,
+            )
+    return _PIDNS_CHECK["why"] is None
+
+
 def unreachable(settings: Any) -> str | None:
     """What people's accounts could not reach: the interpreter, or a directory above the data
     directory (None: both are reachable)."""

@@ -17,7 +17,10 @@ service's secrets stripped from the environment as in every mode). The job's dir
 owned by that account (0700); its inputs are a platform-owned, read-only copy of links
 (``materialize.link_trees``) inside it. Every file the service reads back from a job's
 directory (pid, exit record, logs) must be a plain file of the directory's owner, so a job
-cannot point the service at a secret or at another person's files.
+cannot point the service at a secret or at another person's files. Each attempt runs in a PID
+namespace of its own (``backends.local.pid_namespaces``, core/pidns.py): the pid in the ref and
+the pid file is the attempt's anchor in the host's namespace, the wrapper is PID 1 of the job's
+own, and the job's ``ps`` and ``/proc`` show only its own processes.
 """
 
 from __future__ import annotations
@@ -38,9 +41,10 @@ from typing import Any
 from anyio import to_thread
 
 from ..core.accounts import Account
-from ..core.confinement import account_for, mode_of, private_dir
+from ..core.confinement import account_for, mode_of, pid_namespace_usable, private_dir
 from ..datasets.materialize import link_trees
 from . import launcher, procs, ranklogs, wrapper
+from .attempt_limits import AttemptLimits
 from .backend import Backend, Launch, Polled
 from .launch import user_argv
 from .local import local_command
@@ -98,18 +102,26 @@ def read_pid(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def _look(ref: str) -> Polled:
-    """An attempt's state from its exit record and its process (blocking: a few small reads)."""
+def _look(ref: str, limits: AttemptLimits | None = None) -> Polled:
+    """An attempt's state from its exit record and its process (blocking: a few small reads).
+    With ``limits`` (its cgroup), an attempt that is over has what is left of it killed and its
+    cgroup removed; one without an exit record whose cgroup saw an OOM kill (the kernel chose the
+    wrapper) failed on its memory limit."""
     pid, started, here = parse_ref(ref)
     done = read_exit(here)
     if done is None and pid and procs.alive(pid, started):
         return Polled("running")
     if done is None:
         done = read_exit(here)  # it may have ended between the two looks
+    oom = limits.oom_reason(here) if limits is not None and done is None else None
+    if limits is not None:  # nothing it started outlives it, whatever session it made
+        limits.end(here, keep=oom is not None)
     if done is not None:
         rc = done.get("exit_code")
         info = {"result": done["result"]} if "result" in done else {}
         return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"), info)
+    if oom is not None:
+        return Polled("failed", -signal.SIGKILL, oom)
     return Polled("vanished", None, f"process {pid} vanished without an exit record")
 
 
@@ -129,11 +141,33 @@ class LocalBackend(Backend):
             self._mode = mode_of(self.settings) if self.settings is not None else "single-person"
         return self._mode == "multi-user"
 
+    @property
+    def pid_namespace(self) -> bool:
+        """Multi-user: each attempt in a PID namespace of its own (``backends.local.pid_namespaces``,
+        where this machine allows it: ``confinement.pid_namespace_usable``; blocking once)."""
+        if not hasattr(self, "_pidns"):
+            self._pidns = self.multi_user and pid_namespace_usable(self.settings)
+        return self._pidns
+
+    @property
+    def limits(self) -> AttemptLimits | None:
+        """Multi-user: each attempt's cgroup (jobs/attempt_limits.py) where ``backends.local.cgroups``
+        is on and this host allows it. Blocking once (it makes the instance's parent cgroup and
+        removes the empty ones a previous run left)."""
+        if not hasattr(self, "_limits"):
+            found = AttemptLimits.of(self.settings) if self.multi_user else None
+            if found is not None:
+                found.sweep()
+            self._limits = found
+        return self._limits
+
     def confine(self, launch: Launch) -> tuple[Account, dict[str, str]]:
         """Multi-user: the owner's account (created on first use), its job directory handed to it
         (0700), and the inputs linked read-only inside it. Blocking."""
         found = account_for(self.settings, launch.user)
         assert found is not None
+        self.pid_namespace  # noqa: B018 -- checked once, here in a worker thread (it starts a process)
+        self.limits  # noqa: B018 -- made once, here in a worker thread (cgroupfs writes)
         account = Account(found["name"], found["uid"], found["gid"], found["home"])
         jobs = private_dir(launch.workdir.parent, 0o711)
         private_dir(jobs.parent, 0o711)
@@ -179,6 +213,10 @@ class LocalBackend(Backend):
             full_env.update(HOME=account.home, USER=account.name, LOGNAME=account.name)
         outputs = launch.workdir / launch.spec.outputs
         wrapper_args = [str(here), limit, "--cwd", str(launch.cwd), "--mkdir", str(outputs), *rank_log]
+        planned = None  # the attempt's cgroup, made by its root child (launcher._confine)
+        if account is not None and self.limits is not None:
+            planned = self.limits.plan(here, launch.spec.cpu, launch.spec.memory)
+            wrapper_args += self.limits.wrapper_args(here, launch.spec.memory)
         ref = ""
 
         def then() -> None:
@@ -194,11 +232,13 @@ class LocalBackend(Backend):
                 "cwd": str(launch.workdir),
                 "uid": account.uid if account is not None else None,
                 "gid": account.gid if account is not None else None,
+                "pid_namespace": account is not None and self.pid_namespace,
+                "cgroup": planned,
             }
             pid = await self.fork_server.spawn(request)
             proc = None
         else:
-            proc = self._popen(launch, wrapper_args, argv, full_env, account)
+            proc = self._popen(launch, wrapper_args, argv, full_env, account, planned)
             pid = proc.pid
         try:
             # say when the wrapper ends: it writes the exit record before it exits, so the manager
@@ -218,20 +258,26 @@ class LocalBackend(Backend):
         return ref
 
     def _popen(
-        self, launch: Launch, wrapper_args: list[str], argv: list[str], env: dict[str, str], account: Account | None
+        self,
+        launch: Launch,
+        wrapper_args: list[str],
+        argv: list[str],
+        env: dict[str, str],
+        account: Account | None,
+        planned: dict[str, dict[str, str]] | None = None,
     ) -> subprocess.Popen:
-        """The wrapper as a new interpreter (without the fork server)."""
-        as_account: dict[str, Any] = {}
-        if account is not None:  # the owner's account, no supplementary groups (set before exec)
-            as_account = {"user": account.uid, "group": account.gid, "extra_groups": []}
+        """The wrapper as a new interpreter (without the fork server); multi-user, started as root
+        and dropping to the owner's account itself (``launcher.launch_as``), in a namespace of its
+        own as a forked one."""
+        head = [sys.executable, "-I", "-S", "-c", wrapper.LAUNCH, SERVICES_ROOT]
+        if account is not None:
+            isolate = "1" if self.pid_namespace else "0"
+            head = [sys.executable, "-I", "-S", "-c", launcher.LAUNCH_AS, SERVICES_ROOT]
+            head += [str(account.uid), str(account.gid), isolate]
+            head += ["--cgroup", json.dumps(planned)] if planned else []  # made and entered as root
         return subprocess.Popen(
             [
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                wrapper.LAUNCH,
-                SERVICES_ROOT,
+                *head,
                 *wrapper_args,
                 *(["--env-stdin"] if launch.late_env is not None else []),
                 "--",
@@ -244,7 +290,6 @@ class LocalBackend(Backend):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             close_fds=True,
-            **as_account,
         )
 
     def _watch(self, pid: int, proc: subprocess.Popen | None, then: Any) -> asyncio.Future[None]:
@@ -322,11 +367,15 @@ class LocalBackend(Backend):
         return await to_thread.run_sync(find)
 
     async def poll(self, ref: str) -> Polled:
-        return await to_thread.run_sync(_look, ref)
+        return await to_thread.run_sync(self._look, ref)
+
+    def _look(self, ref: str) -> Polled:
+        return _look(ref, self.limits)
 
     def look_many(self, refs: list[str]) -> dict[str, Polled]:  # type: ignore[override]
         """Every attempt's files (a few small reads each; blocking)."""
-        return {ref: _look(ref) for ref in refs}
+        limits = self.limits
+        return {ref: _look(ref, limits) for ref in refs}
 
     async def poll_many(self, refs: list[str]) -> dict[str, Polled]:
         return await to_thread.run_sync(self.look_many, refs)

@@ -14,6 +14,17 @@ far more than a line on some filesystems (a trial's whole start is a few dozen o
 restarted service reads this file to learn what happened while it was down; an attempt started
 by an older wrapper has its exit record in ``ATTEMPT_DIR/exit``, which is still read.
 
+In its own PID namespace (multi-user mode, core/pidns.py) this process is the namespace's PID 1:
+the pid file names its anchor in the host's namespace (what the service tracks), it reaps the
+job's orphans, ``max_run_time`` reaches every process of the namespace, and when it exits the
+kernel ends whatever the job left running there.
+
+In its cgroup (multi-user mode, jobs/attempt_limits.py: ``--oom FILE --memory TEXT``) the job's
+program starts with a higher ``oom_score_adj`` than this process, so the kernel's OOM killer stops
+the job, not its supervisor; an attempt that ends after an OOM kill has the reason "memory limit
+256Mi exceeded" (FILE counts the kills), not a bare SIGKILL. ``--refuse WHY``: its cgroup could
+not be made; the attempt records WHY and starts nothing.
+
 The job's result: ARGV gets the write end of a pipe as ``$YITONG_RESULT_FD``. What it writes
 there, one JSON object of metric names to numbers per line, is read while it runs; the last
 complete line goes in the exit record as ``result`` (the service merges it into the run's
@@ -46,7 +57,16 @@ LAUNCH = (
 )
 
 
-def _kill_group(sig: int) -> None:
+def _kill_group(sig: int, isolated: bool = False) -> None:
+    """``sig`` to the attempt's processes: as PID 1 of its own namespace (``isolated``) every
+    other process in it, even one that left the group (``kill(-1)`` there reaches no one else),
+    else the members of this process's group."""
+    if isolated:
+        try:
+            os.kill(-1, sig)
+        except ProcessLookupError:
+            pass
+        return
     me = os.getpid()
     for pid in group_members(os.getpgid(0)):
         if pid != me:
@@ -98,11 +118,28 @@ def _drain(fd: int, into: LastLine, budget: int = 1 << 20) -> bool:
     return True
 
 
-def main(argv: list[str], env: dict[str, str] | None = None) -> int:
-    """Run one attempt; ``env``: the job's whole environment (None: this process's)."""
+def _reap(child: int) -> int | None:
+    """As a namespace's PID 1: reap what has ended (orphans of the job are this process's to
+    reap); the wait status of ``child`` if it was among them."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if pid == 0:
+            return None
+        if pid == child:
+            return status
+
+
+def main(argv: list[str], env: dict[str, str] | None = None, anchor: tuple[int, int] | None = None) -> int:
+    """Run one attempt; ``env``: the job's whole environment (None: this process's). ``anchor``:
+    this process is PID 1 of the attempt's own PID namespace (core/pidns.py) and ``anchor`` the
+    host's (pid, start ticks) of the process the platform tracks, which the pid file names."""
     attempt_dir, limit, *rest = argv
     cwd, make, log, env_stdin = None, [], "launcher.log", False
-    while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin"):
+    oom, memory, refuse = None, "", None  # the attempt's cgroup (jobs/attempt_limits.py)
+    while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin", "--oom", "--memory", "--refuse"):
         if rest[0] == "--env-stdin":
             env_stdin = True
             rest = rest[1:]
@@ -111,12 +148,19 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
             cwd = rest[1]
         elif rest[0] == "--log":
             log = rest[1]
+        elif rest[0] == "--oom":
+            oom = rest[1]
+        elif rest[0] == "--memory":
+            memory = rest[1]
+        elif rest[0] == "--refuse":
+            refuse = rest[1]
         else:
             make.append(rest[1])
         rest = rest[2:]
     sep, *command = rest
     assert sep == "--" and command, (
-        "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] -- ARGV..."
+        "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] [--oom FILE --memory TEXT]"
+        " [--refuse WHY] -- ARGV..."
     )
     here = attempt_dir
     if env_stdin:  # secrets the platform made while this started: one JSON line, then EOF
@@ -128,7 +172,11 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
     os.makedirs(os.path.join(here, "logs"), exist_ok=True)
     for d in make:
         os.makedirs(d, exist_ok=True)
-    write_atomic(os.path.join(here, "pid"), f"{os.getpid()} {start_time(os.getpid())}\n")
+    pid, started = anchor if anchor is not None else (os.getpid(), start_time(os.getpid()))
+    write_atomic(os.path.join(here, "pid"), f"{pid} {started}\n")
+    if refuse is not None:  # its cgroup could not be made: nothing runs unconfined
+        _record_exit(here, {"exit_code": 126, "end": _now(), "reason": refuse})
+        return 126
     cancelled = False
 
     def on_term(_sig, _frame):  # the service signals the whole group; the child stops itself
@@ -150,29 +198,37 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
             return 127
         finally:
             os.close(result_w)
+        if oom is not None:
+            _oom_first(child)
         deadline = time.monotonic() + float(limit) if float(limit) > 0 else None
         # woken by the child's end itself (a pidfd), not by a wait's timed sleeps, which notice an
         # end late; and by its result lines, read as they come (a pipe's buffer is small)
         ended, child_fd, result = select.poll(), os.pidfd_open(child), LastLine()
         ended.register(child_fd, select.POLLIN)
         ended.register(results, select.POLLIN)
+        isolated = anchor is not None
         while True:
             events = dict(ended.poll(500))
             if events.get(results) and not _drain(results, result):
                 ended.unregister(results)
-            if child_fd in events:
-                rc = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+            status = _reap(child) if isolated else None  # an orphan's end, or the child's
+            if status is None and child_fd in events:
+                status = os.waitpid(child, 0)[1]
+            if status is not None:
+                rc = os.waitstatus_to_exitcode(status)
                 _drain(results, result)  # what it wrote just before it ended
                 break
             if deadline is not None and time.monotonic() > deadline and not reason:
                 reason = f"max_run_time of {int(float(limit))}s exceeded"
-                _kill_group(signal.SIGTERM)
+                _kill_group(signal.SIGTERM, isolated)
                 deadline = time.monotonic() + 5
             elif reason and deadline is not None and time.monotonic() > deadline:
-                _kill_group(signal.SIGKILL)
+                _kill_group(signal.SIGKILL, isolated)
     finally:
         os.close(out)
     os.close(results)  # a process the job left writing there gets EPIPE
+    if rc != 0 and oom is not None and not reason and _oom_kills(oom):
+        reason = f"memory limit {memory} exceeded"  # the kernel's OOM killer, not a bare SIGKILL
     if rc < 0 and not reason:
         reason = f"killed by {signal.Signals(-rc).name}"
     if cancelled and not reason:
@@ -182,6 +238,42 @@ def main(argv: list[str], env: dict[str, str] | None = None) -> int:
         record["result"] = found  # bounded as written here too (escapes may lengthen it)
     _record_exit(here, record)
     return 0
+
+
+#: the job's program's ``oom_score_adj``: within the attempt's cgroup the kernel's OOM killer picks
+#: it and what it starts before this wrapper (0), which then records why the job ended
+OOM_SCORE_ADJ = 500
+
+
+def _oom_first(child: int) -> None:
+    """Raise the job's ``oom_score_adj`` (an unprivileged raise; the job can lower it back only to
+    0, this wrapper's, never below). A process the job forks before this write keeps 0: then the
+    OOM killer chooses by size alone, and the service reads the cgroup's counter if it chose this
+    wrapper (runner_local)."""
+    try:
+        fd = os.open(f"/proc/{child}/oom_score_adj", os.O_WRONLY)
+    except OSError:  # gone already, or not dumpable (a setuid program)
+        return
+    try:
+        os.write(fd, str(OOM_SCORE_ADJ).encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _oom_kills(path: str) -> int:
+    """The cgroup's ``oom_kill`` count (``memory.events`` or ``memory.oom_control``), 0 when unreadable."""
+    from ..core.cgroups import parse_count
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return parse_count(os.read(fd, 4096).decode(), "oom_kill")
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return 0
 
 
 def spawn(command: list[str], env: dict[str, str], out: int, keep: int, cwd: str | None) -> int:

@@ -2,7 +2,7 @@ from fastapi import APIRouter
 from sqlalchemy import select
 
 from ..core.authz import Person, is_member
-from ..core.confinement import account_for
+from ..core.confinement import account_for, pid_namespace_usable
 from ..vcs import quota
 from ..vcs.allocations import reason
 from ..vcs.devices import placement, visible_env_names
@@ -48,6 +48,8 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
                 | {"profiles": options}
             )
     account = account_for(ctx.settings, person.name)
+    if account is not None:  # the server in a PID namespace of its own (core/pidns.py)
+        account["pid_namespace"] = pid_namespace_usable(ctx.settings)
     return {"user": person.name, "vcs": vcs, "account": account, "visible_env": visible_env_names(devices)}
 
 

@@ -256,6 +256,9 @@ class SystemAccount(Strict):
     uid: int
     gid: int
     home: str
+    pid_namespace: bool = Field(
+        False, description="the server runs in a PID namespace of its own (backends.local.pid_namespaces)"
+    )
 
 
 class SpawnOptions(Strict):

@@ -265,6 +265,7 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
         "uid": victim_pw.pw_uid,
         "gid": victim_pw.pw_gid,
         "home": str(mu.data.absolute() / "home" / victim),
+        "pid_namespace": True,  # its server in a PID namespace of its own (core/pidns.py)
     }
     home = Path(account["home"])
     assert (os.stat(home).st_uid, _mode(home)) == (victim_pw.pw_uid, 0o700)
