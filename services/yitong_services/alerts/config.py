@@ -53,7 +53,17 @@ class Targets:
     metrics_path: str  # <prefix>metrics
     prometheus: str
     alertmanager: str
-    nodes: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()  # further node exporters (alerts.node_targets): no login sent to them
+    node: str = ""  # the node exporter the platform starts (host:port), scraped with its login
+
+
+@dataclass(frozen=True)
+class Logins:
+    """The daemons' logins as Prometheus sends them (``basic_auth``: username, password_file)."""
+
+    prometheus: dict[str, str]
+    alertmanager: dict[str, str]
+    node: dict[str, str]
 
 
 def _seconds(value: float) -> str:
@@ -95,11 +105,23 @@ def rule_file(
     return {"groups": [{"name": GROUP, "interval": _seconds(evaluation_interval), "rules": entries}]}
 
 
+def _login(login: dict[str, str] | None) -> dict[str, Any]:
+    return {"basic_auth": dict(login)} if login else {}
+
+
 def prometheus_config(
-    targets: Targets, paths: Paths, scrape_interval: float, evaluation_interval: float
+    targets: Targets,
+    paths: Paths,
+    scrape_interval: float,
+    evaluation_interval: float,
+    logins: Logins | None = None,
 ) -> dict[str, Any]:
     """prometheus.yml: the platform's /metrics (with the platform's token), the node exporters,
-    Prometheus and Alertmanager themselves; alerts go to the Alertmanager."""
+    Prometheus and Alertmanager themselves; alerts go to the Alertmanager. With ``logins`` each of
+    the platform's daemons is scraped (and Alertmanager sent alerts) with its own login; the
+    further node exporters of ``targets.nodes`` are a job of their own, labelled ``job="node"``
+    too, so that no login goes to them."""
+    own = logins or Logins({}, {}, {})
     jobs: list[dict[str, Any]] = [
         {
             "job_name": "yitong",
@@ -107,11 +129,24 @@ def prometheus_config(
             "authorization": {"type": "Bearer", "credentials_file": paths.scrape_token},
             "static_configs": [{"targets": [targets.platform]}],
         },
-        {"job_name": "prometheus", "static_configs": [{"targets": [targets.prometheus]}]},
-        {"job_name": "alertmanager", "static_configs": [{"targets": [targets.alertmanager]}]},
+        {"job_name": "prometheus", **_login(own.prometheus), "static_configs": [{"targets": [targets.prometheus]}]},
+        {
+            "job_name": "alertmanager",
+            **_login(own.alertmanager),
+            "static_configs": [{"targets": [targets.alertmanager]}],
+        },
     ]
-    if targets.nodes:
-        jobs.append({"job_name": "node", "static_configs": [{"targets": list(targets.nodes)}]})
+    further = list(targets.nodes)
+    if targets.node and own.node:
+        jobs.append({"job_name": "node", **_login(own.node), "static_configs": [{"targets": [targets.node]}]})
+        if further:
+            # the job label set on the targets: the kinds' PromQL reads job="node" for every node
+            jobs.append(
+                {"job_name": "node-targets", "static_configs": [{"targets": further, "labels": {"job": "node"}}]}
+            )
+    elif targets.node or further:
+        nodes = ([targets.node] if targets.node else []) + further
+        jobs.append({"job_name": "node", "static_configs": [{"targets": nodes}]})
     return {
         "global": {
             "scrape_interval": _seconds(scrape_interval),
@@ -119,7 +154,9 @@ def prometheus_config(
             "evaluation_interval": _seconds(evaluation_interval),
         },
         "rule_files": [paths.rules],
-        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [targets.alertmanager]}]}]},
+        "alerting": {
+            "alertmanagers": [{**_login(own.alertmanager), "static_configs": [{"targets": [targets.alertmanager]}]}]
+        },
         "scrape_configs": jobs,
     }
 

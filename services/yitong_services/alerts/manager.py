@@ -7,6 +7,9 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import re
+import signal
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,10 +18,11 @@ import httpx
 from anyio import to_thread
 from sqlalchemy import select
 
+from ..core.confinement import private_dir
 from ..core.db import Database
 from ..core.errors import Refusal
 from ..core.settings import Settings
-from . import config, files, processes
+from . import config, credentials, files, processes
 from .models import AlertRoute, AlertRule
 from .nvml import NVML
 from .processes import PACKAGES, Child
@@ -30,6 +34,9 @@ INSTALL = (
     " then restart the platform service; rules are kept and take effect then"
 )
 NOT_RUNNING = "Alertmanager is not running (GET /alerts/status says why): silences need it"
+RELOAD_WITHIN = 10.0  # seconds a daemon has to reload after SIGHUP
+# the gauges each daemon sets when it has (re)loaded its configuration
+RELOAD_METRICS = {"prometheus": "prometheus_config_last_reload", "alertmanager": "alertmanager_config_last_reload"}
 
 
 def _loopback(ip: str) -> str:
@@ -50,6 +57,7 @@ class AlertsManager:
             scrape_token=str(self.dir / "scrape-token"),
             webhook_secret=str(self.dir / "webhook-secret"),
         )
+        self.logins = credentials.logins(settings.data_dir)
         ip = self.cfg.ip
         self.urls = {
             "prometheus": f"http://{ip}:{self.cfg.prometheus_port}",
@@ -74,14 +82,23 @@ class AlertsManager:
         return f"http://{self.platform}{self.prefix}api/v1/alerts/webhook"
 
     def targets(self) -> config.Targets:
-        nodes = [self.urls["node"].removeprefix("http://")] if self.urls["node"] else []
         return config.Targets(
             platform=self.platform,
             metrics_path=f"{self.prefix}metrics",
             prometheus=self.urls["prometheus"].removeprefix("http://"),
             alertmanager=self.urls["alertmanager"].removeprefix("http://"),
-            nodes=tuple(nodes + list(self.cfg.node_targets)),
+            nodes=tuple(self.cfg.node_targets),
+            node=self.urls["node"].removeprefix("http://"),
         )
+
+    def web_config(self, name: str) -> Path:
+        """The daemon's ``--web.config.file`` (its login's bcrypt hash)."""
+        return self.dir / f"{credentials.FILE_NAMES[name]}-web.yml"
+
+    def auth(self, name: str) -> httpx.BasicAuth:
+        """The daemon's login, for an httpx client of it."""
+        login = self.logins[name]
+        return httpx.BasicAuth(login.user, credentials.ensure(login))
 
     def secret(self) -> str:
         if not self._secret:
@@ -98,6 +115,11 @@ class AlertsManager:
         """Write prometheus.yml, rules.yml and alertmanager.yml from the database; True if any changed."""
         self.secret()
         files.write_atomic(Path(self.paths.scrape_token), self.token or "-")
+        private_dir(self.settings.data_dir.absolute() / "secrets", 0o700)
+        private_dir(credentials.secret_dir(self.settings.data_dir), 0o700)
+        for name in credentials.DAEMONS:
+            credentials.write_web_config(self.web_config(name), self.logins[name])
+        logins = config.Logins(**{name: self.logins[name].basic_auth() for name in credentials.DAEMONS})
         with self.db.session() as s:
             rules = [as_rule(r) for r in s.scalars(select(AlertRule))]
             routes = [as_route(r) for r in s.scalars(select(AlertRoute))]
@@ -107,7 +129,7 @@ class AlertsManager:
         )
         changed |= files.write_yaml(
             self.dir / "prometheus.yml",
-            config.prometheus_config(self.targets(), self.paths, c.scrape_interval, c.evaluation_interval),
+            config.prometheus_config(self.targets(), self.paths, c.scrape_interval, c.evaluation_interval, logins),
         )
         am = config.alertmanager_config(
             routes,
@@ -128,17 +150,39 @@ class AlertsManager:
                 await self.reload()
 
     async def reload(self) -> None:
-        async with httpx.AsyncClient(timeout=10) as client:
-            for name in ("prometheus", "alertmanager"):
-                child = self.children.get(name)
-                if child is None or not child.running:
-                    continue
-                try:
-                    r = await client.post(child.url + "/-/reload")
-                    if r.status_code != 200:
-                        raise Refusal(422, f"{name} refused the new configuration: {r.text.strip()[:500]}")
-                except httpx.HTTPError as e:
-                    log.warning("reloading %s: %s", name, e)
+        """Have Prometheus and Alertmanager read their files again: SIGHUP to the process the service
+        started (their lifecycle API is off), then their reload gauges say whether they took it."""
+        for name in ("prometheus", "alertmanager"):
+            child = self.children.get(name)
+            if child is None or child.proc is None or not child.running or not child.holds_port():
+                continue
+            before = await self._reloaded(child)
+            child.proc.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + RELOAD_WITHIN
+            while True:
+                await asyncio.sleep(0.02)
+                after = await self._reloaded(child)
+                if after is not None and before is not None and after[1] > before[1]:
+                    break
+                failed = after is not None and after[0] == 0
+                if failed and (before is None or before[0] == 1 or time.monotonic() > deadline):
+                    raise Refusal(422, f"{name} refused the new configuration (its log: {child.log_path})")
+                if time.monotonic() > deadline:
+                    log.warning("%s did not say it reloaded within %g s", name, RELOAD_WITHIN)
+                    break
+
+    async def _reloaded(self, child: Child) -> tuple[float, float] | None:
+        """``(successful, timestamp)`` of the daemon's last configuration reload, from its /metrics."""
+        prefix = RELOAD_METRICS[child.name]
+        try:
+            async with httpx.AsyncClient(timeout=5, auth=self.auth(child.name)) as client:
+                text = (await client.get(child.url + "/metrics")).text
+        except httpx.HTTPError as e:
+            log.warning("reading %s's metrics: %s", child.name, e)
+            return None
+        ok = re.search(rf"^{prefix}_successful(?:{{[^}}]*}})? (\S+)$", text, re.M)
+        at = re.search(rf"^{prefix}_success_timestamp_seconds(?:{{[^}}]*}})? (\S+)$", text, re.M)
+        return (float(ok.group(1)), float(at.group(1))) if ok and at else None
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -153,9 +197,11 @@ class AlertsManager:
                 f"--storage.tsdb.path={d / 'prometheus-data'}",
                 f"--storage.tsdb.retention.time={c.retention}",
                 f"--web.listen-address={c.ip}:{c.prometheus_port}",
-                "--web.enable-lifecycle",
+                f"--web.config.file={self.web_config('prometheus')}",  # no --web.enable-lifecycle: SIGHUP reloads
             ]
-            out["prometheus"] = Child("prometheus", argv, self.urls["prometheus"], logs / "prometheus.log")
+            out["prometheus"] = Child(
+                "prometheus", argv, self.urls["prometheus"], logs / "prometheus.log", auth=self._pair("prometheus")
+            )
         am = processes.find(c.alertmanager_bin)
         if am:
             argv = [
@@ -163,14 +209,31 @@ class AlertsManager:
                 f"--config.file={d / 'alertmanager.yml'}",
                 f"--storage.path={d / 'alertmanager-data'}",
                 f"--web.listen-address={c.ip}:{c.alertmanager_port}",
+                f"--web.config.file={self.web_config('alertmanager')}",
                 "--cluster.listen-address=",
             ]
-            out["alertmanager"] = Child("alertmanager", argv, self.urls["alertmanager"], logs / "alertmanager.log")
+            out["alertmanager"] = Child(
+                "alertmanager",
+                argv,
+                self.urls["alertmanager"],
+                logs / "alertmanager.log",
+                auth=self._pair("alertmanager"),
+            )
         node = processes.find(c.node_exporter_bin)
         if node and c.node_exporter_port:
-            argv = [node, f"--web.listen-address={c.ip}:{c.node_exporter_port}"]
-            out["node"] = Child("node", argv, self.urls["node"], logs / "node-exporter.log", ready_path="/")
+            argv = [
+                node,
+                f"--web.listen-address={c.ip}:{c.node_exporter_port}",
+                f"--web.config.file={self.web_config('node')}",
+            ]
+            out["node"] = Child(
+                "node", argv, self.urls["node"], logs / "node-exporter.log", ready_path="/", auth=self._pair("node")
+            )
         return out
+
+    def _pair(self, name: str) -> tuple[str, str]:
+        login = self.logins[name]
+        return login.user, credentials.ensure(login)
 
     async def start(self) -> None:
         """Write the files; when ``alerts.run``, start the processes in the background."""
@@ -214,9 +277,10 @@ class AlertsManager:
         def component(name: str, executable: str) -> dict[str, Any]:
             installed = processes.find(executable) is not None
             child = self.children.get(name)
-            if child is not None and child.proc is not None and child.proc.returncode is not None:
-                child.state = "exited"
-                child.detail = child.detail or f"exited with status {child.proc.returncode} (log: {child.log_path})"
+            proc = child.proc if child is not None else None
+            if child is not None and proc is not None and proc.returncode is not None and child.state != "error":
+                child.state = "exited"  # (error: its port is held, which says more)
+                child.detail = child.detail or f"exited with status {proc.returncode} (log: {child.log_path})"
             if not installed:
                 state, detail = "missing", f"install the Debian package {PACKAGES[name]}"
             elif name == "node" and not self.cfg.node_exporter_port:
@@ -238,7 +302,12 @@ class AlertsManager:
             "accelerators": self.nvml.available,
         }
         message = None
-        if not out["prometheus"]["installed"] or not out["alertmanager"]["installed"]:
+        errors = [
+            out[k]["detail"] for k in ("prometheus", "alertmanager", "node_exporter") if out[k]["state"] == "error"
+        ]
+        if errors:  # a port held by another process: alerting does not work until it is freed
+            message = " ".join(errors)
+        elif not out["prometheus"]["installed"] or not out["alertmanager"]["installed"]:
             message = INSTALL
         elif not c.smtp.host:
             message = "email is off: set alerts.smtp.host (and port, sender) in the settings file"
@@ -253,12 +322,15 @@ class AlertsManager:
             if processes.find(self.cfg.alertmanager_bin) is None:
                 raise Refusal(409, INSTALL)
             raise Refusal(409, NOT_RUNNING)
+        if not child.holds_port():  # our Alertmanager ended and another process took its port
+            child.state, child.detail = "error", processes.port_held(child)
+            raise Refusal(409, child.detail)
         return child.url
 
     async def _am(self, method: str, path: str, **kw: Any) -> httpx.Response:
         url = self._alertmanager()
         try:
-            async with httpx.AsyncClient(timeout=10) as client:
+            async with httpx.AsyncClient(timeout=10, auth=self.auth("alertmanager")) as client:
                 return await client.request(method, url + "/api/v2" + path, **kw)
         except httpx.HTTPError as e:
             raise Refusal(409, f"Alertmanager did not answer: {e}") from None

@@ -149,7 +149,10 @@ class History(BaseModel):
 
 class Component(BaseModel):
     installed: bool
-    state: str = Field(description="missing | stopped | starting | running | exited | off")
+    state: str = Field(
+        description="missing | stopped | starting | running | exited | off | error (its port is held by another"
+        " process: ``detail`` names it and the setting to change)"
+    )
     url: str | None
     detail: str
 

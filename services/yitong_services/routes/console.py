@@ -99,7 +99,7 @@ def _catalogue(ctx: Context) -> dict[str, Any]:
     return {"vcs": vcs, "profiles": profiles, "offered": offered, "resources": names, "homes": homes, "walked": walked}
 
 
-def _index(ctx: Context, caller: str, token: str) -> Response:
+def _index(ctx: Context, caller: str, token: str, monitoring: dict[str, Any] | None = None) -> Response:
     cat = _catalogue(ctx)
     return _page(
         ctx,
@@ -117,6 +117,7 @@ def _index(ctx: Context, caller: str, token: str) -> Response:
         backend=ctx.settings.backend,
         inventory=console.described(ctx.inventory),
         confinement=describe(ctx.settings) if ctx.settings.backend == "local" else None,
+        monitoring=monitoring,
         storage=console.storage_rows(cat["vcs"]),
         homes=console.home_rows(cat["homes"]),
         storage_note=cat["walked"],
@@ -128,7 +129,8 @@ async def console_page(request: Request) -> Response:
     who = await _admin(request)
     if isinstance(who, Response):
         return who
-    return await to_thread.run_sync(_index, *who)
+    alerts = getattr(request.app.state, "alerts", None)  # the monitoring's state (alerts/manager.py)
+    return await to_thread.run_sync(_index, *who, console.monitoring(alerts.status()) if alerts else None)
 
 
 def _vc(ctx: Context, caller: str, token: str, name: str) -> Response:

@@ -106,7 +106,10 @@ async def test_not_installed_says_what_to_install(service_factory):
 
 async def test_a_port_in_use_is_reported_not_taken_over(service_factory):
     """Another Prometheus (anything) on the configured port: ours is not started, and the status
-    says why, instead of the other process answering our readiness checks and reloads."""
+    says why (an error naming the port, the process holding it and the setting to change), instead
+    of the other process answering our readiness checks and reloads. The attack from another
+    account: test_alerts_locked.py."""
+    import os
     import shutil
     import socket
 
@@ -121,10 +124,13 @@ async def test_a_port_in_use_is_reported_not_taken_over(service_factory):
         async with service_factory(alerts=settings) as svc:
             await svc.app.state.alerts.wait_started()
             status = (await svc.call("admin", "GET", "alerts/status")).json()
-            assert status["prometheus"]["state"] == "exited"
-            assert (
-                status["prometheus"]["detail"] == f"not started: http://127.0.0.1:{port} is in use by another process"
-            )
+            assert status["prometheus"]["state"] == "error"
+            detail = status["prometheus"]["detail"]
+            assert detail.startswith(
+                f"Prometheus cannot listen on 127.0.0.1:{port}: the port is held by pid {os.getpid()} ("
+            ), detail
+            assert "set alerts.prometheus_port to a free port in the settings file" in detail
+            assert status["message"] == detail
             assert status["alertmanager"]["state"] == "running"
 
 

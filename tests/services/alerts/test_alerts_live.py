@@ -100,15 +100,15 @@ async def test_silence_and_reload(live):
     audit = (await svc.call("admin", "GET", "audit?action=alert_silence.create")).json()
     assert audit["total"] == 1
 
-    # a new rule reaches Prometheus (reloaded): its rule API lists it
+    # a new rule reaches Prometheus (reloaded by SIGHUP): its rule API lists it (with the platform's login)
     r = await svc.call("admin", "POST", "alerts/rules", json={"name": "down", "kind": "service_down"})
     assert r.status_code == 201, r.text
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(auth=alerts.auth("prometheus")) as client:
         groups = (await client.get(alerts.urls["prometheus"] + "/api/v1/rules")).json()["data"]["groups"]
     assert [rule["name"] for g in groups for rule in g["rules"]] == ["down"]
     # and every target is scraped: the platform's /metrics with its token, the node exporter, both daemons
     deadline = time.monotonic() + 30
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(auth=alerts.auth("prometheus")) as client:
         while True:
             targets = (await client.get(alerts.urls["prometheus"] + "/api/v1/targets")).json()["data"]
             health = {t["labels"]["job"]: t["health"] for t in targets["activeTargets"]}
