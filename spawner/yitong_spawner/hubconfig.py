@@ -114,7 +114,11 @@ def hub_config(
                     "api_token": service_token,
                     "oauth_no_confirm": True,
                     "command": [
-                        os.path.join(bin_dir, "yitong-service"),
+                        # yitong-service under its supervisor, which starts it again within a
+                        # second of a crash (the hub notices a service's end only every 30 s)
+                        os.path.join(bin_dir, "python"),
+                        "-m",
+                        "yitong_services.core.supervise",
                         "--settings",
                         settings_path,
                         "--data-dir",

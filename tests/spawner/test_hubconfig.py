@@ -27,7 +27,9 @@ def test_defaults_for_the_embedded_platform():
     assert hub["load_groups"] == {"everyone": {"users": ["admin"]}}
     [service] = hub["services"]
     assert service["command"] == [
-        "/venv/bin/yitong-service",
+        "/venv/bin/python",
+        "-m",
+        "yitong_services.core.supervise",
         "--settings",
         "/s.yaml",
         "--data-dir",
