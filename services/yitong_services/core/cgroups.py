@@ -236,7 +236,7 @@ def apply(planned: dict[str, dict[str, str]]) -> None:
     """Create the planned cgroups and write their limits (as root); OSError with the file's name."""
     for directory, files in planned.items():
         try:
-            os.mkdir(directory, 0o755)
+            os.mkdir(directory, 0o700)  # root's alone: nobody reads another's usage or pids
         except FileExistsError:
             pass
         for name, value in files.items():
@@ -357,6 +357,18 @@ def parse_count(text: str, key: str) -> int:
         if name == key:
             return int(value)
     return 0
+
+
+def oom_file(dirs: list[str] | dict[str, Any]) -> int | None:
+    """An open descriptor (close-on-exec) of the cgroup's OOM counter (``memory.events`` or
+    ``memory.oom_control``), for a process that reads it after it has dropped root; None if none."""
+    for directory in dirs:
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                return os.open(f"{directory}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+    return None
 
 
 def oom_kills(dirs: list[str]) -> int:

@@ -149,9 +149,10 @@ def _confine(planned: dict | None, argv: list[str]) -> list[str]:
     try:
         cgroups.apply(planned)
         cgroups.enter(planned)
+        oom = cgroups.oom_file(planned)  # opened as root: the cgroup is root's alone
     except OSError as e:
         return [*argv[:2], "--refuse", f"the attempt's cgroup cannot be made: {e}", *argv[2:]]
-    return argv
+    return [*argv[:2], "--oom-fd", str(oom), *argv[2:]] if oom is not None else argv
 
 
 def launch_as(argv: list[str]) -> int:

@@ -216,7 +216,7 @@ class LocalBackend(Backend):
         planned = None  # the attempt's cgroup, made by its root child (launcher._confine)
         if account is not None and self.limits is not None:
             planned = self.limits.plan(here, launch.spec.cpu, launch.spec.memory)
-            wrapper_args += self.limits.wrapper_args(here, launch.spec.memory)
+            wrapper_args += self.limits.wrapper_args(launch.spec.memory)
         ref = ""
 
         def then() -> None:

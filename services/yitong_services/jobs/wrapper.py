@@ -19,11 +19,11 @@ the pid file names its anchor in the host's namespace (what the service tracks),
 job's orphans, ``max_run_time`` reaches every process of the namespace, and when it exits the
 kernel ends whatever the job left running there.
 
-In its cgroup (multi-user mode, jobs/attempt_limits.py: ``--oom FILE --memory TEXT``) the job's
+In its cgroup (multi-user mode, jobs/attempt_limits.py: ``--oom-fd FD --memory TEXT``) the job's
 program starts with a higher ``oom_score_adj`` than this process, so the kernel's OOM killer stops
 the job, not its supervisor; an attempt that ends after an OOM kill has the reason "memory limit
-256Mi exceeded" (FILE counts the kills), not a bare SIGKILL. ``--refuse WHY``: its cgroup could
-not be made; the attempt records WHY and starts nothing.
+256Mi exceeded" (FD: the cgroup's OOM counter, opened by the root child), not a bare SIGKILL.
+``--refuse WHY``: its cgroup could not be made; the attempt records WHY and starts nothing.
 
 The job's result: ARGV gets the write end of a pipe as ``$YITONG_RESULT_FD``. What it writes
 there, one JSON object of metric names to numbers per line, is read while it runs; the last
@@ -139,7 +139,7 @@ def main(argv: list[str], env: dict[str, str] | None = None, anchor: tuple[int, 
     attempt_dir, limit, *rest = argv
     cwd, make, log, env_stdin = None, [], "launcher.log", False
     oom, memory, refuse = None, "", None  # the attempt's cgroup (jobs/attempt_limits.py)
-    while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin", "--oom", "--memory", "--refuse"):
+    while rest and rest[0] in ("--cwd", "--mkdir", "--log", "--env-stdin", "--oom-fd", "--memory", "--refuse"):
         if rest[0] == "--env-stdin":
             env_stdin = True
             rest = rest[1:]
@@ -148,8 +148,8 @@ def main(argv: list[str], env: dict[str, str] | None = None, anchor: tuple[int, 
             cwd = rest[1]
         elif rest[0] == "--log":
             log = rest[1]
-        elif rest[0] == "--oom":
-            oom = rest[1]
+        elif rest[0] == "--oom-fd":
+            oom = int(rest[1])
         elif rest[0] == "--memory":
             memory = rest[1]
         elif rest[0] == "--refuse":
@@ -159,7 +159,7 @@ def main(argv: list[str], env: dict[str, str] | None = None, anchor: tuple[int, 
         rest = rest[2:]
     sep, *command = rest
     assert sep == "--" and command, (
-        "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] [--oom FILE --memory TEXT]"
+        "usage: wrapper ATTEMPT_DIR MAX_RUN_TIME [--cwd DIR] [--mkdir DIR]... [--log FILE] [--oom-fd FD --memory TEXT]"
         " [--refuse WHY] -- ARGV..."
     )
     here = attempt_dir
@@ -262,16 +262,13 @@ def _oom_first(child: int) -> None:
         os.close(fd)
 
 
-def _oom_kills(path: str) -> int:
-    """The cgroup's ``oom_kill`` count (``memory.events`` or ``memory.oom_control``), 0 when unreadable."""
+def _oom_kills(fd: int) -> int:
+    """The cgroup's ``oom_kill`` count (``memory.events`` or ``memory.oom_control``, opened for
+    this process while it was root), 0 when unreadable."""
     from ..core.cgroups import parse_count
 
     try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return parse_count(os.read(fd, 4096).decode(), "oom_kill")
-        finally:
-            os.close(fd)
+        return parse_count(os.pread(fd, 4096, 0).decode(), "oom_kill")
     except (OSError, ValueError):
         return 0
 
