@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from jupyterhub.spawner import SimpleLocalProcessSpawner, Spawner
-from traitlets import Dict, Float, Unicode
+from traitlets import Dict, Float, List, Unicode
 
 from . import leftovers
 
@@ -144,6 +144,13 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
     tracks and signals is its anchor, which passes SIGINT/SIGTERM on and exits as the server did;
     its kernels and terminals see only the server's processes, and whatever they leave running
     ends with the server.
+    With `cgroup` in the account (`{parent, max_processes}`: the platform's `backends.local.cgroups`
+    on and usable) the server runs in a cgroup of its own (yitong_services/core/cgroups.py, imported
+    lazily: the local backend runs only where the platform's services are installed), entered as
+    root before the drop: the profile's memory and cpu (`mem_limit`, `cpu_limit`) as hard limits,
+    at most `max_processes` tasks, and once the server has ended everything left in it is stopped
+    (SIGTERM, SIGKILL after `leftovers_grace`), whatever session it made. Without one, the marked
+    processes are stopped instead (yitong_spawner/leftovers.py, best effort).
     Single-person mode (`account` empty): the server runs as the hub's own Unix user.
     """
 
@@ -163,14 +170,22 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
         help="""Seconds between SIGTERM and SIGKILL to the processes an ended server left running
         (what its notebooks started in sessions of their own, code-server, TensorBoard).""",
     )
+    cgroup_dirs = List(
+        Unicode(),
+        help="""This server's cgroup, one directory per hierarchy (made at its start when the account
+        names a `cgroup`; saved in the state, so a restarted hub still stops what is left in it).
+        Not config.""",
+    )
     # the stop of an ended server's processes, running in the background (tests await it)
     leftovers_task: asyncio.Future | None = None
 
     def make_preexec_fn(self, name: str):
         home = self.home_dir
         account = dict(self.account)
+        enter = _cgroup_enter(list(self.cgroup_dirs))
 
         def become() -> None:
+            enter()  # as root, before the drop: the server's cgroup (a no-op without one)
             if account:
                 drop_to(int(account["uid"]), int(account["gid"]))
             os.makedirs(home, 0o700, exist_ok=True)
@@ -198,19 +213,56 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
 
     async def start(self):  # type: ignore[no-untyped-def]
         self.server_mark = secrets.token_hex(16)
-        return await super().start()
+        self.cgroup_dirs = await asyncio.to_thread(self._make_cgroup)
+        try:
+            return await super().start()
+        except BaseException:
+            if self.cgroup_dirs:
+                await asyncio.to_thread(_cgroup_end, list(self.cgroup_dirs), 0.0)
+                self.cgroup_dirs = []
+            raise
+
+    def _make_cgroup(self) -> list[str]:
+        """The server's cgroup, made (blocking): its directories, [] without one."""
+        spec = (self.account or {}).get("cgroup")
+        if not spec:
+            return []
+        from yitong_services.core import cgroups
+
+        parent = str(spec["parent"])
+        layout = cgroups.usable(parent)
+        if layout.kind == "none":
+            self.log.warning("%s's server runs without kernel limits: %s", self.user.name, layout.why)
+            return []
+        name = f"server-{cgroups.safe_name(self.user.name)}"
+        if self.name:
+            name += f"-{cgroups.safe_name(self.name)}"
+        _cgroup_end(cgroups.dirs_of(layout, parent, name), 0.0)  # a previous run's, if its end was missed
+        limits = {"cpu": self.cpu_limit, "memory": self.mem_limit, "pids": int(spec["max_processes"])}
+        planned = cgroups.plan(layout, parent, name, limits)
+        cgroups.apply(planned)
+        return list(planned)
 
     async def poll(self):  # type: ignore[no-untyped-def]
         mark = self.server_mark  # the base's poll clears the state once the server has ended
+        dirs = list(self.cgroup_dirs)
         status = await super().poll()
-        if status is not None and mark:
-            self.server_mark = ""
-            self.leftovers_task = asyncio.ensure_future(self._stop_leftovers(mark))
+        if status is not None and (mark or dirs):
+            self.server_mark, self.cgroup_dirs = "", []
+            self.leftovers_task = asyncio.ensure_future(self._stop_leftovers(mark, dirs))
         return status
 
-    async def _stop_leftovers(self, mark: str) -> None:
+    async def _stop_leftovers(self, mark: str, dirs: list[str] = ()) -> None:  # type: ignore[assignment]
         """Stop what the ended server started that is still running (in the background: a poll
-        must not wait out the grace)."""
+        must not wait out the grace): everything in its cgroup, else its marked processes."""
+        if dirs:
+            try:
+                killed = await asyncio.to_thread(_cgroup_end, list(dirs), self.leftovers_grace)
+                if killed:
+                    self.log.info("Killed %d process(es) %s's server left running", killed, self.user.name)
+            except Exception:
+                self.log.exception("Could not stop the processes in %s's server's cgroup", self.user.name)
+            return
         uid = int(self.account["uid"]) if self.account else os.getuid()
         try:
             pidfds = await asyncio.to_thread(leftovers.marked, mark, uid)
@@ -231,11 +283,34 @@ class YitongLocalProcessSpawner(SimpleLocalProcessSpawner):
         state = super().get_state()
         if self.server_mark:
             state["server_mark"] = self.server_mark
+        if self.cgroup_dirs:
+            state["cgroup"] = list(self.cgroup_dirs)
         return state
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.server_mark = state.get("server_mark", "")
+        self.cgroup_dirs = list(state.get("cgroup") or [])
 
     def get_args(self) -> list[str]:
         return allow_root_args(super().get_args(), int(self.account["uid"]) if self.account else None)
+
+
+def _cgroup_enter(dirs: list[str]):  # type: ignore[no-untyped-def]
+    """A function that moves the calling process into ``dirs`` (imported here, in the hub, not in
+    the forked child)."""
+    if not dirs:
+        return lambda: None
+    from yitong_services.core import cgroups
+
+    return lambda: cgroups.enter(dirs)
+
+
+def _cgroup_end(dirs: list[str], grace: float) -> int:
+    """What is left in a server's cgroup stopped (SIGTERM, SIGKILL after ``grace``), then the
+    cgroup removed (blocking); how many had to be killed."""
+    from yitong_services.core import cgroups
+
+    killed = cgroups.terminate(dirs, grace) if cgroups.members(dirs) else 0
+    cgroups.remove(dirs)
+    return killed

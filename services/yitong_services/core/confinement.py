@@ -157,9 +157,96 @@ def current_user() -> str:
 
 
 def describe(settings: Any) -> dict[str, str]:
-    """``{"mode", "message"}`` for ``/health`` and the admin page."""
+    """``{"mode", "message", "limits"}`` for ``/health`` and the admin page; in multi-user mode the
+    message ends with what holds workloads to their size (:func:`limits`)."""
     mode = mode_of(settings)
-    return {"mode": mode, "message": message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))}
+    text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))
+    held = limits(settings, mode)
+    if mode == "multi-user":
+        text = f"{text} {held['message']}"
+    return {"mode": mode, "message": text, "limits": held["by"]}
+
+
+# ---- limits (cgroups) -----------------------------------------------------------------------
+
+MAX_PROCESSES_RANGE = (16, 1 << 22)
+
+
+def cgroup_settings(settings: Any) -> tuple[bool, int]:
+    """``backends.local.cgroups`` (default true) and ``backends.local.max_processes`` (default
+    4096). Multi-user mode puts each job attempt, notebook server and model replica in a cgroup of
+    its own (core/cgroups.py): its memory and cpu as hard limits, at most ``max_processes`` tasks
+    (processes and threads), killed as a whole when it ends. ``cgroups: false`` turns that off (the
+    bench's on/off comparison): nothing then holds a workload to its size. Example:
+    ``backends: {local: {cgroups: true, max_processes: 1024}}``."""
+    from .cgroups import DEFAULT_MAX_PROCESSES
+
+    section = (getattr(settings, "backends", None) or {}).get("local")
+    extra = dict(getattr(section, "model_extra", None) or {}) if section is not None else {}
+    enabled = extra.get("cgroups", True)
+    if not isinstance(enabled, bool):
+        raise ModeError(f"backends.local.cgroups must be true or false, not {enabled!r}")
+    most = extra.get("max_processes", DEFAULT_MAX_PROCESSES)
+    low, high = MAX_PROCESSES_RANGE
+    if isinstance(most, bool) or not isinstance(most, int) or not low <= most <= high:
+        raise ModeError(f"backends.local.max_processes must be a whole number from {low} to {high}, not {most!r}")
+    return enabled, most
+
+
+def cgroup_parent(settings: Any) -> str:
+    """This instance's parent cgroup (``yitong-<hash of the data directory>``)."""
+    from .cgroups import parent_name
+
+    return parent_name(Path(settings.data_dir).absolute())
+
+
+def limits(settings: Any, mode: str | None = None) -> dict[str, str]:
+    """``{"by", "message"}``: what holds notebooks and jobs to their size. On the local backend
+    ``by`` is ``cgroup-v2`` / ``cgroup-v1``, ``off`` (``backends.local.cgroups: false``) or ``none``
+    (single-person mode, or no cgroup hierarchy this process can use: the message says why);
+    ``kubernetes`` and ``slurm`` on those backends.
+    Blocking the first time (it makes the instance's parent cgroup), cached after."""
+    from . import cgroups
+
+    if settings.backend == "kubernetes":
+        return {"by": "kubernetes", "message": "Each pod has its request as its limits (the kubelet's cgroups)."}
+    if settings.backend == "slurm":
+        return {
+            "by": "slurm",
+            "message": "Slurm holds each job to its allocation where its TaskPlugin is task/cgroup (docs/backends.md).",
+        }
+    mode = mode or mode_of(settings)
+    if mode != "multi-user":
+        return {"by": "none", "message": "Notebooks and jobs are not held to their size in single-person mode."}
+    enabled, most = cgroup_settings(settings)
+    loose = (
+        "so a notebook or job can use more memory, cpu and processes than it asked for, and what it starts "
+        "in a session of its own outlives it"
+    )
+    if not enabled:
+        return {"by": "off", "message": f"Limits are off (backends.local.cgroups is false), {loose}."}
+    layout = cgroups.usable(cgroup_parent(settings))
+    if layout.kind == "none":
+        return {
+            "by": "none",
+            "message": f"Limits are not enforced: {layout.why}, {loose}. Run the platform as root on a host "
+            "with cgroup v2, or v1 with the memory, cpu and pids controllers, to enforce them.",
+        }
+    return {
+        "by": f"cgroup-{layout.kind}",
+        "message": f"Limits are enforced by the kernel ({layout.describe()}): each job attempt and notebook "
+        f"server runs in a cgroup of its own with its memory and cpu as hard limits and at most {most} "
+        "processes and threads, and is killed as a whole when it ends.",
+    }
+
+
+def server_cgroup(settings: Any) -> dict[str, Any] | None:
+    """For the hub's spawner (the account in ``GET /spawn-options``): ``{"parent", "max_processes"}``
+    when notebook servers get a cgroup of their own (multi-user, ``backends.local.cgroups`` on and
+    usable here), else None."""
+    if not limits(settings)["by"].startswith("cgroup"):
+        return None
+    return {"parent": cgroup_parent(settings), "max_processes": cgroup_settings(settings)[1]}
 
 
 # ---- files --------------------------------------------------------------------------------
@@ -221,6 +308,9 @@ def startup(settings: Any) -> str:
         secure_data_dir(settings.data_dir, roots)
         text = message(mode, os.geteuid(), current_user(), _unshared_interpreter(settings, mode))
         (log.info if mode == "multi-user" else log.warning)("%s", text)
+        if mode == "multi-user":  # what holds workloads to their size, or why nothing does
+            held = limits(settings, mode)
+            (log.info if held["by"].startswith("cgroup") else log.warning)("%s", held["message"])
         if mode == "multi-user" and not all(
             os.stat(p).st_mode & stat.S_IXOTH for p in Path(settings.data_dir).absolute().parents
         ):

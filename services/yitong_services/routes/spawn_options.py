@@ -2,7 +2,7 @@ from fastapi import APIRouter
 from sqlalchemy import select
 
 from ..core.authz import Person, is_member
-from ..core.confinement import account_for, pid_namespace_usable
+from ..core.confinement import account_for, pid_namespace_usable, server_cgroup
 from ..vcs import quota
 from ..vcs.allocations import reason
 from ..vcs.devices import placement, visible_env_names
@@ -50,6 +50,7 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
     account = account_for(ctx.settings, person.name)
     if account is not None:  # the server in a PID namespace of its own (core/pidns.py)
         account["pid_namespace"] = pid_namespace_usable(ctx.settings)
+        account["cgroup"] = server_cgroup(ctx.settings)  # its limits (core/cgroups.py)
     return {"user": person.name, "vcs": vcs, "account": account, "visible_env": visible_env_names(devices)}
 
 

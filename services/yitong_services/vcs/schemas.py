@@ -249,6 +249,13 @@ class VCOption(Strict):
     profiles: list[ProfileOption]
 
 
+class ServerCgroup(Strict):
+    """Where a notebook server's cgroup goes (core/cgroups.py) and its process limit."""
+
+    parent: str = Field(description="the platform instance's parent cgroup, yitong-<hash of the data directory>")
+    max_processes: int = Field(description="tasks (processes and threads) the server may have at once")
+
+
 class SystemAccount(Strict):
     """The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md)."""
 
@@ -258,6 +265,9 @@ class SystemAccount(Strict):
     home: str
     pid_namespace: bool = Field(
         False, description="the server runs in a PID namespace of its own (backends.local.pid_namespaces)"
+    )
+    cgroup: ServerCgroup | None = Field(
+        None, description="the server's cgroup (backends.local.cgroups): null where limits are off or unusable"
     )
 
 

@@ -28,6 +28,7 @@ from helpers import free_port, start_service
 from shared_python import shared_bin
 
 from tests.services.conftest import PREFIX, SETTINGS
+from yitong_services.core import cgroups
 from yitong_services.core.accounts import account_name
 from yitong_services.core.confinement import MODES, ModeError, decide, message
 from yitong_services.datasets import materialize
@@ -148,7 +149,11 @@ def test_account_names_never_system_accounts(hub_name, account):
 
 async def test_health_and_admin_page_say_the_mode(service):
     r = await service.call(None, "GET", "health")
-    assert r.json() == {"status": "ok", "mode": "single-person"}  # the fixture pins single-person
+    assert r.json() == {  # the fixture pins single-person
+        "status": "ok",
+        "mode": "single-person",
+        "limits": {"by": "none", "message": "Notebooks and jobs are not held to their size in single-person mode."},
+    }
     page = await service.call("admin", "GET", f"{PREFIX}admin")
     assert page.status_code == 200 and 'id="mode"' in page.text
     assert "Yitong runs single-person: notebooks and jobs run as" in page.text
@@ -266,6 +271,8 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
         "gid": victim_pw.pw_gid,
         "home": str(mu.data.absolute() / "home" / victim),
         "pid_namespace": True,  # its server in a PID namespace of its own (core/pidns.py)
+        # its server in a cgroup of its own (core/cgroups.py), under this instance's parent
+        "cgroup": {"parent": cgroups.parent_name(mu.data.absolute()), "max_processes": 4096},
     }
     home = Path(account["home"])
     assert (os.stat(home).st_uid, _mode(home)) == (victim_pw.pw_uid, 0o700)
