@@ -75,6 +75,37 @@ def test_parse_tables():
     ]
 
 
+def test_netlink_and_proc_agree_on_real_listeners():
+    import socket
+
+    with socket.socket() as v4, socket.socket(socket.AF_INET6) as v6, socket.socket() as connected:
+        v4.bind(("127.0.0.1", 0))
+        v4.listen()
+        v6.bind(("::1", 0))
+        v6.listen()
+        connected.connect(v4.getsockname())  # a connection on the same port is not a listener
+        mine = {listeners.Listener("127.0.0.1", v4.getsockname()[1], os.geteuid())}
+        mine.add(listeners.Listener("::1", v6.getsockname()[1], os.geteuid()))
+        over_netlink = listeners.read_diag(socket.AF_INET) + listeners.read_diag(socket.AF_INET6)
+        from_proc = listeners.read_tables()
+        assert mine <= set(over_netlink) and mine <= set(from_proc)
+        assert sorted(over_netlink, key=str) == sorted(from_proc, key=str)
+        assert listeners.refusal(v6.getsockname()[1], os.geteuid(), listeners.read_listeners()) is None
+
+
+def test_diag_records_parsed():
+    record = bytes([10, 10, 0, 0]) + (8080).to_bytes(2, "big") + bytes(2)  # AF_INET6, LISTEN, sport
+    record += ipaddress.ip_address("::1").packed + bytes(16 + 4 + 8) + bytes(12)
+    record += (1001).to_bytes(4, "little") + bytes(4)
+    message = listeners.HEADER.pack(16 + len(record), listeners.SOCK_DIAG_BY_FAMILY, 2, 1, 0) + record
+    done = listeners.HEADER.pack(20, listeners.NLMSG_DONE, 2, 1, 0) + bytes(4)
+    assert listeners.parse_diag(message + done) == ([listeners.Listener("::1", 8080, 1001)], True)
+    assert listeners.parse_diag(message) == ([listeners.Listener("::1", 8080, 1001)], False)
+    error = listeners.HEADER.pack(36, listeners.NLMSG_ERROR, 0, 1, 0) + (-1).to_bytes(4, "little", signed=True)
+    with pytest.raises(OSError):
+        listeners.parse_diag(error + bytes(16))
+
+
 @pytest.mark.parametrize(
     ("host", "port", "uid", "status", "words"),
     [
