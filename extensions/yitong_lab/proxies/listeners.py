@@ -94,7 +94,8 @@ def diag_request(family: int) -> bytes:
 def parse_diag(data: bytes) -> tuple[list[Listener], bool]:
     """The listeners in one netlink datagram (``inet_diag_msg`` records) and whether it ended the
     dump (pure). An error record raises OSError."""
-    found, offset = [], 0
+    found: list[Listener] = []
+    offset = 0
     while offset + HEADER.size <= len(data):
         length, kind, _flags, _seq, _pid = HEADER.unpack_from(data, offset)
         if kind == NLMSG_DONE:
