@@ -189,23 +189,21 @@ class JobBoards:
                 "TensorBoard is not installed in this server's environment "
                 "(pip install tensorboard, then open this page again)",
             )
-        last = ""
-        for _ in range(2):
-            socket = socket_path(f"tensorboard-job-{job_id}-{secrets.token_hex(4)}")
-            log = tempfile.TemporaryFile()
-            process = await asyncio.create_subprocess_exec(
-                *job_board_command(launcher, logdir, socket, self.base_url, job_id),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-            _PIDS.add(process.pid)
-            board = Board(logdir, socket, process, log)
-            if await self._ready(board):
-                return board
-            last = self._tail(board)
-            await self._terminate(board)
+        socket = socket_path(f"tensorboard-job-{job_id}-{secrets.token_hex(4)}")  # a fresh one each start
+        log = tempfile.TemporaryFile()
+        process = await asyncio.create_subprocess_exec(
+            *job_board_command(launcher, logdir, socket, self.base_url, job_id),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        _PIDS.add(process.pid)
+        board = Board(logdir, socket, process, log)
+        if await self._ready(board):
+            return board
+        last = self._tail(board)
+        await self._terminate(board)
         raise BoardError(500, f"TensorBoard did not start: {last or 'no output'}")
 
     async def _ready(self, board: Board) -> bool:
