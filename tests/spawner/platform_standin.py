@@ -74,6 +74,7 @@ def vc(name: str, profiles: list[dict], description: str = "", free: dict | None
 class StandIn:
     def __init__(self) -> None:
         self.spawn_options: dict[str, list[dict]] = {}  # user -> VC models
+        self.accounts: dict[str, dict] = {}  # user -> the system account (multi-user mode)
         self.refusals: dict[tuple[str, str], tuple[int, str]] = {}
         self.allocations: dict[int, dict] = {}
         self.released: list[int] = []
@@ -111,7 +112,8 @@ class SpawnOptions(_Base):
     def get(self) -> None:
         user = self.get_query_argument("user")
         vcs = copy.deepcopy(self.s.spawn_options.get(user, []))
-        self.finish({"user": user, "vcs": vcs, "visible_env": visible_env_names(self.s.devices)})
+        account = self.s.accounts.get(user)
+        self.finish({"user": user, "vcs": vcs, "account": account, "visible_env": visible_env_names(self.s.devices)})
 
 
 class Allocations(_Base):
