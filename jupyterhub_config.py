@@ -27,7 +27,17 @@ os.makedirs(os.path.join(data_dir, "logs"), mode=0o700, exist_ok=True)  # hub.lo
 os.chmod(data_dir, 0o711)
 os.chmod(os.path.join(data_dir, "secrets"), 0o700)
 
-settings = load_settings(settings_path)
+try:
+    # the whole file first, as the platform service reads it (unknown keys, a key given twice,
+    # the service's sections): a mistake stops the start with one sentence, not a traceback,
+    # and nothing starts on a guess; then the hub's own sections
+    from yitong_services.core.settings import SettingsError
+    from yitong_services.core.settings import load_settings as service_settings
+
+    service_settings(settings_path, data_dir)
+    settings = load_settings(settings_path)
+except (SettingsError, ValueError) as e:
+    sys.exit(f"Yitong: {e}")
 proxy = root / "node_modules" / ".bin" / "configurable-http-proxy"
 cfg = hub_config(
     settings,

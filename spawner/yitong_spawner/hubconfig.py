@@ -30,7 +30,14 @@ HERE = Path(__file__).parent
 def load_settings(path: str | os.PathLike) -> dict[str, Any]:
     """Read the YAML settings file; a missing or non-mapping file is a clear error."""
     text = Path(path).read_text()
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ValueError(
+            f"{path}: not valid YAML{where}: {getattr(e, 'problem', None) or 'cannot be parsed'}"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: the settings file must be a YAML mapping")
     backend = data.get("backend", "local")

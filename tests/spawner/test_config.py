@@ -109,3 +109,31 @@ def test_the_hub_names_deprecated_traits_at_start(tmp_path):
         done.stderr
     )
     assert "accelerator_slurm_gres" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text, sentence",
+    [
+        ("database: {uri: 'postgresql://db/yitong'}\n", "database.uri: unknown key"),
+        ("hub: {prot: 8000}\n", "hub: Additional properties are not allowed ('prot' was unexpected)"),
+        ("vcs: {}\nvcs: {}\n", "not valid YAML at line 2, column 1: the key 'vcs' is given twice"),
+        ("vcs: [1\n", "not valid YAML at line 2, column 1"),
+    ],
+)
+def test_a_mistake_in_the_settings_stops_the_hub_with_one_sentence(tmp_path, text, sentence):
+    """The real hub on jupyterhub_config.py: a typo anywhere in the settings file (the service's
+    sections too) ends the start at once with the file and the key or line, no traceback."""
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(text)
+    env = {**os.environ, "YITONG_SETTINGS": str(settings), "YITONG_DATA_DIR": str(tmp_path / "d")}
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"Yitong: {settings}: ") and sentence in line

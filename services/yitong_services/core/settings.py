@@ -2,8 +2,9 @@
 
 ``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
 ``profiles`` and ``vcs``;
-other sections (``hub``, ``groups``, ...) belong to ``jupyterhub_config.py`` and are ignored
-here. Inside the sections the service owns, unknown keys are errors.
+the hub's sections (``hub``, ``auth``, ``groups``: :data:`HUB_SECTIONS`) belong to
+``jupyterhub_config.py``, which checks them. Any other key, at the top or inside a section, is
+an error that names it: a typo (``database: {uri: ...}``) must not start the platform on a guess.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_
 from ..vcs.profile_list import expand_profiles
 from ..vcs.quantities import parse_amount
 from ..vcs.schemas import ProfileSpec, Resources, VCSpec, check_name
-from .limits import LimitsSettings
+from .limits import LimitsSettings, load_yaml
 
 DEFAULT_SETTINGS = "yitong.example.yaml"
 DEFAULT_DATA_DIR = ".yitong"
@@ -30,11 +31,15 @@ DEFAULT_DATA_DIR = ".yitong"
 Bytes = Annotated[int, BeforeValidator(lambda v: parse_amount("memory", v))]
 
 
-class Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+#: top-level sections the hub reads and checks (spawner/yitong_spawner/settings_schema.py)
+HUB_SECTIONS = ("hub", "auth", "groups")
 
 
-class ServiceSettings(Lenient):
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServiceSettings(Strict):
     ip: str = "127.0.0.1"
     port: int = 8010
     reconcile_interval: float = Field(30.0, ge=0, description="seconds between reconciler runs (0: only at start)")
@@ -57,8 +62,8 @@ class ServiceSettings(Lenient):
     )
 
 
-class DatabaseSettings(Lenient):
-    url: str | None = None
+class DatabaseSettings(Strict):
+    url: str | None = Field(None, description="SQLAlchemy URL (default: SQLite in the data directory)")
 
 
 class StorageSettings(BaseModel):
@@ -121,8 +126,11 @@ class BackendSettings(BaseModel):
 DevicesSection = Annotated[dict[DeviceType, DeviceMap], BeforeValidator(merged_device_settings)]
 
 
-class Settings(Lenient):
+class Settings(Strict):
     backend: Literal["local", "kubernetes", "slurm"] = "local"
+    hub: Any = Field(None, description="the hub's section (checked by the hub)")
+    auth: Any = Field(None, description="the hub's section (checked by the hub)")
+    groups: Any = Field(None, description="the hub's section (checked by the hub)")
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
@@ -205,7 +213,10 @@ def load_settings(path: str | os.PathLike | None = None, data_dir: str | os.Path
     file = Path(explicit or DEFAULT_SETTINGS)
     raw: dict = {}
     if file.exists():
-        raw = yaml.safe_load(file.read_text()) or {}
+        try:
+            raw = load_yaml(file.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise SettingsError(f"{file}: {yaml_problem(e)}") from None
         if not isinstance(raw, dict):
             raise SettingsError(f"{file}: the settings file must be a YAML mapping")
     elif explicit:
@@ -217,11 +228,21 @@ def load_settings(path: str | os.PathLike | None = None, data_dir: str | os.Path
         raise SettingsError(f"{file}: {describe(e)}") from e
 
 
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """``not valid YAML at line 3, column 5: <what>`` (pure)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or "cannot be parsed"
+    return f"not valid YAML{where}: {problem}"
+
+
 def describe(error: ValidationError) -> str:
     """One readable line per problem: ``vcs.vision.quota: memory: '2Gx' is not a quantity``."""
     parts = []
     for item in error.errors():
         where = ".".join(str(p) for p in item["loc"])
         msg = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            msg = "unknown key (a typo? docs/settings.md lists the keys)"
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts)
