@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,3 +259,44 @@ async def test_storage_walk_counts_job_folders_and_shows_homes(service):
         'yitong_vc_storage_quota_bytes{vc="vision"} 6000.0',
         'yitong_home_bytes{user="alice"} 3000.0',
     } <= lines
+
+
+def _yt(proc, who: str, *argv: str) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "YITONG_API_URL": proc.base,
+        "JUPYTERHUB_API_TOKEN": proc.hub.tokens[who],
+        "YITONG_VC": "",  # not a job: the dataset's VC is the one named
+    }
+    yt = Path(sys.executable).parent / "yt"
+    return subprocess.run([str(yt), *argv], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_yt_prints_the_refusal_and_shows_storage(proc, tmp_path):
+    """``yt data commit`` and ``yt vc`` against a real service process."""
+    r = proc.call("admin", "PATCH", "vcs/vision", json={"storage_quota": "512Ki"})
+    assert r.status_code == 200, r.text
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.mkdir()
+    large.mkdir()
+    (small / "a.bin").write_bytes(os.urandom(600 * KiB))  # travels in a pack
+    (large / "b.bin").write_bytes(os.urandom(2 * 2**20))  # travels as a resumable upload
+    for folder, what in ((small, "this pack upload"), (large, "the upload of object")):
+        done = _yt(proc, "alice", "data", "commit", str(folder), "vision/quota", "--no-cache")
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "VC vision: storage quota 512Ki, 0 in use, " + what in done.stderr, done.stderr
+    fits = tmp_path / "fits"
+    fits.mkdir()
+    (fits / "c.bin").write_bytes(os.urandom(100 * KiB))
+    done = _yt(proc, "alice", "data", "commit", str(fits), "vision/quota", "--no-cache")
+    assert done.returncode == 0, done.stderr
+    shown = _yt(proc, "alice", "vc", "show", "vision")
+    assert shown.returncode == 0, shown.stderr
+    rows = [line.split() for line in shown.stdout.splitlines()]
+    assert ["storage", "512", "KiB", "100", "KiB", "412", "KiB"] in rows, shown.stdout  # quota, used, free
+    assert ["storage:", "store", "100", "KiB,", "job", "folders", "0", "B", "(not", "measured", "yet)"] in rows
+    listed = _yt(proc, "alice", "vc", "ls")
+    assert "storage" in listed.stdout and "512 KiB" in listed.stdout
+    edited = _yt(proc, "admin", "vc", "edit", "vision", "--storage-quota", "none")
+    assert edited.returncode == 0, edited.stderr
+    assert proc.call("admin", "GET", "vcs/vision").json()["storage_quota"] is None
