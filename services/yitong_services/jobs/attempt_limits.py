@@ -23,6 +23,8 @@ instance's parent ``yitong-<hash of the data directory>``.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +96,21 @@ class AttemptLimits:
     def sweep(self) -> int:
         """At start: remove the empty attempt cgroups a previous run left (one with processes is a
         running attempt's, which the service adopts); how many were removed."""
-        removed = 0
+        removed, now = 0, time.time()
         for name in cgroups.children(self.layout, self.parent, "job-"):
             dirs = cgroups.dirs_of(self.layout, self.parent, name)
+            if any(now - _made(d) < RECENT for d in dirs):  # one being made and entered right now
+                continue
             if not cgroups.members(dirs) and cgroups.remove(dirs, timeout=0):
                 removed += 1
         return removed
+
+
+RECENT = 60.0  # seconds: a younger attempt cgroup may be one whose root child has yet to enter it
+
+
+def _made(directory: str) -> float:
+    try:
+        return os.stat(directory).st_ctime
+    except FileNotFoundError:
+        return 0.0
