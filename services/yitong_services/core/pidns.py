@@ -182,7 +182,7 @@ def enter_exec(become: Callable[[], None]) -> None:
     options = _host_proc_options()
     unshare(CLONE_NEWPID)
     alive, held = os.pipe()
-    child = os.fork()
+    child = _raw_fork()
     if child:
         os.close(alive)
         _anchor_become(become, child)
@@ -192,25 +192,80 @@ def enter_exec(become: Callable[[], None]) -> None:
         _own_proc(options)
         become()
         _die_with_anchor(alive)
-        workload = os.fork()
+        workload = _raw_fork()
     except BaseException:
         os._exit(126)
     if workload:
         _exec("init", workload)
 
 
-def join_exec(pid_ns: int, mnt_ns: int, become: Callable[[], None]) -> None:
-    """In a ``preexec_fn`` (root): the caller goes on, after ``become``, inside the PID and mount
-    namespaces whose descriptors it holds (a running workload's), as a new process of theirs;
-    the process the caller started as becomes its anchor (what the caller's parent waits on).
-    What it leaves orphaned there is the namespace's PID 1's to reap."""
-    setns(pid_ns, CLONE_NEWPID)
+def _raw_fork() -> int:
+    """fork(2) itself, without Python's at-fork handlers: in a ``preexec_fn`` (already a
+    single-threaded copy) they fail; the child execs or returns to the caller's exec."""
+    pid = prepare().fork()
+    if pid < 0:
+        import ctypes
+
+        raise OSError(ctypes.get_errno(), "fork failed")
+    return int(pid)
+
+
+JOIN_REFUSED = 255  # what the joining process exits with when the shell cannot start
+
+
+def join_argv(pid_ns: int, mnt_ns: int, uid: int | None, gid: int | None, cwd: str, argv: list[str]) -> list[str]:
+    """The command that runs ``argv`` inside the PID and mount namespaces whose descriptors are
+    ``pid_ns`` and ``mnt_ns`` (a running workload's; passed to it open), as ``uid``/``gid``
+    in ``cwd`` entered as that account (pure). Started as root; the process started is the
+    anchor of the one that runs ``argv``, whose orphans the namespace's PID 1 reaps. A new
+    interpreter, not a ``preexec_fn``: an event loop's child (uvloop's) cannot run this much Python."""
+    ids = [str(-1 if uid is None else uid), str(-1 if gid is None else gid)]
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        os.path.abspath(__file__),
+        "join",
+        str(pid_ns),
+        str(mnt_ns),
+        *ids,
+        cwd,
+        "--",
+        *argv,
+    ]
+
+
+def _join_main(args: list[str]) -> NoReturn:
+    pid_ns, mnt_ns, uid, gid = (int(a) for a in args[:4])
+    cwd, sep, *argv = args[4:]
+    assert sep == "--" and argv
+
+    def become() -> None:
+        if uid >= 0:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+        os.chdir(cwd)  # with the account's rights: a folder it cannot enter fails here
+
+    def refuse(e: OSError) -> NoReturn:
+        sys.stderr.write(f"yitong: the shell cannot start in {cwd} as the job's account ({e.strerror})\n")
+        sys.stderr.flush()
+        os._exit(JOIN_REFUSED)
+
+    try:
+        setns(pid_ns, CLONE_NEWPID)
+    except OSError as e:
+        refuse(e)
     alive, held = os.pipe()
     child = os.fork()
     if child:
-        os.close(alive)
-        _anchor_become(become, child)
-        _exec("anchor", child, keep=held)
+        for fd in (alive, pid_ns, mnt_ns):
+            os.close(fd)
+        try:
+            become()
+        except OSError as e:  # PID 1's child fails the same way (or sees this process gone)
+            refuse(e)
+        anchor_loop(child)
     os.close(held)
     try:
         setns(mnt_ns, CLONE_NEWNS)
@@ -218,16 +273,23 @@ def join_exec(pid_ns: int, mnt_ns: int, become: Callable[[], None]) -> None:
         os.close(mnt_ns)
         become()
         _die_with_anchor(alive)
-    except BaseException:
-        os._exit(126)
+        os.execvp(argv[0], argv)
+    except OSError as e:
+        refuse(e)
+    os._exit(JOIN_REFUSED)
 
 
 def _anchor_become(become: Callable[[], None], child: int) -> None:
+    """``become`` in the anchor; when it fails, PID 1 is killed and the error is the caller's
+    (a ``preexec_fn``'s error fails the start, as without a namespace)."""
     try:
         become()
     except BaseException:
-        os.kill(child, signal.SIGKILL)
-        os._exit(126)
+        try:  # still root when the drop itself failed; else PID 1 sees this process gone
+            os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
+        raise
 
 
 def _exec(role: str, child: int, keep: int = -1) -> NoReturn:
@@ -300,8 +362,10 @@ def probe() -> str | None:
         return f"the namespace check did not run: {e}"
     if done.returncode == 0:
         return None
-    return done.stderr.decode(errors="replace").strip().splitlines()[-1:][0] if done.stderr.strip() else (
-        f"the namespace check ended with {done.returncode}"
+    return (
+        done.stderr.decode(errors="replace").strip().splitlines()[-1:][0]
+        if done.stderr.strip()
+        else (f"the namespace check ended with {done.returncode}")
     )
 
 
@@ -328,7 +392,9 @@ def _probe_here() -> NoReturn:
     _exit_like(os.waitpid(inner, 0)[1])
 
 
-if __name__ == "__main__":  # ``python -I -S pidns.py anchor|init|probe PID``: the roles execed above
+if __name__ == "__main__":  # ``python -I -S pidns.py anchor|init|probe PID`` / ``join ...``: the roles above
+    if sys.argv[1] == "join":
+        _join_main(sys.argv[2:])
     role, watched = sys.argv[1], int(sys.argv[2])
     if role == "probe":
         _probe_here()

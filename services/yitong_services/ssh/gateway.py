@@ -152,7 +152,7 @@ class Gateway:
                 status = await self.into_server(process, target)
             else:
                 status = await self.into_job(process, target)
-        except (Refused, notebook.ServerRefused) as e:
+        except (Refused, notebook.ServerRefused, local_shell.StartRefused) as e:
             process.stderr.write(f"yitong: {e}{eol}".encode())
             status = REFUSED
         except Exception:
@@ -208,7 +208,11 @@ class Gateway:
             if found.uid != owner:
                 raise Refused(f"worker {target.rank} of job {target.job_id} is not running as the job's account")
             argv = worker.shell_argv(process.command, pty)
-            return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid)
+            try:  # the shell beside the job's processes, in the job's own namespaces when it has them
+                namespaces = await to_thread.run_sync(worker.namespaces_of, found)
+            except OSError:
+                raise Refused(f"job {target.job_id} has no running worker {target.rank}") from None
+            return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid, namespaces)
         if job["backend"] == "slurm" and self.backend is not None and self.backend.name == "slurm":
             from ..jobs.runner_slurm import PASS_ENV
             from ..jobs.runner_slurm import parse_ref as slurm_ref

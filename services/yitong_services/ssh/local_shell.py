@@ -8,6 +8,7 @@ import contextlib
 import fcntl
 import os
 import struct
+import subprocess
 import termios
 from collections.abc import Callable
 from functools import partial
@@ -15,19 +16,30 @@ from typing import Any
 
 import asyncssh
 
+from ..core import pidns
+
 CHUNK = 65536
 
 
-def _child_setup(pty: bool, uid: int | None, gid: int | None) -> None:
+class StartRefused(Exception):
+    """The shell could not start as the account (a sentence for the person)."""
+
+
+def _child_setup(pty: bool, uid: int | None, gid: int | None, cwd: str | None) -> None:
     """In the child before exec: its own session (the terminal becomes its controlling tty),
-    then the owner's account (no supplementary groups) when the gateway runs as root."""
+    then the owner's account (no supplementary groups) when the gateway runs as root, and only
+    then ``cwd``: entered with the account's rights, never root's (a folder the account cannot
+    enter fails the start). ``cwd`` None: the command does both itself (``pidns.join_argv``)."""
     os.setsid()
     if pty:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    if cwd is None:
+        return
     if uid is not None and gid is not None and uid != os.geteuid():
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
+    os.chdir(cwd)
 
 
 def set_size(fd: int, width: int, height: int) -> None:
@@ -65,26 +77,42 @@ async def run(
     cwd: str,
     uid: int | None = None,
     gid: int | None = None,
+    namespaces: tuple[int, int] | None = None,
 ) -> int:
-    """Run ``argv`` for ``process`` and return its exit status (128 + signal when killed)."""
-    if process.get_terminal_type() is not None:
-        return await _run_pty(process, argv, env, cwd, uid, gid)
-    return await _run_pipes(process, argv, env, cwd, uid, gid)
+    """Run ``argv`` for ``process`` in ``cwd`` (entered as the account) and return its exit status
+    (128 + signal when killed). ``namespaces``: descriptors of the PID and mount namespaces of
+    the job's worker, which the shell joins (core/pidns.py; closed here once it has started)."""
+    pty = process.get_terminal_type() is not None
+    fds: tuple[int, ...] = ()
+    if namespaces is not None:
+        argv = pidns.join_argv(*namespaces, uid, gid, cwd, argv)
+        setup, fds = partial(_child_setup, pty, None, None, None), namespaces
+    else:
+        setup = partial(_child_setup, pty, uid, gid, cwd)
+    try:
+        if pty:
+            return await _run_pty(process, argv, env, setup, fds)
+        return await _run_pipes(process, argv, env, setup, fds)
+    except subprocess.SubprocessError:  # the preexec failed: the account or the folder
+        raise StartRefused(f"the shell cannot start in {cwd} as the job's account") from None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _status(rc: int) -> int:
     return 128 - rc if rc < 0 else rc
 
 
-async def _run_pipes(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[no-untyped-def]
+async def _run_pipes(process, argv, env, setup, fds) -> int:  # type: ignore[no-untyped-def]
     proc = await asyncio.create_subprocess_exec(
         *argv,
-        cwd=cwd,
         env=env,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        preexec_fn=partial(_child_setup, False, uid, gid),
+        preexec_fn=setup,
+        pass_fds=fds,
     )
     assert proc.stdin and proc.stdout and proc.stderr
 
@@ -109,7 +137,7 @@ async def _run_pipes(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[
             await proc.wait()
 
 
-async def _run_pty(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[no-untyped-def]
+async def _run_pty(process, argv, env, setup, fds) -> int:  # type: ignore[no-untyped-def]
     master, slave = os.openpty()
     width, height, _pw, _ph = process.get_terminal_size()
     set_size(master, width, height)
@@ -117,12 +145,12 @@ async def _run_pty(process, argv, env, cwd, uid, gid) -> int:  # type: ignore[no
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
-            cwd=cwd,
             env=env,
             stdin=slave,
             stdout=slave,
             stderr=slave,
-            preexec_fn=partial(_child_setup, True, uid, gid),
+            preexec_fn=setup,
+            pass_fds=fds,
         )
     finally:
         os.close(slave)

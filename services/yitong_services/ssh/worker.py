@@ -1,5 +1,7 @@
-"""What a shell in a job's worker is: the worker's process, directory and environment minus
-secrets (blocking reads of /proc, local backend), and the argv of the shell (pure builders)."""
+"""What a shell in a job's worker is: the worker's process, directory, environment minus
+secrets and namespaces (blocking reads of /proc, local backend), and the argv of the shell (pure
+builders). A job in a PID namespace of its own (core/pidns.py) gets its shells in it: they see the
+job's processes (``ps``, ``py-spy``), no one else's, and end with the job."""
 
 from __future__ import annotations
 
@@ -69,6 +71,26 @@ def read_environ(pid: int) -> dict[str, str]:
     return env
 
 
+def namespaces_of(worker: Worker) -> tuple[int, int] | None:
+    """Descriptors of the PID and mount namespaces of ``worker`` when they are not this
+    process's (the job runs in its own), opened, then checked to still belong to a process of the
+    worker's account; None when the job shares this process's. Blocking."""
+    base = PROC / str(worker.pid) / "ns"
+    if os.stat(base / "pid").st_ino == os.stat("/proc/self/ns/pid").st_ino:
+        return None
+    pid_ns = os.open(base / "pid", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        mnt_ns = os.open(base / "mnt", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        os.close(pid_ns)
+        raise
+    if _ids(worker.pid)[0] != worker.uid:  # the pid was reused meanwhile: not the worker's
+        os.close(pid_ns)
+        os.close(mnt_ns)
+        raise ProcessLookupError(f"process {worker.pid} ended")
+    return pid_ns, mnt_ns
+
+
 def _ids(pid: int) -> tuple[int, int]:
     uid = gid = -1
     for line in (PROC / str(pid) / "status").read_text().splitlines():
@@ -79,16 +101,31 @@ def _ids(pid: int) -> tuple[int, int]:
     return uid, gid
 
 
+def namespace_init(pid: int) -> bool:
+    """``pid`` is PID 1 of a PID namespace below this one (a job's wrapper in its own namespace,
+    core/pidns.py): its ``NSpid`` ends in 1."""
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                ids = line.split()[1:]
+                return len(ids) > 1 and ids[-1] == "1"
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        pass
+    return False
+
+
 def find_worker(wrapper_pid: int, rank: int) -> Worker | None:
     """The process of ``rank`` under a local job's wrapper: the first descendant (breadth first)
     whose ``RANK`` is ``rank``; without any ``RANK`` (not a distributed job) rank 0 is the
-    wrapper's first child. Blocking."""
+    wrapper's first child. A namespace's PID 1 (the wrapper under its anchor) is passed
+    through, never taken. Blocking."""
     seen: list[int] = []
     todo = _children(wrapper_pid)
     while todo and len(seen) < 10_000:
         pid = todo.pop(0)
-        seen.append(pid)
         todo.extend(_children(pid))
+        if not namespace_init(pid):
+            seen.append(pid)
     fallback = None
     for pid in seen:
         try:

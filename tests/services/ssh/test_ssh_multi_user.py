@@ -1,20 +1,25 @@
 """SSH into a local job on a multi-user machine: the platform service runs as root (a real
 process, ``MultiUser`` from the confinement tests) and the shell runs as the job owner's
-``yt-<name>`` account, without supplementary groups; another person's login does not reach it."""
+account, without supplementary groups; another person's login does not reach it. The shell
+runs in the job's own PID namespace (core/pidns.py): it sees the job's processes and no one
+else's, and it enters the worker's folder as the account, never as root."""
 
 from __future__ import annotations
 
 import os
+import pwd
+import secrets
 import shutil
+import signal
 import subprocess
 import time
 
 import pytest
 from helpers import free_port
+from shared_python import shared_bin
 from ssh_helpers import key_pair
 
 from tests.services.core.test_confinement import MultiUser
-from yitong_services.core.accounts import account_name
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs root (CI runs as root)"),
@@ -27,42 +32,135 @@ def db_url(tmp_path):
     return f"sqlite:///{tmp_path / 'yitong.sqlite'}"
 
 
-def test_job_shell_runs_as_the_owners_account(hub, tmp_path):
-    port = free_port()
-    mu = MultiUser(hub, tmp_path, ssh={"port": port})
-    try:
+class Gate:
+    """A multi-user service with its SSH gateway, a key for each of its two people."""
+
+    def __init__(self, hub, tmp_path, **local) -> None:
+        self.port = free_port()
+        backends = {"local": {"inventory": {}, "mode": "multi-user", **local}}
+        self.mu = MultiUser(hub, tmp_path, ssh={"port": self.port}, backends=backends)
+        self.tmp = tmp_path
+
+    def start(self) -> Gate:
+        mu = self.mu
         mu.start()
-        owner, other = mu.users
-        keys = {}
+        self.keys = {}
         for who in mu.users:
-            path, line = key_pair(tmp_path, f"id_{who}")
+            path, line = key_pair(self.tmp, f"id_{who}")
             assert mu.call(who, "POST", "me/ssh-keys", json={"key": line}).status_code == 201
-            keys[who] = path
-        info = mu.call(owner, "GET", "ssh").json()
-        known = tmp_path / "known_hosts"
-        known.write_text(f"[127.0.0.1]:{port} {info['host_key']}\n")
+            self.keys[who] = path
+        info = mu.call(mu.users[0], "GET", "ssh").json()
+        self.known = self.tmp / "known_hosts"
+        self.known.write_text(f"[127.0.0.1]:{self.port} {info['host_key']}\n")
+        return self
+
+    def running_job(self, who: str, code: str) -> dict:
         body = {"name": "sleeper", "vc": "default", "environment": {"kernel": "python3"}, "cpu": 0.1}
-        body |= {"memory": "64Mi", "command": ["/usr/bin/python3", "-c", "import time; time.sleep(120)"]}
-        job = mu.call(owner, "POST", "jobs", json=body).json()
+        body |= {"memory": "64Mi", "command": ["/usr/bin/python3", "-c", code]}
+        job = self.mu.call(who, "POST", "jobs", json=body).json()
         deadline = time.monotonic() + 60
-        while mu.call(owner, "GET", f"jobs/{job['id']}").json()["state"] != "running":
-            assert time.monotonic() < deadline, mu.log.read_text()[-2000:]
+        while self.mu.call(who, "GET", f"jobs/{job['id']}").json()["state"] != "running":
+            assert time.monotonic() < deadline, self.mu.log.read_text()[-2000:]
             time.sleep(0.2)
+        return job
 
-        def ssh(who: str, login: str, command: str) -> subprocess.CompletedProcess:
-            argv = ["ssh", "-F", "/dev/null", "-p", str(port), "-i", str(keys[who]), "-o", "IdentitiesOnly=yes"]
-            argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known}"]
-            return subprocess.run([*argv, f"{login}@127.0.0.1", command], capture_output=True, text=True, timeout=60)
+    def ssh(self, who: str, login: str, command: str) -> subprocess.CompletedProcess:
+        argv = ["ssh", "-F", "/dev/null", "-p", str(self.port), "-i", str(self.keys[who]), "-o", "IdentitiesOnly=yes"]
+        argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known}"]
+        return subprocess.run([*argv, f"{login}@127.0.0.1", command], capture_output=True, text=True, timeout=60)
 
+    def ssh_worker(self, who: str, job: dict, command: str) -> subprocess.CompletedProcess:
         for _ in range(300):  # the worker process appears a moment after the wrapper
-            r = ssh(owner, f"{owner}+job.{job['id']}", "whoami; pwd; id -G | wc -w")
+            r = self.ssh(who, f"{who}+job.{job['id']}", command)
             if "no running worker" not in r.stderr:
-                break
+                return r
             time.sleep(0.1)
-        assert r.returncode == 0, r.stderr
-        assert r.stdout.split() == [account_name(owner), str(mu.data / "jobs" / str(job["id"])), "1"]
-        r = ssh(other, f"{other}+job.{job['id']}", "true")
+        return r
+
+
+def test_job_shell_runs_as_the_owners_account(hub, tmp_path):
+    gate = Gate(hub, tmp_path)
+    mu = gate.mu
+    try:
+        gate.start()
+        owner, other = mu.users
+        job = gate.running_job(owner, "import time; time.sleep(120)")
+        r = gate.ssh_worker(owner, job, "whoami; pwd; id -G | wc -w")
+        assert r.returncode == 0, (r.stderr, mu.log.read_text()[-3000:])
+        account = mu.call(owner, "GET", "spawn-options").json()["account"]["name"]
+        assert r.stdout.split() == [account, str(mu.data / "jobs" / str(job["id"])), "1"]
+        r = gate.ssh(other, f"{other}+job.{job['id']}", "true")
         assert r.returncode == 255 and f"{other} has no job {job['id']}" in r.stderr
         mu.call(owner, "POST", f"jobs/{job['id']}/cancel")
     finally:
         mu.stop()
+
+
+def test_the_shell_enters_the_workers_folder_as_the_account(hub, tmp_path):
+    """The worker sits in a folder of its own it has made unenterable (mode 0): root could enter
+    it, the account cannot, so the shell does not start (it used to: the folder was entered
+    before the drop to the account)."""
+    gate = Gate(hub, tmp_path)
+    try:
+        gate.start()
+        owner = gate.mu.users[0]
+        code = "import os, time; os.mkdir('locked'); os.chdir('locked'); os.chmod('.', 0); time.sleep(120)"
+        job = gate.running_job(owner, code)
+        r = gate.ssh_worker(owner, job, "pwd")
+        assert r.returncode == 255, (r.stdout, r.stderr)
+        assert "the shell cannot start in" in r.stderr and "locked" in r.stderr
+        gate.mu.call(owner, "POST", f"jobs/{job['id']}/cancel")
+    finally:
+        gate.mu.stop()
+
+
+# what the SSH shell sees: its own account's processes only, the job's program among them
+SNOOP = (
+    "python3 -c 'import os; me = os.getuid(); "
+    'print("OTHERS", sum(1 for n in os.listdir("/proc") if n.isdigit() and os.stat("/proc/" + n).st_uid != me))\'; '
+    "cat /proc/{victim}/cmdline 2>/dev/null | tr -d '\\0' | rev; echo; ps -eo args | rev"
+)
+
+
+def _victim(mu: MultiUser, secret: str) -> subprocess.Popen:
+    victim = mu.users[1]
+    entry = pwd.getpwnam(mu.call(victim, "GET", "spawn-options").json()["account"]["name"])
+    return subprocess.Popen(
+        [shared_bin() / "python", "-c", "import time; time.sleep(600)", f"--token={secret}"],
+        user=entry.pw_uid,
+        group=entry.pw_gid,
+        extra_groups=[],
+        cwd="/",
+        start_new_session=True,
+    )
+
+
+@pytest.mark.parametrize("isolate", [True, False], ids=["pid-namespaces", "control-without"])
+def test_an_ssh_shell_sees_no_one_elses_processes(hub, tmp_path, isolate):
+    """From an SSH shell into their job, one person lists /proc, reads the other's command line
+    and runs ps: nothing of the other's shows, the job's own program does. The control run
+    without ``pid_namespaces`` sees the other's secret (the attack is real)."""
+    gate = Gate(hub, tmp_path, pid_namespaces=isolate)
+    secret = secrets.token_hex(12)
+    victim = None
+    try:
+        gate.start()
+        owner = gate.mu.users[0]
+        victim = _victim(gate.mu, secret)
+        job = gate.running_job(owner, "import time; time.sleep(120)  # the-jobs-own")
+        r = gate.ssh_worker(owner, job, SNOOP.format(victim=victim.pid))
+        assert r.returncode == 0, r.stderr
+        # the secret is looked for reversed (rev), so the shell's own command line never holds it
+        leaked = secret[::-1] in r.stdout
+        others = int(r.stdout.split("OTHERS ", 1)[1].split()[0])
+        if isolate:
+            assert not leaked and others == 0, r.stdout
+            assert "the-jobs-own"[::-1] in r.stdout, r.stdout  # the shell is beside the job's processes
+        else:
+            assert leaked and others > 0, r.stdout
+        gate.mu.call(owner, "POST", f"jobs/{job['id']}/cancel")
+    finally:
+        if victim is not None:
+            os.killpg(victim.pid, signal.SIGKILL)
+            victim.wait()
+        gate.mu.stop()
