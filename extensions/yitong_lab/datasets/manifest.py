@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
-MAX_PATH_BYTES = 4096
+MAX_PATH_BYTES = 3072  # the service's limit (yitong_services.datasets.manifest)
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -16,7 +16,12 @@ from typing import Any
 from blake3 import blake3
 
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
-MAX_PATH_BYTES = 4096
+#: what a disk can hold, so a version that commits can also be materialised and pulled: the whole
+#: path leaves 1 KiB of Linux's PATH_MAX (4096) for the folder it lands under, a segment fits a
+#: file name (NAME_MAX, 255 bytes), and the depth stays far from what walks and tools recurse into
+MAX_PATH_BYTES = 3072
+MAX_SEGMENT_BYTES = 255
+MAX_SEGMENTS = 256
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -48,6 +53,14 @@ def path_refusal(path: object) -> str | None:
         return f"path '{shown}' has a '.' segment"
     if "" in segments:
         return f"path '{shown}' has an empty segment"
+    if len(segments) > MAX_SEGMENTS:
+        return f"path '{shown[:60]}...' is {len(segments)} levels deep; a dataset path has at most {MAX_SEGMENTS}"
+    long = next((seg for seg in segments if len(seg.encode("utf-8")) > MAX_SEGMENT_BYTES), None)
+    if long is not None:
+        return (
+            f"path '{shown[:60]}...' has a name of {len(long.encode('utf-8'))} bytes ('{long[:40]}...'); "
+            f"a file or folder name is at most {MAX_SEGMENT_BYTES} bytes"
+        )
     return None
 
 
@@ -73,7 +86,8 @@ def canonical(files: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, An
     suspect, hash_ok = _SUSPECT.search, HASH_RE.match
     for entry in files:
         path, digest, size = entry.get("path"), entry.get("hash"), entry.get("size")
-        if not isinstance(path, str) or suspect(path) or not path.isascii() or len(path) > MAX_PATH_BYTES:
+        # a path of at most MAX_SEGMENT_BYTES ASCII characters has no long name and no deep nesting
+        if not isinstance(path, str) or suspect(path) or not path.isascii() or len(path) > MAX_SEGMENT_BYTES:
             refused = path_refusal(path)
             if refused:
                 raise ValueError(refused)

@@ -24,7 +24,10 @@ BAD_PATHS = [
     ("a//b", "has an empty segment"),
     ("a/", "has an empty segment"),
     ("", "is empty"),
-    ("x" * 5000, "is longer than 4096 bytes"),
+    ("x/" * 2500 + "y", "is longer than 3072 bytes"),
+    ("a/" * 1500 + "b", "is 1501 levels deep; a dataset path has at most 256"),
+    ("d/" + "n" * 300, "has a name of 300 bytes ('nnnn"),
+    ("d/" + "n" * 300, "a file or folder name is at most 255 bytes"),
 ]
 
 

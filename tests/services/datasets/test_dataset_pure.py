@@ -64,6 +64,12 @@ def test_canonical_order_is_utf8_byte_order_beyond_the_bmp():
         ("a/", False),
         ("", False),
         ("\ud800", False),
+        # what a disk can hold: a name of at most 255 bytes, at most 256 levels
+        ("a" * 255, True),
+        ("a" * 256, False),
+        ("é" * 128, False),
+        ("/".join(["a"] * 256), True),
+        ("/".join(["a"] * 257), False),
     ],
 )
 def test_path_rules(path, ok):
@@ -78,7 +84,15 @@ def test_path_rules(path, ok):
 
 
 def test_encode_is_the_contracts_json_dumps():
-    names = ['a"quoted".txt', "é/ü ß.bin", "数据/x y", "tab-free/'single'", "a" * 4000, "emoji-😀", "ab:c"]
+    names = [
+        'a"quoted".txt',
+        "é/ü ß.bin",
+        "数据/x y",
+        "tab-free/'single'",
+        "/".join(["a" * 200] * 15),
+        "emoji-😀",
+        "ab:c",
+    ]
     m = canonical({"path": n, "size": i * 7, "hash": H["abc"[i % 3]]} for i, n in enumerate(names))
     assert encode(m) == json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -94,8 +108,8 @@ def test_encode_is_the_contracts_json_dumps():
             [{"path": "a/b/c", "size": 1, "hash": "0" * 64}, {"path": "a/b", "size": 1, "hash": "0" * 64}],
             "'a/b' is both",
         ),
-        ([{"path": "a" * 4097, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
-        ([{"path": "é" * 2049, "size": 1, "hash": "0" * 64}], "longer than 4096 bytes"),
+        ([{"path": "a/" * 1536 + "b", "size": 1, "hash": "0" * 64}], "longer than 3072 bytes"),
+        ([{"path": "é/" * 1025, "size": 1, "hash": "0" * 64}], "longer than 3072 bytes"),
     ],
 )
 def test_canonical_refusals(files, says):
