@@ -1,6 +1,6 @@
 """A notebook server started through the real hub (root, multi-user) runs as the person's account.
 
-Its own stack: a fresh hub user (unique name, so a unique ``yt-`` account, removed at teardown),
+Its own stack: a fresh hub user (unique name, so a unique ``yt<tag>-`` account, removed at teardown),
 the data directory under ``/var/tmp`` (the accounts must reach their homes) and the hub started
 with an interpreter every account can run (``shared_python``).
 """
@@ -20,7 +20,7 @@ from e2e.conftest import PROFILES
 from shared_python import shared_bin
 from stack import Stack
 
-from yitong_services.core.accounts import account_name
+from yitong_services.core.accounts import account_name, instance_tag
 from yitong_services.datasets import materialize
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
@@ -67,7 +67,8 @@ def test_a_notebook_server_runs_as_the_mapped_account():
             r = hub.post(f"/users/{user}/server", json={"vc": "team", "profile": "cpu-small"})
             assert r.status_code in (201, 202), r.text
         stack.wait_ready(token, user, timeout=120)
-        account = pwd.getpwnam(account_name(user))
+        name = account_name(user, instance_tag(os.path.realpath(stack.data_dir)))
+        account = pwd.getpwnam(name)
         deadline = time.monotonic() + 10
         while not (pids := _servers_of(user)) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -77,13 +78,13 @@ def test_a_notebook_server_runs_as_the_mapped_account():
             assert status["Uid"].split() == [str(account.pw_uid)] * 4, status
             assert status["Gid"].split() == [str(account.pw_gid)] * 4, status
             assert status["Groups"] == "", status
-        assert account.pw_uid != 0 and account.pw_name == f"yt-{user}"
+        assert account.pw_uid != 0 and account.pw_name == name
         home = stack.data_dir / "home" / user
         assert os.stat(home).st_uid == account.pw_uid and oct(os.stat(home).st_mode & 0o777) == "0o700"
         stack.stop_server(token, user)
     finally:
         stack.stop()
         for entry in pwd.getpwall():  # every account this stack created (homes under its data directory)
-            if entry.pw_name.startswith("yt-") and entry.pw_dir.startswith(str(work) + "/"):
+            if entry.pw_name.startswith("yt") and entry.pw_dir.startswith(str(work) + "/"):
                 subprocess.run(["userdel", entry.pw_name], capture_output=True, check=False)
         materialize.remove_tree(work)

@@ -3,7 +3,7 @@
 Two modes (``backends.local.mode``; ``auto``, the default, picks by the process's uid):
 
 - ``multi-user`` (the hub and this service run as root): every hub user maps to a system account
-  (``accounts.account_name``: ``yt-<name>``), created on first use by this service with its home
+  (``accounts.account_name``: ``yt<tag>-<name>``, the tag this platform's), created on first use by this service with its home
   ``<data_dir>/home/<hub user>`` (0700). Notebook servers (the hub's spawner, told the account by
   ``GET /spawn-options``) and local jobs run with that uid/gid, supplementary groups cleared.
 - ``single-person`` (not root, or pinned): notebooks and jobs run as the platform's own account,
@@ -58,7 +58,7 @@ def message(mode: str, euid: int, user: str, interpreter: str | None = None) -> 
     if mode == "multi-user":
         return (
             "Yitong runs multi-user: each person's notebooks and jobs run as their own system account "
-            "(yt-<name>), never as root nor as the platform's account."
+            "(yt<tag>-<name>), never as root nor as the platform's account."
         )
     who = "root" if euid == 0 else user
     text = (
@@ -340,14 +340,24 @@ def home_of(data_dir: Path, hub_name: str) -> Path:
     return Path(data_dir).absolute() / "home" / hub_name
 
 
+def account_tag(settings: Any) -> str:
+    """This platform's tag in its account names (``service.account_tag``, else derived from the
+    data directory's real path: ``accounts.instance_tag``)."""
+    from .accounts import instance_tag
+
+    service = getattr(settings, "service", None)
+    return getattr(service, "account_tag", "") or instance_tag(os.path.realpath(settings.data_dir))
+
+
 def account_for(settings: Any, hub_name: str) -> dict[str, Any] | None:
     """Multi-user mode: ``{name, uid, gid, home}`` of ``hub_name``'s account, created on first use
-    (blocking: ``useradd``); single-person: None. The service creates accounts; the hub only uses them."""
+    (blocking: ``useradd``; ``accounts.AccountClash`` when another platform's has its name);
+    single-person: None. The service creates accounts; the hub only uses them."""
     if settings.backend != "local" or mode_of(settings) != "multi-user":
         return None
     from .accounts import ensure_account
 
     data_dir = Path(settings.data_dir).absolute()
     private_dir(data_dir / "home", 0o711)
-    account = ensure_account(hub_name, home_of(data_dir, hub_name), data_dir / "secrets")
+    account = ensure_account(hub_name, home_of(data_dir, hub_name), data_dir / "secrets", account_tag(settings))
     return {"name": account.name, "uid": account.uid, "gid": account.gid, "home": account.home}

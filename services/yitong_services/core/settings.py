@@ -60,6 +60,13 @@ class ServiceSettings(Strict):
     idempotency_ttl: float = Field(
         86400.0, gt=0, description="seconds a create's answer is replayed to a retry with the same Idempotency-Key"
     )
+    account_tag: str = Field(
+        "",
+        pattern=r"^[a-z0-9]{0,6}$",
+        description="multi-user mode: the tag in this platform's system account names, yt<tag>-<name> (1-6 of"
+        " a-z, 0-9), so two platforms on one host never share an account; empty: 4 hex digits of the data"
+        " directory's real path. Pin it before moving the data directory (e.g. 'lab')",
+    )
 
 
 class DatabaseSettings(Strict):

@@ -12,7 +12,7 @@ harmless variables (``HOME``, ``LANG``, ...) and the platform's per-attempt ones
 (``YITONG_JOB_TOKEN``, ``YITONG_API_URL``, ``YITONG_ATTEMPT``); Slurm exports it to the job.
 
 Whose job it is: when the service runs as root, every attempt is submitted as its owner's
-account (``sbatch --uid --gid``, as batchspawner does): ``yt-<name>`` from ``accounts``, created on
+account (``sbatch --uid --gid``, as batchspawner does): ``yt<tag>-<name>`` from ``accounts``, created on
 first use (``run_as: account``), or the hub name itself where the cluster's accounts are the
 people's own (``run_as: hub-name``, e.g. LDAP); ``run_as: service`` pins single-person. The batch script is kept where only the service
 can write it (``<data_dir>/slurm-scripts``); the job directory is root's with the account's group
@@ -43,7 +43,7 @@ from typing import Any
 from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core.accounts import Account, can_switch_users, ensure_account, lookup
+from ..core.accounts import Account, can_switch_users, ensure_account, instance_tag, lookup
 from . import ranklogs
 from .backend import Backend, Launch, Polled
 from .launch import RDZV_PORT
@@ -109,7 +109,7 @@ class SlurmSettings(BaseModel):
     run_as: str = Field(
         "account",
         pattern="^(account|hub-name|service)$",
-        description="as root, whose uid jobs run with: 'account' (yt-<name>, created on first use), "
+        description="as root, whose uid jobs run with: 'account' (yt<tag>-<name>, created on first use), "
         "'hub-name' (the hub name is the cluster account) or 'service' (single-person: "
         "the service's own); not root: always the service's",
     )
@@ -344,7 +344,10 @@ class SlurmBackend(Backend):
             if found is None or found.uid == 0:
                 raise SlurmError(f"{user} has no (non-root) account on this machine (backends.slurm.run_as: hub-name)")
             return found
-        return ensure_account(user, self.data_dir / "home" / user, self.data_dir / "secrets")
+        tag = getattr(getattr(self.settings, "service", None), "account_tag", "") or instance_tag(
+            os.path.realpath(self.data_dir)
+        )
+        return ensure_account(user, self.data_dir / "home" / user, self.data_dir / "secrets", tag)
 
     def script_path(self, here: Path) -> Path:
         """``<data_dir>/slurm-scripts/<job>-attempt-<n>.sbatch``: out of the job's reach."""

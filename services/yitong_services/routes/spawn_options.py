@@ -1,8 +1,10 @@
 from fastapi import APIRouter
 from sqlalchemy import select
 
+from ..core.accounts import AccountClash
 from ..core.authz import Person, is_member
 from ..core.confinement import account_for, pid_namespace_usable, server_cgroup
+from ..core.errors import Refusal
 from ..vcs import quota
 from ..vcs.allocations import reason
 from ..vcs.devices import placement, visible_env_names
@@ -47,7 +49,10 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
                 | {"free_now": now, "free_now_text": describe(now), "quota_text": describe(d["quota"])}
                 | {"profiles": options}
             )
-    account = account_for(ctx.settings, person.name)
+    try:
+        account = account_for(ctx.settings, person.name)
+    except AccountClash as e:
+        raise Refusal(409, str(e)) from None
     if account is not None:  # the server in a PID namespace of its own (core/pidns.py)
         account["pid_namespace"] = pid_namespace_usable(ctx.settings)
         account["cgroup"] = server_cgroup(ctx.settings)  # its limits (core/cgroups.py)

@@ -2,7 +2,7 @@
 
 The attack test starts the platform service as a real root process in multi-user mode (an
 interpreter every account can run: ``shared_python``), with two fresh hub users whose system
-accounts (``yt-cf...``, unique per run) are removed at teardown. A job of one of them tries,
+accounts (``yt<tag>-cf...``, unique per run) are removed at teardown. A job of one of them tries,
 from inside, everything a hostile job would: the platform's secrets, its database, the
 service's ``/proc/<pid>/environ``, another person's job directory and home, and writing,
 chmod, unlink, rename or hardlink-and-write of its own input file.
@@ -29,7 +29,7 @@ from shared_python import shared_bin
 
 from tests.services.conftest import PREFIX, SETTINGS
 from yitong_services.core import cgroups
-from yitong_services.core.accounts import account_name
+from yitong_services.core.accounts import account_name, instance_tag
 from yitong_services.core.confinement import MODES, ModeError, decide, message
 from yitong_services.datasets import materialize
 
@@ -215,9 +215,13 @@ class MultiUser:
         for u in self.users:
             self.hub.api("DELETE", f"/users/{u}")
         for entry in pwd.getpwall():  # every account this service created (homes under its data directory)
-            if entry.pw_name.startswith("yt-") and entry.pw_dir.startswith(str(self.data) + "/"):
+            if entry.pw_name.startswith("yt") and entry.pw_dir.startswith(str(self.data) + "/"):
                 subprocess.run(["userdel", entry.pw_name], capture_output=True, check=False)
         materialize.remove_tree(self.data.parent)
+
+    def account(self, who: str) -> str:
+        """``who``'s system account on this platform (its tag: the data directory's)."""
+        return account_name(who, instance_tag(os.path.realpath(self.data)))
 
     def call(self, who: str, method: str, path: str, **kw) -> httpx.Response:
         return httpx.request(
@@ -264,9 +268,9 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
     # the victim's account and home (created by the service on first use), a private file in it,
     # and a finished job of theirs with an output
     account = mu.call(victim, "GET", "spawn-options").json()["account"]
-    victim_pw = pwd.getpwnam(account_name(victim))
+    victim_pw = pwd.getpwnam(mu.account(victim))
     assert account == {
-        "name": account_name(victim),
+        "name": mu.account(victim),
         "uid": victim_pw.pw_uid,
         "gid": victim_pw.pw_gid,
         "home": str(mu.data.absolute() / "home" / victim),
@@ -335,7 +339,7 @@ def test_a_hostile_job_runs_as_its_owner_and_reaches_nothing_else(multi_user: Mu
     assert job["state"] == "succeeded", (job, log, mu.log.read_text()[-2000:])
     report = json.loads(log.split("REPORT ", 1)[1])
 
-    attacker_pw = pwd.getpwnam(account_name(attacker))
+    attacker_pw = pwd.getpwnam(mu.account(attacker))
     assert (report["uid"], report["euid"], report["gid"]) == (attacker_pw.pw_uid,) * 2 + (attacker_pw.pw_gid,)
     assert report["uid"] not in (0, os.geteuid()) and report["groups"] == []
     assert report.pop("read own input") == "ALLOWED"

@@ -53,7 +53,7 @@ def slurm_settings(partition: str, **extra) -> dict:
 
 @pytest.fixture(autouse=True)
 def reachable_tmp(tmp_path: Path) -> None:
-    """As root the service submits each job as its owner's account (yt-<name>): that account must
+    """As root the service submits each job as its owner's account (yt<tag>-<name>): that account must
     reach the data and code directories under pytest's 0700 temporary root (searchable, not listable)."""
     for path in [tmp_path, *tmp_path.parents]:
         if path == Path("/tmp"):
@@ -152,7 +152,7 @@ async def test_job_runs_as_its_owners_account(multi_user):
     outputs are that account's; the batch script is out of its reach."""
     import pwd
 
-    from yitong_services.core.accounts import account_name, can_switch_users
+    from yitong_services.core.accounts import account_name, can_switch_users, instance_tag
 
     require("root (the service switches users only as root)", can_switch_users(), "run the tests as root")
     code = (
@@ -163,9 +163,10 @@ async def test_job_runs_as_its_owners_account(multi_user):
     job_id = await submit(multi_user, "alice", {**py_job("whoami", "vision", code), "command": [SYSTEM_PY, "-c", code]})
     job = await wait_state(multi_user, "alice", job_id, timeout=90)
     assert job["state"] == "succeeded", (job, (await multi_user.call("alice", "GET", f"jobs/{job_id}/logs")).text)
-    entry = pwd.getpwnam(account_name("alice"))
+    tag = instance_tag(os.path.realpath(multi_user.ctx.settings.data_dir))  # this platform's account names
+    entry = pwd.getpwnam(account_name("alice", tag))
     uid, gid, name, home = (await multi_user.call("alice", "GET", f"jobs/{job_id}/logs")).text.split()
-    assert (int(uid), int(gid), name) == (entry.pw_uid, entry.pw_gid, "yt-alice") and int(uid) != 0
+    assert (int(uid), int(gid), name) == (entry.pw_uid, entry.pw_gid, f"yt{tag}-alice") and int(uid) != 0
     assert home == str(Path(multi_user.ctx.settings.data_dir).absolute() / "home" / "alice")  # HOME is the account's
     outputs = multi_user.app.state.jobs.workdir(job_id) / "outputs"
     assert (outputs / "w.txt").stat().st_uid == entry.pw_uid and outputs.stat().st_uid == entry.pw_uid
@@ -182,7 +183,7 @@ async def test_job_runs_as_its_owners_account(multi_user):
     assert done["state"] == "succeeded", (done["reason"], done["exit_code"], done["backend_ref"])
     assert (
         int((await multi_user.call("bob", "GET", f"jobs/{other}/logs")).text)
-        == pwd.getpwnam(account_name("bob")).pw_uid
+        == pwd.getpwnam(account_name("bob", tag)).pw_uid
     )
 
 
