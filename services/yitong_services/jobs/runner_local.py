@@ -20,7 +20,10 @@ directory (pid, exit record, logs) must be a plain file of the directory's owner
 cannot point the service at a secret or at another person's files. Each attempt runs in a PID
 namespace of its own (``backends.local.pid_namespaces``, core/pidns.py): the pid in the ref and
 the pid file is the attempt's anchor in the host's namespace, the wrapper is PID 1 of the job's
-own, and the job's ``ps`` and ``/proc`` show only its own processes.
+own, and the job's ``ps`` and ``/proc`` show only its own processes. Each attempt also runs in a
+cgroup of its own (``backends.local.cgroups``, jobs/attempt_limits.py): the job's cpu and memory
+as hard limits, made by its root child; :func:`_look` kills what is left in it and removes it
+once the attempt is over.
 """
 
 from __future__ import annotations
