@@ -13,8 +13,10 @@ after a grace. Each is signalled through a pidfd opened before its environment w
 pid reused meanwhile is never hit.
 
 Best effort, not a boundary: a process can rewrite the memory that ``/proc/<pid>/environ`` shows,
-or start with an environment of its own; a cgroup per server would be the boundary. Blocking
-(reads of ``/proc``): the spawner calls these in a worker thread.
+or start with an environment of its own. In multi-user mode on a host with cgroups the server's
+cgroup is the boundary and this is not used (backends.py: everything in it is stopped); this is
+the fallback for single-person mode and hosts without them. Blocking (reads of ``/proc``): the
+spawner calls these in a worker thread.
 """
 
 from __future__ import annotations
