@@ -29,6 +29,7 @@ from helpers import free_port, require
 
 from tests.services.alerts.live import live_stack, missing
 from tests.services.conftest import PREFIX, Service, build_app
+from yitong_services.alerts import processes
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attacker's account is made with useradd (root)")
 
@@ -176,7 +177,9 @@ async def test_the_node_exporter_and_the_platforms_endpoints_refuse_strangers(lo
     assert await curl(stranger, "GET", f"{_url(svc, 'node')}/metrics") == 401
     port = svc.ctx.settings.service.port
     base = f"http://127.0.0.1:{port}{PREFIX}"
-    assert await curl(stranger, "GET", f"{base}metrics") in (401, 403)
+    assert await curl(stranger, "GET", f"{base}metrics") == 401
+    person = ["-H", f"Authorization: token {svc.hub.tokens['alice']}"]  # what a person's kernel holds
+    assert await curl(stranger, "GET", f"{base}metrics", *person) == 403
     forged = json.dumps(
         {
             "version": "4",
@@ -198,6 +201,7 @@ async def test_the_node_exporter_and_the_platforms_endpoints_refuse_strangers(lo
     json_body = ["-H", "Content-Type: application/json", "--data", forged]
     assert await curl(stranger, "POST", hook, *json_body) == 401
     assert await curl(stranger, "POST", hook, "-H", "Authorization: Bearer guessed", *json_body) == 401
+    assert await curl(stranger, "POST", hook, *person, *json_body) == 401
     history = (await svc.call("admin", "GET", "alerts/history?alertname=forged")).json()
     assert history["total"] == 0
 
@@ -247,13 +251,8 @@ while True:
 """
 
 
-async def test_a_squatter_on_prometheus_port_is_named_and_sent_nothing(hub, tmp_path, stranger):
-    """Another account listens on Prometheus' port before the service starts (and answers
-    anything with 200): the status and the console name the port, Prometheus, the account and the
-    setting to change; the squatter receives no request (so no login), and the platform's other
-    daemons run."""
-    require("Prometheus, Alertmanager and the node exporter", not missing(), f"missing: {missing()}")
-    port = free_port()
+def _squat(stranger, port: int) -> subprocess.Popen:
+    """The stranger's program listening on ``port`` (answering 200 to anything), once it listens."""
     squatter = subprocess.Popen(
         [SYSTEM_PYTHON, "-c", SQUATTER, str(port)],
         user=stranger[1],
@@ -264,8 +263,19 @@ async def test_a_squatter_on_prometheus_port_is_named_and_sent_nothing(hub, tmp_
         stderr=subprocess.STDOUT,
         text=True,
     )
+    assert squatter.stdout.readline().strip() == "listening"
+    return squatter
+
+
+async def test_a_squatter_on_prometheus_port_is_named_and_sent_nothing(hub, tmp_path, stranger):
+    """Another account listens on Prometheus' port before the service starts (and answers
+    anything with 200): the status and the console name the port, Prometheus, the account and the
+    setting to change; the squatter receives no request (so no login), and the platform's other
+    daemons run."""
+    require("Prometheus, Alertmanager and the node exporter", not missing(), f"missing: {missing()}")
+    port = free_port()
+    squatter = _squat(stranger, port)
     try:
-        assert squatter.stdout.readline().strip() == "listening"
         db_url = f"sqlite:///{tmp_path / 'yitong.sqlite'}"
         build = lambda d, **kw: build_app(db_url, d, hub, **kw)  # noqa: E731
         async with live_stack(build, tmp_path / "data", alerts={"prometheus_port": port}) as (app, _):
@@ -294,3 +304,27 @@ async def test_a_squatter_on_prometheus_port_is_named_and_sent_nothing(hub, tmp_
         squatter.kill()
         out, _ = squatter.communicate(timeout=30)
     assert "got" not in out, out  # nobody connected to the squatter: no readiness check, no login
+
+
+async def test_a_port_taken_after_the_check_gets_nothing(tmp_path, stranger):
+    """The stranger binds the port after the service found it free, before "its" daemon listens
+    (here a daemon that never does: ``sleep``): the service sends no request there, stops its
+    child and names the stranger. Without the listener's check the readiness request, with the
+    login, would go to the stranger, who answers 200."""
+    port = free_port()
+    child = processes.Child(
+        "prometheus", ["sleep", "60"], f"http://127.0.0.1:{port}", tmp_path / "p.log", auth=("yitong", "secret")
+    )
+    started = asyncio.create_task(processes.start(child, ready_within=3))
+    while child.proc is None:
+        await asyncio.sleep(0.01)
+    squatter = await asyncio.to_thread(_squat, stranger, port)
+    try:
+        await started
+        assert child.state == "error", child.detail
+        assert f"held by pid {squatter.pid} (python3) of account {stranger[0]}" in child.detail
+        assert child.proc.returncode is not None  # ours is stopped: it could not have its port
+    finally:
+        squatter.kill()
+        out, _ = squatter.communicate(timeout=30)
+    assert "got" not in out, out
