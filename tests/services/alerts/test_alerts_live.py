@@ -117,6 +117,21 @@ async def test_silence_and_reload(live):
             await asyncio.sleep(0.2)
     assert health == {"yitong": "up", "node": "up", "prometheus": "up", "alertmanager": "up"}
 
+    # a configuration Alertmanager refuses: the reload (SIGHUP, then its reload gauges) says so
+    from yitong_services.core.errors import Refusal
+
+    (alerts.dir / "alertmanager.yml").write_text("route: [not a route\n")
+    with pytest.raises(Refusal) as refused:
+        await alerts.reload()
+    assert refused.value.status == 422
+    assert (
+        refused.value.detail
+        == f"alertmanager refused the new configuration (its log: {alerts.children['alertmanager'].log_path})"
+    )
+    await alerts.apply()  # written again from the database, and taken
+    assert alerts.children["alertmanager"].running
+    assert (await svc.call("admin", "GET", "alerts/silences")).status_code == 200
+
 
 async def test_yt_alert_commands(live, capsys):
     """``yt alert ...`` (and so ``%yt alert ...``) over real HTTP, as an admin and as a person."""
