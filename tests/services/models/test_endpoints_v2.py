@@ -65,25 +65,32 @@ async def replica_app(scope, receive, send) -> None:
     await send({"type": "http.response.body", "body": out})
 
 
-def nowhere() -> str:
-    """A socket path where nothing listens (a stopped replica's)."""
-    return os.path.join(tempfile.mkdtemp(prefix="yt-v2-"), "http.sock")
+def nowhere(deep: int = 0) -> str:
+    """A socket path where nothing listens (a stopped replica's), ``deep`` folders further down."""
+    folder = os.path.join(tempfile.mkdtemp(prefix="yt-v2-"), *(["d" * 50] * deep))
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "http.sock")
 
 
 @contextlib.asynccontextmanager
-async def replica():
-    """A V2 server on a unix socket; its path."""
-    path = nowhere()
-    server = uvicorn.Server(uvicorn.Config(replica_app, uds=path, log_level="warning"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+async def replica(deep: int = 0):
+    """A V2 server on a unix socket (bound from its folder, as a replica does); its path."""
+    path = nowhere(deep)
+    here = os.getcwd()
+    os.chdir(os.path.dirname(path))  # a path over AF_UNIX's 108 bytes binds relative to its folder
+    try:
+        server = uvicorn.Server(uvicorn.Config(replica_app, uds="http.sock", log_level="warning"))
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+    finally:
+        os.chdir(here)
     try:
         yield path
     finally:
         server.should_exit = True
         await task
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        shutil.rmtree(os.path.join(os.path.dirname(path), *([".."] * deep)), ignore_errors=True)
 
 
 @pytest.fixture
@@ -190,11 +197,11 @@ async def test_body_limit(svc, monkeypatch):
         assert r.status_code == 413 and r.json() == {"error": "a request to endpoint iris is over the 100-byte limit"}
 
 
-async def test_a_replica_that_refuses_the_connection_is_skipped(svc):
+async def test_a_replica_that_refuses_the_connection_is_skipped(svc, tmp_path):
     """Two routed replicas, one stopped (nothing listens on its socket): every request is answered
     by the other; with both stopped, a 503 sentence."""
     async with replica() as path:
-        put_endpoint(svc, [nowhere(), path])
+        put_endpoint(svc, [str(tmp_path / "http.sock"), path])
         for _ in range(6):  # the weighted round robin sends half of them to the stopped one first
             r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
             assert r.status_code == 200, r.text
@@ -270,3 +277,13 @@ async def test_a_socket_of_another_account_is_never_sent_a_request(svc, caplog):
     finally:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_a_socket_path_over_the_unix_limit_is_reached_through_its_folder(svc):
+    """A data directory deep enough that the replica's socket path is over AF_UNIX's 108 bytes:
+    the route connects through the folder's descriptor (``/proc/self/fd/<n>/http.sock``)."""
+    async with replica(deep=3) as path:
+        assert len(path.encode()) > 108
+        put_endpoint(svc, [path])
+        r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
+        assert r.status_code == 200, r.text
