@@ -77,7 +77,7 @@ def listening(host: str, port: int, proc: str = "/proc/self") -> list[Listener]:
 
 def socket_inodes(pid: int) -> set[int]:
     """The inodes of the sockets ``pid``'s descriptors hold (empty when it cannot be read)."""
-    out = set()
+    out: set[int] = set()
     try:
         names = os.listdir(f"/proc/{pid}/fd")
     except OSError:
