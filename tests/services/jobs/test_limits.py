@@ -5,13 +5,16 @@ sessions of their own. PID namespaces are off in this service (``pid_namespaces:
 their end also kills what a job left, and these tests check the cgroups alone.
 
 Each test fails without its protection (checked by hand with ``backends.local.cgroups: false``:
-the hog succeeds, the spinner gets what the machine has free (0.3-2 cores), the bomb makes all 300 children, the sleeper
-outlives its job).
+the hog succeeds, the spinner gets what the machine has free (0.3-2 cores), the bomb makes all
+300 children, the sleeper outlives its job; without the service's read of the cgroup's counter
+the job whose wrapper the kernel chose "vanished without an exit record").
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 
 import pytest
@@ -186,3 +189,21 @@ def test_the_cgroups_of_ended_attempts_are_removed(mu):
     parent = cgroups.parent_name(mu.data.absolute())
     left = cgroups.children(cgroups.detect(), parent, "job-")
     assert left == [], left
+
+
+def test_an_oom_kill_of_the_wrapper_itself_still_says_memory(mu):
+    """A job that lowers its processes' OOM score back to 0 and fills its memory with tmpfs pages
+    (charged to its cgroup, in no process's size) gets its wrapper chosen by the OOM killer (the
+    largest process): no exit record, and the service reads the cgroup's counter instead. Last
+    here: that attempt's emptied cgroup is kept (its counter is the only record) until the next
+    start's sweep."""
+    who = mu.users[0]
+    shm = f"/dev/shm/yt-limits-{os.getpid()}"
+    fill = f"sleep 0.5; echo 0 > /proc/self/oom_score_adj; head -c 200M /dev/zero > {shm}; sleep 5"
+    try:
+        job = mu.submit(who, {"name": "shm", "memory": "64Mi", "command": fill})
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(shm)
+    assert job["state"] == "failed", (job, _log(mu, who, job))
+    assert job["reason"] == "memory limit 64Mi exceeded (the kernel stopped the job's supervisor too)", job
