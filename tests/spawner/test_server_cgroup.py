@@ -122,7 +122,4 @@ async def test_a_server_is_held_to_its_profile_and_ends_whole(make_spawner, plat
             if pid:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, 9)
-        with contextlib.suppress(Exception):
-            layout = cgroups.usable(parent)
-            cgroups.remove(cgroups.dirs_of(layout, parent, "server-alice"))
-            cgroups.remove([f"{m}/{parent}" for m in layout.mounts.values()])
+        cgroups.remove_parent(cgroups.usable(parent), parent)

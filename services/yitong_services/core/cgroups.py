@@ -432,6 +432,16 @@ def children(layout: Layout, parent: str, prefix: str = "") -> list[str]:
     return sorted(names)
 
 
+def remove_parent(layout: Layout, parent: str) -> None:
+    """An instance's whole tree gone: every workload in it killed, its cgroups and the parent
+    removed (a test's platform at its end)."""
+    for name in children(layout, parent):
+        dirs = dirs_of(layout, parent, name)
+        kill(dirs)
+        remove(dirs)
+    remove([f"{mount}/{parent}" for mount in layout.mounts.values()])
+
+
 def dirs_of(layout: Layout, parent: str, name: str) -> list[str]:
     """The cgroup ``name``'s directories in each hierarchy (pure)."""
     return list(plan(layout, parent, name, {}))

@@ -217,6 +217,9 @@ class MultiUser:
         for entry in pwd.getpwall():  # every account this service created (homes under its data directory)
             if entry.pw_name.startswith("yt") and entry.pw_dir.startswith(str(self.data) + "/"):
                 subprocess.run(["userdel", entry.pw_name], capture_output=True, check=False)
+        layout = cgroups.detect()  # this platform's cgroups (core/cgroups.py) go with it
+        if layout.kind != "none":
+            cgroups.remove_parent(layout, cgroups.parent_name(self.data.absolute()))
         materialize.remove_tree(self.data.parent)
 
     def account(self, who: str) -> str:
