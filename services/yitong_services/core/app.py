@@ -260,11 +260,11 @@ def service_checks(settings: Settings, jobs: JobManager, gateway: Gateway) -> di
 def log_to_file(settings: Settings) -> None:
     """The service's log also goes to ``<data_dir>/logs/yitong-service.log``, rotated at
     ``ops.log_max_bytes`` keeping ``ops.log_backups`` files (the console's cluster logs)."""
-    from logging.handlers import RotatingFileHandler
-
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    handler = RotatingFileHandler(
+    from .logfile import LogFile
+
+    handler = LogFile(
         logs / "yitong-service.log", maxBytes=settings.ops.log_max_bytes, backupCount=settings.ops.log_backups
     )
     handler.setFormatter(logging.Formatter(LOG_FORMAT))

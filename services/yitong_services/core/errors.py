@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -76,6 +78,38 @@ def database_failure(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
+#: errnos of a disk that cannot take more (full, or the account's quota spent)
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+def places(settings: Any) -> dict[str, str]:
+    """The platform's folders by what a person calls them, most specific first."""
+    out = {
+        str(settings.cache_dir): "the dataset cache",
+        str(settings.materialize_dir): "the folder datasets are materialised in",
+        str((settings.data_dir / "jobs").absolute()): "the job folders' disk",
+        str(settings.data_dir.absolute()): "the platform's data directory",
+    }
+    if settings.storage_url.startswith("file://"):
+        out[settings.storage_url.removeprefix("file://")] = "the dataset store"
+    return dict(sorted(out.items(), key=lambda item: -len(item[0])))
+
+
+def storage_failure(exc: BaseException, places: dict[str, str]) -> str | None:
+    """The sentence for an OSError of a full disk (pure), naming which storage by the first of
+    ``places`` (folder -> what people call it) the failed path is under, never the path itself;
+    None for any other error."""
+    if not isinstance(exc, OSError) or exc.errno not in FULL_ERRNOS:
+        return None
+    where = "the platform's data disk"
+    name = str(exc.filename or "")
+    for folder, what in places.items():
+        if name == folder or name.startswith(folder.rstrip("/") + "/"):
+            where = what
+            break
+    return f"{where} is full: nothing was kept of this request; an administrator must free space there"
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(Refusal)
     async def _refusal(_request: Request, exc: Refusal) -> JSONResponse:
@@ -104,6 +138,16 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(sa.DBAPIError, _database)
     app.add_exception_handler(sa.TimeoutError, _database)
+
+    async def _disk(request: Request, exc: Exception) -> JSONResponse:
+        ctx = getattr(request.app.state, "yitong", None)
+        sentence = storage_failure(exc, places(ctx.settings) if ctx is not None else {})
+        if sentence is None:
+            raise exc
+        log.warning("answered 507: %s (%s)", sentence, exc)
+        return JSONResponse({"detail": sentence}, status_code=507)
+
+    app.add_exception_handler(OSError, _disk)
 
     @app.exception_handler(HubError)
     async def _hub(_request: Request, exc: HubError) -> JSONResponse:
