@@ -20,8 +20,10 @@ from e2e.conftest import PROFILES
 from shared_python import shared_bin
 from stack import Stack
 
+from yitong_services.core import cgroups
 from yitong_services.core.accounts import account_name, instance_tag
 from yitong_services.datasets import materialize
+from yitong_services.vcs.quantities import parse_amount
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
 
@@ -78,10 +80,21 @@ def test_a_notebook_server_runs_as_the_mapped_account():
             assert status["Uid"].split() == [str(account.pw_uid)] * 4, status
             assert status["Gid"].split() == [str(account.pw_gid)] * 4, status
             assert status["Groups"] == "", status
+        # in a cgroup of its own (core/cgroups.py) with the profile's memory as its limit
+        layout = cgroups.detect()
+        if layout.kind != "none":
+            dirs = cgroups.dirs_of(layout, cgroups.parent_name(stack.data_dir), f"server-{user}")
+            assert set(pids) <= cgroups.members(dirs), (pids, dirs)
+            assert cgroups.memory_limit(dirs) == parse_amount("memory", PROFILES["cpu-small"]["memory"])
         assert account.pw_uid != 0 and account.pw_name == name
         home = stack.data_dir / "home" / user
         assert os.stat(home).st_uid == account.pw_uid and oct(os.stat(home).st_mode & 0o777) == "0o700"
         stack.stop_server(token, user)
+        if layout.kind != "none":  # killed as a whole and removed once the hub saw it end
+            deadline = time.monotonic() + 30
+            while any(os.path.exists(d) for d in dirs) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not any(os.path.exists(d) for d in dirs), dirs
     finally:
         stack.stop()
         for entry in pwd.getpwall():  # every account this stack created (homes under its data directory)
