@@ -204,3 +204,23 @@ def test_the_sentences(tmp_path, monkeypatch):
     assert "at most 99 processes" in held["message"]
     kube = SimpleNamespace(backend="kubernetes")
     assert limits(kube)["by"] == "kubernetes"
+
+
+def test_an_attempt_whose_cgroup_cannot_be_made_runs_nothing(tmp_path):
+    """launcher._confine turns a failure into ``--refuse``; the wrapper then records why and
+    starts nothing (no program, exit record 126 with the sentence)."""
+    import json
+
+    from yitong_services.jobs import launcher, wrapper
+
+    here = tmp_path / "attempt-0"
+    marker = tmp_path / "ran"
+    argv = [str(here), "0", "--", "touch", str(marker)]
+    refused = launcher._confine({str(tmp_path / "missing" / "job-1-0"): {"pids.max": "5"}}, argv)
+    assert refused[:3] == [str(here), "0", "--refuse"] and "cgroup cannot be made" in refused[3]
+    assert refused[4:] == argv[2:]
+    assert launcher._confine(None, argv) == argv
+    assert wrapper.main(refused, {"PATH": os.environ["PATH"]}) == 126
+    record = json.loads((here / "pid").read_text().splitlines()[1])
+    assert record["exit_code"] == 126 and "the attempt's cgroup cannot be made" in record["reason"]
+    assert not marker.exists()
