@@ -2062,7 +2062,7 @@ export interface components {
             installed: boolean;
             /**
              * State
-             * @description missing | stopped | starting | running | exited | off
+             * @description missing | stopped | starting | running | exited | off | error (its port is held by another process: ``detail`` names it and the setting to change)
              */
             state: string;
             /** Url */
