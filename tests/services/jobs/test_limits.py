@@ -17,8 +17,10 @@ import json
 import os
 import time
 
+import httpx
 import pytest
 
+from tests.services.conftest import PREFIX
 from tests.services.core.test_confinement import MultiUser, needs_root
 from yitong_services.core import cgroups
 
@@ -51,6 +53,11 @@ def test_the_service_says_limits_are_enforced(mu):
     limits = mu.call(mu.users[0], "GET", "health").json()["limits"]
     assert limits["by"] in ("cgroup-v1", "cgroup-v2"), limits
     assert f"at most {MAX_PROCESSES} processes" in limits["message"]
+    assert "Limits are enforced by the kernel (cgroup v" in mu.log.read_text()  # the start line
+    page = httpx.get(
+        f"http://127.0.0.1:{mu.port}{PREFIX}console", headers={"Authorization": f"token {mu.tokens['admin']}"}
+    )
+    assert page.status_code == 200 and "Limits are enforced by the kernel" in page.text, page.text[:500]
 
 
 def test_a_job_over_its_memory_is_stopped_and_says_so(mu):
