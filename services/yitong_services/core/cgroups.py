@@ -239,6 +239,8 @@ def apply(planned: dict[str, dict[str, str]]) -> None:
             os.mkdir(directory, 0o700)  # root's alone: nobody reads another's usage or pids
         except FileExistsError:
             pass
+        except FileNotFoundError:  # the instance's parent went (an admin's cleanup): v1 needs no more
+            os.makedirs(directory, 0o700, exist_ok=True)
         for name, value in files.items():
             try:
                 _write(f"{directory}/{name}", value)

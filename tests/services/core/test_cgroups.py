@@ -224,3 +224,11 @@ def test_an_attempt_whose_cgroup_cannot_be_made_runs_nothing(tmp_path):
     record = json.loads((here / "pid").read_text().splitlines()[1])
     assert record["exit_code"] == 126 and "the attempt's cgroup cannot be made" in record["reason"]
     assert not marker.exists()
+
+
+def test_a_hierarchy_that_cannot_take_the_parent_says_why(tmp_path):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "cgroup.procs").write_text("")
+    (tmp_path / "memory" / "yitong-x").write_text("")  # in the way of the instance's parent
+    layout = cgroups.prepare(cgroups.detect(str(tmp_path)), "yitong-x")
+    assert layout.kind == "none" and layout.why.startswith(f"cgroups under {tmp_path}/memory cannot be created")
