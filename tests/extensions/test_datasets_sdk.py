@@ -71,7 +71,7 @@ def test_commit_noop_and_pull(yt_env, data, tmp_path):
     before = len(yt_env.requests)
     v2 = ds.commit(data, "vision/mnist", "fixes", progress=None)
     assert (v2["number"], v2["parent"], v2["uploaded"]["objects"]) == (2, 1, 2)
-    assert [r[1].split("/")[-1] for r in uploads(yt_env)[-1:]] == ["pack"]
+    assert [r[1].split("/")[-1] for r in uploads(yt_env)[-1:]] == ["pack?vc=vision"]  # the VC the bytes are for
     assert ds.diff("vision/mnist@1", "@2") == {
         "from": "1",
         "to": "2",
@@ -190,7 +190,7 @@ def test_uploader_holds_bounded_bytes_in_hand(yt_env, tmp_path):
 
 
 def test_a_failed_background_upload_fails_the_commit(yt_env, data, monkeypatch):
-    def refuse(client, items, progress):
+    def refuse(client, items, progress, vc=None):
         raise YitongError(507, "the store is full")
 
     monkeypatch.setattr(transfer, "upload_pack", refuse)
