@@ -276,15 +276,15 @@ def listeners(pid: int) -> dict[str, list[str]]:
     return found
 
 
-def replicas_left(data: Path) -> list[int]:
+def processes_of(uids: set[int]) -> list[int]:
+    """The processes running as one of ``uids`` (the people's jobs and replicas)."""
     left = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            argv = (entry / "cmdline").read_bytes()
+            if entry.stat().st_uid in uids:
+                left.append(int(entry.name))
         except OSError:
             continue
-        if b"replica_server.py" in argv and str(data).encode() in argv:
-            left.append(int(entry.name))
     return left
 
 
@@ -301,8 +301,9 @@ def endpoints(hub, tmp_path):
                 mu.call("admin", "DELETE", f"endpoints/{e['name']}")
             for who, job_id in ep.started:
                 mu.call(who, "POST", f"jobs/{job_id}/cancel")
-            deadline = time.monotonic() + 30  # the replicas' processes end before their accounts go
-            while time.monotonic() < deadline and replicas_left(mu.data):
+            uids = {ep.account(who).pw_uid for who in mu.users}
+            deadline = time.monotonic() + 30  # the jobs' and replicas' processes end before their accounts go
+            while time.monotonic() < deadline and processes_of(uids):
                 time.sleep(0.3)
         mu.stop()
 
