@@ -62,7 +62,7 @@ def measured_bytes(session: Session, vcs: Iterable[str] | None = None) -> dict[s
     )
     if vcs is not None:
         query = query.where(StorageMeasure.vc.in_(list(vcs)))
-    return {vc: (int(total), latest) for vc, total, latest in session.execute(query)}
+    return {str(vc): (int(total), latest) for vc, total, latest in session.execute(query)}
 
 
 def use(quota: int | None, store: int, outputs: int, measured: datetime | None) -> dict[str, Any]:
