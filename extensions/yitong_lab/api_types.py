@@ -822,6 +822,13 @@ class SSHKeyOut(TypedDict):
     id: int
 
 
+class ServerCgroup(TypedDict):
+    "Where a notebook server's cgroup goes (core/cgroups.py) and its process limit."
+
+    max_processes: int
+    parent: str
+
+
 class ServiceHealth(TypedDict):
     detail: NotRequired[str]
     name: str
@@ -867,6 +874,16 @@ class SpawnOptions(TypedDict):
     visible_env: NotRequired[list[str]]
 
 
+class StorageUse(TypedDict):
+    "A VC's storage: what counts toward its ``storage_quota`` (vcs/storage.py)."
+
+    job_outputs: int
+    measured: str | None
+    quota: int | None
+    store: int
+    used: int
+
+
 class Stored(TypedDict):
     bytes: int
     stored: int
@@ -875,9 +892,11 @@ class Stored(TypedDict):
 class SystemAccount(TypedDict):
     "The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md)."
 
+    cgroup: NotRequired[ServerCgroup | None]
     gid: int
     home: str
     name: str
+    pid_namespace: NotRequired[bool]
     uid: int
 
 
@@ -912,6 +931,7 @@ class VCIn(TypedDict):
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | str] | None]
+    storage_quota: NotRequired[int | str | None]
     user_caps: NotRequired[dict[str, float | str] | None]
 
 
@@ -943,6 +963,8 @@ class VCOut(TypedDict):
     name: str
     profiles: NotRequired[list[str]]
     quota: NotRequired[dict[str, float | int]]
+    storage: StorageUse
+    storage_quota: NotRequired[int | None]
     used: dict[str, float | int]
     user_caps: NotRequired[dict[str, float | int]]
 
@@ -953,6 +975,7 @@ class VCPatch(TypedDict):
     idle_timeout: NotRequired[int | None]
     profiles: NotRequired[list[str] | None]
     quota: NotRequired[dict[str, float | str] | None]
+    storage_quota: NotRequired[int | str | None]
     user_caps: NotRequired[dict[str, float | str] | None]
 
 
@@ -961,6 +984,7 @@ class VCUsage(TypedDict):
     free: dict[str, float | int]
     name: str
     quota: dict[str, float | int]
+    storage: StorageUse
     used: dict[str, float | int]
 
 
@@ -1074,6 +1098,7 @@ __all__ = [
     "SSHInfo",
     "SSHKeyIn",
     "SSHKeyOut",
+    "ServerCgroup",
     "ServiceHealth",
     "Signature",
     "SilenceIn",
@@ -1081,6 +1106,7 @@ __all__ = [
     "SizedPath",
     "SlurmPlacement",
     "SpawnOptions",
+    "StorageUse",
     "Stored",
     "SystemAccount",
     "TagIn",

@@ -381,6 +381,7 @@ export interface paths {
         /**
          * Delete Dataset
          * @description The owner or an admin: delete the dataset and its versions; 409 naming what still uses a version.
+         *     What no other version of the VC names stops counting toward its storage quota at once.
          */
         delete: operations["delete_dataset_services_yitong_api_v1_datasets__vc___name__delete"];
         options?: never;
@@ -482,6 +483,7 @@ export interface paths {
         /**
          * Delete Version
          * @description The owner or an admin: delete a version (409 naming what uses it); GC reclaims its objects.
+         *     What no other version of the VC names stops counting toward its storage quota at once.
          */
         delete: operations["delete_version_services_yitong_api_v1_datasets__vc___name__versions__ref__delete"];
         options?: never;
@@ -896,7 +898,10 @@ export interface paths {
         /**
          * Health
          * @description Anyone: ``{"status": "ok", "mode": "multi-user" | "single-person"}`` (who runs user code on
-         *     the local backend: each person's own system account, or the platform's account; docs/security.md).
+         *     the local backend: each person's own system account, or the platform's account; docs/security.md)
+         *     and ``limits``: ``{"by": "cgroup-v2" | "cgroup-v1" | "off" | "none", "message": sentence}`` (what
+         *     holds notebooks and jobs to their size, or why nothing does),
+         *     once the database has answered a query; else 503 ``{"status": "unavailable", "detail": ...}``.
          */
         get: operations["health_services_yitong_api_v1_health_get"];
         put?: never;
@@ -1401,7 +1406,8 @@ export interface paths {
          * @description Upload small objects as one pack of ``<32-byte hash><8-byte size><bytes>`` records.
          *
          *     Each record is hashed as it streams; a bad record is 422 naming the hash and nothing of the
-         *     pack is indexed; a body over ``storage.max_upload_bytes`` is 413 before it is stored.
+         *     pack is indexed; a body over ``storage.max_upload_bytes`` is 413 before it is stored, and so
+         *     is one past the storage quota of ``vc`` (on its Content-Length, or as it streams without one).
          */
         post: operations["upload_pack_services_yitong_api_v1_objects_pack_post"];
         delete?: never;
@@ -1433,6 +1439,7 @@ export interface paths {
          * @description Append the body at ``Upload-Offset`` (409 with the right offset otherwise) to an upload of
          *     ``Upload-Length`` bytes; the last piece is hashed and moved into the store (422 on mismatch).
          *     Bytes the store holds but the caller may not read are received and checked all the same.
+         *     An ``Upload-Length`` past the storage quota of ``vc`` is 413 before any byte is written.
          */
         patch: operations["upload_chunk_services_yitong_api_v1_objects__hash__upload_patch"];
         trace?: never;
@@ -1721,7 +1728,7 @@ export interface paths {
         head?: never;
         /**
          * Patch Vc
-         * @description Admin: change description, quota, groups, profiles, user_caps or idle_timeout (null clears it);
+         * @description Admin: change description, quota, groups, profiles, user_caps, idle_timeout or storage_quota (null clears them);
          *     the change holds from the next request (the culler reads idle_timeout on every pass).
          */
         patch: operations["patch_vc_services_yitong_api_v1_vcs__vc__patch"];
@@ -3476,7 +3483,7 @@ export interface components {
             for_seconds: number;
             /**
              * Kind
-             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, service_down or expression (docs/operations.md)
+             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, storage_quota, service_down or expression (docs/operations.md)
              */
             kind: string;
             /** Name */
@@ -3672,6 +3679,22 @@ export interface components {
             /** Id */
             id: number;
         };
+        /**
+         * ServerCgroup
+         * @description Where a notebook server's cgroup goes (core/cgroups.py) and its process limit.
+         */
+        ServerCgroup: {
+            /**
+             * Max Processes
+             * @description tasks (processes and threads) the server may have at once
+             */
+            max_processes: number;
+            /**
+             * Parent
+             * @description the platform instance's parent cgroup, yitong-<hash of the data directory>
+             */
+            parent: string;
+        };
         /** ServiceHealth */
         ServiceHealth: {
             /**
@@ -3757,6 +3780,37 @@ export interface components {
              */
             visible_env?: string[];
         };
+        /**
+         * StorageUse
+         * @description A VC's storage: what counts toward its ``storage_quota`` (vcs/storage.py).
+         */
+        StorageUse: {
+            /**
+             * Job Outputs
+             * @description bytes of its jobs' folders, as the storage walk last measured them
+             */
+            job_outputs: number;
+            /**
+             * Measured
+             * @description when the walk last measured a folder of the VC; null: never
+             */
+            measured: string | null;
+            /**
+             * Quota
+             * @description bytes; null: no limit
+             */
+            quota: number | null;
+            /**
+             * Store
+             * @description bytes of the store's objects the VC holds (uploads, dataset and model versions)
+             */
+            store: number;
+            /**
+             * Used
+             * @description bytes counted toward the quota: `store` + `job_outputs`
+             */
+            used: number;
+        };
         /** Stored */
         Stored: {
             /** Bytes */
@@ -3769,12 +3823,20 @@ export interface components {
          * @description The system account a person's notebooks and jobs run as (multi-user mode, docs/security.md).
          */
         SystemAccount: {
+            /** @description the server's cgroup (backends.local.cgroups): null where limits are off or unusable */
+            cgroup?: components["schemas"]["ServerCgroup"] | null;
             /** Gid */
             gid: number;
             /** Home */
             home: string;
             /** Name */
             name: string;
+            /**
+             * Pid Namespace
+             * @description the server runs in a PID namespace of its own (backends.local.pid_namespaces)
+             * @default false
+             */
+            pid_namespace: boolean;
             /** Uid */
             uid: number;
         };
@@ -3842,6 +3904,11 @@ export interface components {
             quota?: {
                 [key: string]: number | string;
             } | null;
+            /**
+             * Storage Quota
+             * @description bytes the VC may keep in the dataset store (its datasets' and models' objects) and in its jobs' folders, as a number or a quantity (`500Gi`); a commit or upload past it is refused (413) before its bytes are written; null: no limit (docs/vcs.md, "Storage")
+             */
+            storage_quota?: number | string | null;
             /** User Caps */
             user_caps?: {
                 [key: string]: number | string;
@@ -3930,6 +3997,12 @@ export interface components {
             quota?: {
                 [key: string]: number;
             };
+            storage: components["schemas"]["StorageUse"];
+            /**
+             * Storage Quota
+             * @description bytes the VC may keep in the dataset store (its datasets' and models' objects) and in its jobs' folders, as a number or a quantity (`500Gi`); a commit or upload past it is refused (413) before its bytes are written; null: no limit (docs/vcs.md, "Storage")
+             */
+            storage_quota?: number | null;
             /** Used */
             used: {
                 [key: string]: number;
@@ -3956,6 +4029,11 @@ export interface components {
             quota?: {
                 [key: string]: number | string;
             } | null;
+            /**
+             * Storage Quota
+             * @description bytes the VC may keep in the dataset store (its datasets' and models' objects) and in its jobs' folders, as a number or a quantity (`500Gi`); a commit or upload past it is refused (413) before its bytes are written; null: no limit (docs/vcs.md, "Storage")
+             */
+            storage_quota?: number | string | null;
             /** User Caps */
             user_caps?: {
                 [key: string]: number | string;
@@ -3975,6 +4053,7 @@ export interface components {
             quota: {
                 [key: string]: number;
             };
+            storage: components["schemas"]["StorageUse"];
             /** Used */
             used: {
                 [key: string]: number;
@@ -6317,9 +6396,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        [key: string]: string;
+                        [key: string]: unknown;
                     };
                 };
+            };
+            /** @description the database does not answer (``Retry-After`` says when to ask again) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description refused, with a sentence why */
             "4XX": {
@@ -7596,7 +7682,10 @@ export interface operations {
     };
     upload_pack_services_yitong_api_v1_objects_pack_post: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description the VC the bytes are for: checked against its storage quota before they are written (413) and charged to it; required when one of the caller's VCs has a storage_quota */
+                vc?: string | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7614,6 +7703,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Stored"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
             /** @description refused, with a sentence why */
@@ -7669,7 +7767,10 @@ export interface operations {
     };
     upload_chunk_services_yitong_api_v1_objects__hash__upload_patch: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description the VC the bytes are for: checked against its storage quota before they are written (413) and charged to it; required when one of the caller's VCs has a storage_quota */
+                vc?: string | null;
+            };
             header?: {
                 "upload-offset"?: string | null;
                 "upload-length"?: string | null;
