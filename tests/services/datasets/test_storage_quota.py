@@ -300,3 +300,12 @@ def test_yt_prints_the_refusal_and_shows_storage(proc, tmp_path):
     edited = _yt(proc, "admin", "vc", "edit", "vision", "--storage-quota", "none")
     assert edited.returncode == 0, edited.stderr
     assert proc.call("admin", "GET", "vcs/vision").json()["storage_quota"] is None
+
+
+async def test_the_settings_file_seeds_a_storage_quota(service_factory):
+    from tests.services.conftest import SETTINGS
+
+    vcs = {**SETTINGS["vcs"], "vision": {**SETTINGS["vcs"]["vision"], "storage_quota": "2Gi"}}
+    async with service_factory(vcs=vcs) as svc:
+        assert (await _storage(svc, "vision"))["quota"] == 2 * 2**30
+        assert (await _storage(svc, "nlp"))["quota"] is None
