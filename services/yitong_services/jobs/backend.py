@@ -60,11 +60,22 @@ class Polled:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+class SubmissionUnknown(Exception):
+    """The engine did not answer a submit or a look-up (a controller or API unreachable or too
+    slow): the attempt may or may not be there. Not a failure: the manager keeps the job
+    admitted with this as its reason and looks for the attempt again (``adopt``) each tick,
+    submitting anew only once the engine answers with no trace of it."""
+
+
 class Backend(abc.ABC):
     name = "abstract"
     #: ``submit`` takes ``launch.late_env`` (secrets that arrive while it starts); otherwise the
     #: manager waits for them and puts them in ``launch.env`` first
     late_env = False
+    #: seconds an engine must have answered "no trace" of an unknown submission before it is
+    #: submitted anew: a request the engine received while it did not answer may still be
+    #: taken in that long after it answers again (Slurm: twice its MessageTimeout)
+    unknown_settle = 0.0
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         self.data_dir = Path(data_dir)
@@ -112,7 +123,9 @@ class Backend(abc.ABC):
         return dict(zip(refs, polled))
 
     async def adopt(self, job_id: int, attempt: int) -> str | None:
-        """After a restart: the ref of an attempt started but never recorded (None: none)."""
+        """The ref of an attempt started but never recorded (after a restart, or a submit that
+        ended in :class:`SubmissionUnknown`); None: the engine has no trace of it; raises
+        :class:`SubmissionUnknown` while the engine cannot be asked."""
         return None
 
     def describe(self, ref: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from ..datasets.models import DatasetRef
 from ..datasets.storage import Storage
 from ..vcs.quantities import Resources
 from . import ledger, lifecycle, queue, states
-from .backend import Backend, Launch, Polled
+from .backend import Backend, Launch, Polled, SubmissionUnknown
 from .models import Job
 from .reconcile import reconcile_jobs
 from .spec import spec_from_dict
@@ -69,6 +69,10 @@ class JobManager:
         # attempts started whose start could not be recorded (the database failed): recorded by a
         # later tick, never started again (the job would run twice)
         self._unrecorded: dict[int, tuple[str, dict[str, Any]]] = {}
+        # attempts whose submit the engine did not answer (SubmissionUnknown): job id -> attempt;
+        # looked for again (backend.adopt) each tick, submitted anew only when the engine has no trace
+        self._unknown: dict[int, int] = {}
+        self._no_trace: dict[int, float] = {}  # job id -> when the engine first said it had no trace
         self._sweep: asyncio.Task | None = None
         self._sweep_again = False
         self._wake = asyncio.Event()
@@ -176,6 +180,8 @@ class JobManager:
                 async with gate:
                     if job_id in self._unrecorded:
                         await self._record_start(job_id, *self._unrecorded[job_id])
+                    elif job_id in self._unknown:
+                        await self._look_again(job_id, self._unknown[job_id])
                     else:
                         await self.launch(job_id, ready.get(job_id))
 
@@ -204,12 +210,16 @@ class JobManager:
             rows, polled, after, ready = await to_thread.run_sync(self._tick_here, admit, look)
             if self._unrecorded:
                 await self._settle_unrecorded(rows)
+            if self._unknown:
+                await self._settle_unknown(rows)
             launched = await self._launch_admitted(rows + after, ready)
             running = _running(rows)
         else:  # the engine is asked between two hops
             rows = await to_thread.run_sync(self._admit_then_active, admit)  # one worker-thread hop for both
             if self._unrecorded:
                 await self._settle_unrecorded(rows)
+            if self._unknown:
+                await self._settle_unknown(rows)
             launched = await self._launch_admitted(rows)
             running = _running(rows)
             polled = await self.backend.poll_many(list(running)) if running else {}
@@ -325,9 +335,7 @@ class JobManager:
 
     def adopted(self, job_id: int, ref: str) -> None:
         """A running attempt found again after a restart (reconcile.py): record it as started."""
-        with self.db.session() as s:
-            facts = _facts(s.execute(select(*lifecycle.FACTS).where(Job.id == job_id)).one())
-        self._started(job_id, ref, facts)
+        self._started(job_id, ref, self._facts_of(job_id))
 
     def _started(self, job_id: int, ref: str, facts: dict[str, Any]) -> tuple[bool, str]:
         described = self.backend.describe(ref)
@@ -383,11 +391,78 @@ class JobManager:
             finally:
                 if launch.late_env is not None and not launch.late_env.done():
                     launch.late_env.cancel()
+        except SubmissionUnknown as e:  # not a failure: it may be queued; looked for before any new submit
+            await self.submission_unknown(job_id, launch.attempt, str(e))
+            return
         except Exception as e:
             log.exception("job %s could not be started", job_id)
             await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))
             return
         await self._record_start(job_id, ref, facts)
+
+    async def submission_unknown(self, job_id: int, attempt: int, why: str) -> None:
+        """Keep an attempt whose submit (or look-up) the engine did not answer: the job stays
+        admitted, its reason says so, and each tick looks for the attempt (:meth:`_look_again`)."""
+        log.warning("job %s attempt %s: submission unknown (%s); looking for it again", job_id, attempt, why)
+        self._unknown[job_id] = attempt
+        reason = f"submission unknown: {why}; looked for again before it is submitted anew"
+        await to_thread.run_sync(self._say, job_id, reason)
+
+    def _say(self, job_id: int, reason: str) -> None:
+        """The reason of an admitted job (not yet started), unless it is being cancelled."""
+        with self.db.locked("~jobs") as s:
+            job = s.get(Job, job_id)
+            if job is not None and job.state == states.ADMITTED and not job.cancel_requested:
+                job.reason = reason
+
+    async def _look_again(self, job_id: int, attempt: int) -> None:
+        """An unknown submission: recorded as started when the engine has it, submitted anew when
+        the engine answers with no trace of it, left unknown while it still cannot be asked."""
+        try:
+            ref = await self.backend.adopt(job_id, attempt)
+        except SubmissionUnknown as e:
+            await to_thread.run_sync(self._say, job_id, f"submission unknown: {e}; looked for again")
+            return
+        if ref is None:
+            first = self._no_trace.setdefault(job_id, time.monotonic())
+            if time.monotonic() - first < self.backend.unknown_settle:
+                return  # a request the engine took in while it did not answer may still show up
+            del self._unknown[job_id], self._no_trace[job_id]
+            log.info("job %s attempt %s: the engine has no trace of it; submitting it", job_id, attempt)
+            await self.launch(job_id)
+            return
+        del self._unknown[job_id]
+        self._no_trace.pop(job_id, None)
+        log.info("job %s attempt %s was submitted after all: %s", job_id, attempt, ref)
+        facts = await to_thread.run_sync(self._facts_of, job_id)
+        await self._record_start(job_id, ref, facts)
+
+    async def _settle_unknown(self, rows: list[tuple[int, str, str | None]]) -> None:
+        """Of the unknown submissions (``rows``: every active job): those whose job no longer
+        waits for its start (cancelled meanwhile) are stopped if the engine has them, and
+        forgotten once the engine has answered."""
+        waiting = {job_id for job_id, state, ref in rows if state == states.ADMITTED and ref is None}
+        for job_id in [j for j in self._unknown if j not in waiting]:
+            try:
+                ref = await self.backend.adopt(job_id, self._unknown[job_id])
+            except SubmissionUnknown:
+                continue  # asked again next tick
+            if ref is None and time.monotonic() - self._no_trace.setdefault(job_id, time.monotonic()) < (
+                self.backend.unknown_settle
+            ):
+                continue  # it may still show up: looked for again
+            del self._unknown[job_id]
+            self._no_trace.pop(job_id, None)
+            if ref is not None:
+                log.warning("job %s ended while its submission was unknown: stopping %s", job_id, ref)
+                try:
+                    await self.backend.cancel(ref)
+                except Exception:
+                    log.exception("job %s: its attempt %s could not be stopped", job_id, ref)
+
+    def _facts_of(self, job_id: int) -> dict[str, Any]:
+        with self.db.session() as s:
+            return _facts(s.execute(select(*lifecycle.FACTS).where(Job.id == job_id)).one())
 
     async def _record_start(self, job_id: int, ref: str, facts: dict[str, Any]) -> None:
         """Record a started attempt. When that fails (the database), the attempt runs on: it is

@@ -3,7 +3,8 @@
 - running with a ref: left to the watch loop, which polls it: alive (same pid *and* /proc start
   time) is watched again, an exit record is read, a vanished process fails the job with the reason;
 - admitted without a ref (the service died while starting it): the backend adopts the attempt
-  if it was started (``adopt`` finds its pid file or process), else the loop starts it now.
+  if it was started (``adopt`` finds its pid file or process), else the loop starts it now;
+  an engine that cannot be asked (``SubmissionUnknown``) leaves it for the loop to look for again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy import select
 
 from ..core.db import Database
 from . import states
-from .backend import Backend, Polled
+from .backend import Backend, Polled, SubmissionUnknown
 from .models import Job
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,9 @@ class Reconciled(Protocol):
     def finish(self, job_id: int, polled: Polled) -> Any:
         """Record an attempt's end."""
 
+    async def submission_unknown(self, job_id: int, attempt: int, why: str) -> None:
+        """Keep an attempt the engine cannot say anything about, to look for it again."""
+
 
 async def reconcile_jobs(manager: Reconciled) -> dict[str, int]:
     def active() -> list[tuple[int, str, str | None, int]]:
@@ -43,10 +47,15 @@ async def reconcile_jobs(manager: Reconciled) -> dict[str, int]:
             )
             return list(s.execute(query))
 
-    counts = {"watched": 0, "adopted": 0, "relaunch": 0, "ended": 0}
+    counts = {"watched": 0, "adopted": 0, "relaunch": 0, "unknown": 0, "ended": 0}
     for job_id, _state, ref, attempt in await to_thread.run_sync(active):
         if ref is None:
-            ref = await manager.backend.adopt(job_id, attempt)
+            try:
+                ref = await manager.backend.adopt(job_id, attempt)
+            except SubmissionUnknown as e:  # the engine cannot say: looked for again, never started anew now
+                await manager.submission_unknown(job_id, attempt, str(e))
+                counts["unknown"] += 1
+                continue
             if ref is None:
                 counts["relaunch"] += 1
                 continue

@@ -44,8 +44,9 @@ from anyio import to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.accounts import Account, can_switch_users, ensure_account, instance_tag, lookup
+from ..core.limits import clip
 from . import ranklogs
-from .backend import Backend, Launch, Polled
+from .backend import Backend, Launch, Polled, SubmissionUnknown
 from .launch import RDZV_PORT
 from .slurm import batch_script
 
@@ -106,6 +107,13 @@ class SlurmSettings(BaseModel):
     )
     jobcomp_log: str = Field("/var/log/slurm/jobcomp.log", description="JobCompLoc of jobcomp/filetxt; empty: not read")
     command_timeout: float = Field(60.0, gt=0, description="seconds one Slurm command may take")
+    unknown_settle: float = Field(
+        20.0,
+        ge=0,
+        description="seconds squeue must have shown no trace of a submit the controller did not answer before it is"
+        " submitted anew (a request slurmctld took in while stopped or hung may still be queued that long after;"
+        " twice its MessageTimeout)",
+    )
     run_as: str = Field(
         "account",
         pattern="^(account|hub-name|service)$",
@@ -256,6 +264,24 @@ def read_exit(path: Path) -> dict[str, Any] | None:
         return None
 
 
+#: what Slurm's commands say when the controller cannot be reached or does not answer in time
+UNREACHABLE = re.compile(
+    r"Unable to contact slurm controller|Socket timed out|Zero Bytes were transmitted|Connection refused"
+    r"|Communication connection failure|slurm_receive_msg|Slurm backup controller in standby|Transport endpoint",
+    re.I,
+)
+
+
+def unreachable(message: str) -> bool:
+    """Whether a Slurm command's error means the controller did not answer (pure)."""
+    return bool(UNREACHABLE.search(message))
+
+
+def said(message: str) -> str:
+    """A command's error on one line, clipped, for a job's reason."""
+    return clip(" ".join(message.split()), 300)
+
+
 def sbatch_argv(script: str, account: Account | None) -> list[str]:
     """``sbatch`` for a script; as the owner's account when the service may switch users."""
     argv = ["sbatch", "--parsable"]
@@ -302,6 +328,7 @@ class SlurmBackend(Backend):
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         super().__init__(Path(data_dir).absolute(), settings)
         self.config = SlurmSettings.of(settings)
+        self.unknown_settle = self.config.unknown_settle
         self._hosts: dict[str, list[str]] = {}  # slurm id -> hosts, as the last poll saw them
 
     # ---- running Slurm's commands ----
@@ -387,11 +414,10 @@ class SlurmBackend(Backend):
             rc, out, err = await self.run(
                 *sbatch_argv(str(self.script_path(here)), account), env=self.job_environment(launch, account)
             )
-        except SlurmError:
-            found = await self._find(here)  # it may have been queued even so: never start it twice
-            if found:
-                return found
-            raise
+        except (SlurmError, OSError) as e:  # no answer in time: it may have been queued even so
+            raise SubmissionUnknown(f"the Slurm controller did not answer sbatch ({e})") from None
+        if rc != 0 and unreachable(err or out):
+            raise SubmissionUnknown(f"the Slurm controller is unreachable (sbatch: {said(err or out)})")
         if rc != 0:
             raise SlurmError(f"sbatch failed: {err or out}".strip())
         slurm_id = out.strip().split(";", 1)[0]
@@ -413,10 +439,9 @@ class SlurmBackend(Backend):
             rc, out, err = -1, "", str(e)
         if rc != 0 and "Invalid job id" not in err:
             log.warning("squeue failed (%s); jobs are left as they are", err)
-            return {
-                ref: Polled("running", reason=f"Slurm could not be asked (squeue: {err})", info={"error": err})
-                for ref in refs
-            }
+            why = "the Slurm controller is unreachable" if unreachable(err) else "Slurm could not be asked"
+            reason = f"{why} (squeue: {said(err)}); its state is asked again"
+            return {ref: Polled("running", reason=reason, info={"error": err}) for ref in refs}
         seen = parse_squeue(out) if rc == 0 else {}
         ended = [ref for ref, (sid, _) in parsed.items() if sid not in seen or seen[sid].state not in ACTIVE]
         records = await to_thread.run_sync(lambda: {ref: read_exit(parsed[ref][1]) for ref in ended})
@@ -492,9 +517,11 @@ class SlurmBackend(Backend):
         if name is None:
             return None  # never submitted
         try:
-            rc, out, _err = await self.run("squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%o")
-        except (SlurmError, OSError):
-            rc, out = -1, ""
+            rc, out, err = await self.run("squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%o")
+        except (SlurmError, OSError) as e:
+            rc, out, err = -1, "", str(e)
+        if rc != 0 and not outs:  # no answer, and no sign that it ran: Slurm may still have it
+            raise SubmissionUnknown(f"the Slurm controller is unreachable (squeue: {said(err)})")
         for line in out.splitlines() if rc == 0 else []:
             sid, _, command = line.strip().partition("|")
             if command.split(" ", 1)[0] == str(script):
