@@ -150,6 +150,20 @@ def _die_with_anchor(alive: int) -> None:
         os._exit(1)
 
 
+_ENDING = -1  # in PID 1 made by enter(): the pipe to its anchor (see end())
+
+
+def end(code: int) -> NoReturn:
+    """``os._exit(code)``; in PID 1 made by :func:`enter`, the anchor is told ``code`` first and
+    exits with it at once (without it, the anchor exits 0 when PID 1's exit is not yet reaped)."""
+    if _ENDING >= 0:
+        try:
+            os.write(_ENDING, bytes([code & 0xFF]))
+        except OSError:
+            pass
+    os._exit(code)
+
+
 def enter(become: Callable[[], None]) -> tuple[int, int]:
     """Split this process (root, single-threaded) into an anchor and PID 1 of a new namespace;
     ``become`` (drop to the account) runs in both once the namespace is set up. Returns, in PID 1,
@@ -160,12 +174,17 @@ def enter(become: Callable[[], None]) -> tuple[int, int]:
     anchor = os.getpid()
     ticks = _start_ticks(anchor)
     alive, held = os.pipe()
+    ended, ending = os.pipe()  # PID 1 holds ``ending`` until its exit closes it
     child = os.fork()
     if child:
         os.close(alive)
+        os.close(ending)
         _anchor_become(become, child)
-        anchor_loop(child)
+        anchor_loop(child, ended)
     os.close(held)
+    os.close(ended)
+    global _ENDING
+    _ENDING = ending
     try:
         _own_proc(options)
         become()
@@ -322,9 +341,28 @@ def _exit_like(status: int) -> NoReturn:
     os._exit(code if code >= 0 else 128 - code)
 
 
-def anchor_loop(child: int) -> NoReturn:
-    """The anchor: pass signals on to PID 1, wait for it, exit as it did."""
+def anchor_loop(child: int, ended: int = -1) -> NoReturn:
+    """The anchor: pass signals on to PID 1, wait for it, exit as it did. With ``ended`` (the
+    read end of a pipe only PID 1 holds open), exit as soon as that closes: PID 1's descriptors
+    close early in its exit, before the kernel ends the namespace and unmounts its /proc (10-20 ms
+    on a busy machine, waiting for RCU), so whoever waits on the anchor (the service, for the exit
+    record already written) is not kept waiting for that; PID 1 is reaped by the host's init."""
     _forward_to(child)
+    if ended >= 0:
+        import select
+
+        poller = select.poll()
+        poller.register(ended, select.POLLIN)
+        while not poller.poll():
+            pass
+        said = os.read(ended, 1)  # end()'s code, or nothing (PID 1 was killed, or did not say)
+        try:
+            pid, status = os.waitpid(child, os.WNOHANG)
+        except ChildProcessError:
+            pid = 0
+        if pid:
+            _exit_like(status)
+        os._exit(said[0] if said else 0)
     try:
         _pid, status = os.waitpid(child, 0)
     except ChildProcessError:

@@ -64,7 +64,7 @@ BOOT = (
 #: <services root> UID GID ISOLATE ARGS...`` (:func:`launch_as`)
 LAUNCH_AS = (
     "import sys; sys.path.append(sys.argv.pop(1)); from yitong_services.jobs.launcher import launch_as; "
-    "sys.exit(launch_as(sys.argv[1:]))"
+    "from yitong_services.core.pidns import end; end(launch_as(sys.argv[1:]))"
 )
 PR_SET_DUMPABLE = 4
 
@@ -116,7 +116,7 @@ def _child(request: dict, conn_fd: int) -> None:
     except BaseException:
         code = 126
     finally:
-        os._exit(code)
+        pidns.end(code)  # os._exit; in its own namespace, its anchor ends with it at once
 
 
 def _become(uid: int, gid: int, isolate: bool) -> tuple[int, int] | None:

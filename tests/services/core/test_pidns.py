@@ -70,7 +70,7 @@ while len([n for n in os.listdir("/proc") if n.isdigit()]) < 2:
     time.sleep(0.01)
 time.sleep(0.5)  # it has exec-ed
 print(json.dumps({"pid": os.getpid(), "uid": os.getuid(), "anchor": anchor, "seen": seen}), flush=True)
-os._exit(7)
+pidns.end(7)
 """
 
 
