@@ -86,7 +86,7 @@ def settle(
     new = vcstorage.uncharged(session, vc, sizes)
     adds = sum(new.values())
     why = vcstorage.check(session, vc, adds, what)
-    if why and recount_in(storage, session, vc):
+    if why and _recounted(storage, session, vc):
         new = vcstorage.uncharged(session, vc, sizes)
         why = vcstorage.check(session, vc, sum(new.values()), what)
     if why:
@@ -94,6 +94,16 @@ def settle(
     vcstorage.charge(session, vc, new, pending=upload)
     if not upload:
         vcstorage.named(session, vc, [h for h in sizes if h not in new])
+
+
+def _recounted(storage: Storage, session: Session, vc: str) -> int:
+    """:func:`recount_in` before a refusal; 0 where a manifest cannot be read (the 413 stands)."""
+    try:
+        with session.begin_nested():
+            return recount_in(storage, session, vc)
+    except Refusal as e:
+        log.warning("storage of VC %s not counted again: %s", vc, e.detail)
+        return 0
 
 
 def live_objects(storage: Storage, session: Session, vc: str) -> dict[str, int]:
