@@ -170,3 +170,34 @@ def test_without_pid_namespaces_a_job_reads_another_persons_command_line(hub, tm
     fails without it."""
     report = _run(hub, tmp_path, isolate=False)
     assert report["others"] and report["cmdline_leaks"] and report["ps_leaks"]
+
+
+@needs_root
+def test_a_wrapper_started_without_the_fork_server_is_isolated_too(tmp_path):
+    """``launcher.LAUNCH_AS`` (the runner's fallback when the fork server cannot start): started as
+    root, it drops to the account in a namespace of its own; the pid file names its anchor."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from yitong_services.jobs import launcher
+    from yitong_services.jobs.runner_local import SERVICES_ROOT, read_exit, read_pid
+
+    base = Path(tempfile.mkdtemp(prefix="yitong-pidns-", dir="/var/tmp"))  # the account reaches it
+    base.chmod(0o711)
+    job = base / "job"
+    job.mkdir()
+    os.chown(job, 65534, 65534)
+    here = job / "attempt-0"
+    argv = [shared_bin() / "python", "-I", "-S", "-c", launcher.LAUNCH_AS, SERVICES_ROOT, "65534", "65534", "1"]
+    argv += [str(here), "0", "--", "/bin/sh", "-c", "id -u; ls /proc | grep -c '^[0-9]'"]
+    try:
+        proc = subprocess.Popen(argv, cwd=job, start_new_session=True, env={"PATH": "/usr/bin:/bin"})
+        assert proc.wait(60) == 0
+        pid, _started = read_pid(here)
+        assert pid == proc.pid  # the anchor: what the runner tracks and signals
+        assert read_exit(here)["exit_code"] == 0
+        uid, count = (here / "launcher.log").read_text().split()
+        assert uid == "65534" and int(count) <= 4  # the wrapper, sh, ls, grep: nothing of the host's
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
