@@ -76,6 +76,9 @@ class Backend(abc.ABC):
     #: submitted anew: a request the engine received while it did not answer may still be
     #: taken in that long after it answers again (Slurm: twice its MessageTimeout)
     unknown_settle = 0.0
+    #: a second submit of the same attempt finds what the first made and completes it (Kubernetes:
+    #: the Job's name and attempt label): an unknown submission is simply submitted again
+    idempotent_submit = False
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
         self.data_dir = Path(data_dir)

@@ -417,7 +417,12 @@ class JobManager:
 
     async def _look_again(self, job_id: int, attempt: int) -> None:
         """An unknown submission: recorded as started when the engine has it, submitted anew when
-        the engine answers with no trace of it, left unknown while it still cannot be asked."""
+        the engine answers with no trace of it, left unknown while it still cannot be asked; on
+        an engine whose submit is idempotent, submitted again (it reuses what the first made)."""
+        if self.backend.idempotent_submit:
+            del self._unknown[job_id]
+            await self.launch(job_id)
+            return
         try:
             ref = await self.backend.adopt(job_id, attempt)
         except SubmissionUnknown as e:

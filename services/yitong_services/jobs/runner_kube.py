@@ -38,7 +38,8 @@ from typing import Any
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .backend import Backend, Launch, Polled
+from ..core.limits import clip
+from .backend import Backend, Launch, Polled, SubmissionUnknown
 from .kube import DEFAULT_DATA_VOLUME, job_manifests, literal
 from .kueue import default_flavors, priority_class_manifests, vc_queue_manifests
 from .launch import RDZV_PORT
@@ -279,8 +280,21 @@ def job_polled(job: dict[str, Any] | None, pods: list[dict[str, Any]], ref: Kube
 # ---- the backend ----
 
 
+def api_unreachable(error: BaseException) -> bool:
+    """Whether an API call's error leaves it unknown if the request took effect (pure): no answer
+    (a transport error, a timeout) or a server-side 5xx/429, not a refusal of the request."""
+    if isinstance(error, KubeError):
+        return error.status == 429 or error.status >= 500
+    return isinstance(error, (aiohttp.ClientError, TimeoutError, OSError))
+
+
+def no_answer(error: BaseException) -> str:
+    return f"the Kubernetes API did not answer ({clip(str(error) or type(error).__name__, 300)})"
+
+
 class KubeBackend(Backend):
     name = "kubernetes"
+    idempotent_submit = True  # a Job of the same name and attempt is reused, its Secret applied again
     request_timeout = 30.0
 
     def __init__(self, data_dir: Path, settings: Any = None) -> None:
@@ -420,6 +434,16 @@ class KubeBackend(Backend):
         return env.image or (self.kube.images.get(env.kernel) if env.kernel else None)
 
     async def submit(self, launch: Launch) -> str:
+        """Create the attempt's Job (its name and attempt label make a second submit reuse it); an
+        API that does not answer in time is :class:`SubmissionUnknown`, not a failure."""
+        try:
+            return await self._submit(launch)
+        except Exception as e:
+            if api_unreachable(e):
+                raise SubmissionUnknown(no_answer(e)) from None
+            raise
+
+    async def _submit(self, launch: Launch) -> str:
         spec, namespace = launch.spec, self.namespace(launch.spec.vc)
         service, job = job_manifests(
             spec,
@@ -469,7 +493,9 @@ class KubeBackend(Backend):
         selector = f"{MANAGED},yitong.io/job-id={job_id},{ATTEMPT}={attempt}"
         try:
             jobs = await self._list("Job", None, selector)
-        except Exception as e:  # unreachable: the manager submits again, and submit reuses a Job it finds
+        except Exception as e:
+            if api_unreachable(e):  # the manager looks again (and a submit would reuse a Job it finds)
+                raise SubmissionUnknown(no_answer(e)) from None
             log.warning("cannot look for job %s attempt %s in Kubernetes: %s", job_id, attempt, e)
             return None
         for job in jobs:

@@ -435,3 +435,27 @@ async def test_imported_openpai_roles_on_kubernetes(svc, cluster):
     host, _, port = at[0][1].rpartition(":")
     assert host and port.isdigit(), logs
     assert_valid(cluster.sent)
+
+
+async def test_a_lost_answer_to_the_job_create_is_unknown_and_the_job_runs_once(svc, cluster, tmp_path):
+    """The API creates the Job but its answer never arrives (a timeout: the one piece simulated
+    here, at the client's side of the API): the job is not failed; it is found by its labels and
+    runs once (its marker file says how often it ran)."""
+    backend = svc.app.state.jobs.backend
+    real = backend._call
+    lost: list[str] = []
+
+    async def answer_lost(method, path, *args, **kwargs):
+        result = await real(method, path, *args, **kwargs)
+        if method == "POST" and path.endswith("/jobs") and not lost:
+            lost.append(path)
+            raise TimeoutError()
+        return result
+
+    backend._call = answer_lost
+    marks = tmp_path / "marks"
+    code = f"import os; open({str(marks)!r}, 'a').write(os.environ['YITONG_JOB_ID'] + '\\n')"
+    job = await submit(svc, "alice", py_job("lost", "vision", code))
+    done = await wait_state(svc, "alice", job["id"])
+    assert (done["state"], done["exit_code"], done["attempts"]) == ("succeeded", 0, 1), (done, cluster.errors)
+    assert lost and marks.read_text().split() == [str(job["id"])]
