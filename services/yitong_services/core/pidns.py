@@ -436,4 +436,6 @@ if __name__ == "__main__":  # ``python -I -S pidns.py anchor|init|probe PID`` / 
     role, watched = sys.argv[1], int(sys.argv[2])
     if role == "probe":
         _probe_here()
-    (anchor_loop if role == "anchor" else init_loop)(watched)
+    if role == "anchor":
+        anchor_loop(watched)
+    init_loop(watched)
