@@ -120,12 +120,15 @@ def hub_config(
                     "url": service_url,
                     "api_token": service_token,
                     "oauth_no_confirm": True,
+                    # yitong-service under its supervisor, which starts it again within a second
+                    # of a crash (the hub notices a service's end only every 30 s); service.restart:
+                    # false runs it bare, for a process manager of the admin's own
                     "command": [
-                        # yitong-service under its supervisor, which starts it again within a
-                        # second of a crash (the hub notices a service's end only every 30 s)
-                        os.path.join(bin_dir, "python"),
-                        "-m",
-                        "yitong_services.core.supervise",
+                        *(
+                            [os.path.join(bin_dir, "python"), "-m", "yitong_services.core.supervise"]
+                            if service.get("restart", True)
+                            else [os.path.join(bin_dir, "yitong-service")]
+                        ),
                         "--settings",
                         settings_path,
                         "--data-dir",

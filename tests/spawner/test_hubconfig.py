@@ -171,3 +171,8 @@ def test_no_culling_by_default():
     from yitong_spawner.hubconfig import idle_cullers
 
     assert idle_cullers({}, "/bin") == ([], [])
+
+
+def test_service_restart_false_runs_the_service_bare():
+    [service] = build({"service": {"restart": False}})["JupyterHub"]["services"]
+    assert service["command"][:2] == ["/venv/bin/yitong-service", "--settings"]

@@ -42,6 +42,11 @@ class Strict(BaseModel):
 class ServiceSettings(Strict):
     ip: str = "127.0.0.1"
     port: int = 8010
+    restart: bool = Field(
+        True,
+        description="the hub starts the service under a supervisor that starts it again 0.5 s after a crash"
+        " (core/supervise.py); false: the hub runs it bare and notices a crash only on its 30 s poll",
+    )
     reconcile_interval: float = Field(30.0, ge=0, description="seconds between reconciler runs (0: only at start)")
     limits: LimitsSettings = Field(default_factory=LimitsSettings, description="largest request bodies (413 above)")
     threads: int = Field(
