@@ -224,6 +224,11 @@ async def test_storage_walk_counts_job_folders_and_shows_homes(service):
     from yitong_services.jobs.models import Job
 
     data_dir = Path(service.ctx.settings.data_dir).absolute()
+    walk = service.app.state.storage_walk
+    for _ in range(600):  # the walk the service started with is done (it would overwrite ours)
+        if walk.last["finished"] is not None:
+            break
+        await asyncio.sleep(0.05)
     with service.ctx.db.writing() as s:
         job = Job(vc="vision", user="alice", name="writer", state="succeeded", spec={}, backend="local")
         s.add(job)
@@ -237,7 +242,6 @@ async def test_storage_walk_counts_job_folders_and_shows_homes(service):
     home = data_dir / "home" / "alice"
     home.mkdir(parents=True, exist_ok=True)
     (home / "notes.txt").write_bytes(b"y" * 3000)
-    walk = service.app.state.storage_walk
     result = await asyncio.to_thread(walk.walk)
     assert result["jobs"] >= 1 and result["homes"] >= 1
     storage = await _storage(service, "vision")
