@@ -108,13 +108,16 @@ def test_console_creates_and_edits_a_vc(ops_stack, page):
 
     expect(page.locator('input[data-part="quota"][data-resource="memory"]')).to_have_value("8Gi")
     page.fill('input[data-part="quota"][data-resource="memory"]', "12Gi")
+    page.fill("#vc-storage", "20Gi")  # the storage quota (vcs/storage.py)
     with page.expect_navigation():  # saved, the page loads again from the service (console.js)
         page.click("#vc-save")
     page.wait_for_load_state()
     expect(page.locator('input[data-part="quota"][data-resource="memory"]')).to_have_value("12Gi")
+    expect(page.locator("#vc-storage")).to_have_value("20Gi")
     shot(page, "ops-vc.png")
     with stack.platform_client(token) as api:
         assert api.get("/vcs/robotics").json()["quota"]["memory"] == 12 * 2**30  # no restart
+        assert api.get("/vcs/robotics").json()["storage_quota"] == 20 * 2**30
         actions = [(e["action"], e["target"], e["actor"]) for e in api.get("/audit").json()["items"]]
     assert ("vc.create", "vc robotics", "admin") in actions and ("vc.patch", "vc robotics", "admin") in actions
     # the new VC is offered at once: alice (vision) sees it in her spawn options

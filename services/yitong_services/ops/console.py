@@ -117,6 +117,7 @@ def vc_form(vc: Mapping[str, Any] | None, names: list[str]) -> dict[str, Any]:
         "quota": amounts_text(vc.get("quota", {}), names),
         "user_caps": amounts_text(vc.get("user_caps", {}), names),
         "idle_minutes": f"{vc['idle_timeout'] / 60:g}" if vc.get("idle_timeout") else "",
+        "storage_quota": format_amount("memory", vc["storage_quota"]) if vc.get("storage_quota") is not None else "",
     }
 
 
@@ -303,6 +304,6 @@ def walk_note(measured: Any, homes: int, jobs: int, interval: float) -> str:
         return "The storage walk is off (storage.usage_interval is 0): homes and job folders are not measured."
     every = f"it runs every {duration(int(interval))}"
     if measured is None:
-        return f"The storage walk has not measured anything yet; {every}."
+        return f"No home or job folder has been measured yet; the storage walk {every[3:]}."
     stamp = measured.strftime("%Y-%m-%d %H:%M:%S UTC") if hasattr(measured, "strftime") else str(measured)
     return f"Homes and job folders measured {stamp} ({homes} homes, {jobs} job folders); {every}."

@@ -40,6 +40,7 @@
       groups: list(value(form, 'groups')),
       profiles: checked(form, 'profiles'),
       idle_timeout: minutes(value(form, 'idle_minutes')),
+      storage_quota: value(form, 'storage_quota') || null,
     };
     if (creating) { body.name = value(form, 'name'); }
     return body;
