@@ -5,6 +5,7 @@ read it (objaccess.py), so none of these routes tells whether anyone else holds 
 """
 
 import asyncio
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -61,6 +62,12 @@ def _settle(ctx: Context, vc: str | None, what: str):  # type: ignore[no-untyped
     return lambda session, sizes: settle(ctx.storage, session, vc, sizes, what, upload=True)
 
 
+def _over(ctx: Context, vc: str | None, what: str, received: int) -> str:
+    """The quota's sentence once a streamed pack has passed the room its VC had."""
+    with ctx.db.session() as s:
+        return over_sentence(s, vc, received, what)
+
+
 def _room(ctx: Context, vc: str | None) -> int | None:
     with ctx.db.session() as s:
         return room(s, vc)
@@ -99,12 +106,15 @@ async def upload_pack(request: Request, caller: Caller, person: Member, ctx: Ctx
     name = await run_in_threadpool(_for_vc, ctx, person, vc, None, size, what)
     left = await run_in_threadpool(_room, ctx, name) if size is None else None
 
-    def over(received: int) -> str:
-        with ctx.db.session() as s:
-            return over_sentence(s, name, received, what)
-
     ingest = await run_in_threadpool(
-        PackIngest, storage.store, storage.db, storage.limit, caller.name, left, _settle(ctx, name, what), over
+        PackIngest,
+        storage.store,
+        storage.db,
+        storage.limit,
+        caller.name,
+        left,
+        _settle(ctx, name, what),
+        partial(_over, ctx, name, what),
     )
     try:
         await _pipelined_body(request, _PACK_BUFFERS, ingest.feed)

@@ -19,8 +19,8 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from tests.services.conftest import _postgres_url, build_app, wipe
 from tests.services.conftest import Service as _Service
+from tests.services.conftest import _postgres_url, build_app, wipe
 from yitong_services.core.errors import database_failure
 
 
