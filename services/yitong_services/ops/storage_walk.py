@@ -56,6 +56,7 @@ def _measure_all(folders: Iterable[Path]) -> dict[str, Measured]:
 
 class StorageWalk(Periodic):
     what = "storage walk"
+    stop_grace = 60.0  # a walk in its thread finishes before the service stops (its database writes)
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
