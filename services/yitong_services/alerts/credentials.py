@@ -9,14 +9,13 @@ Alertmanager). Nothing else on the machine can read the password files.
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .files import write_atomic
+from .files import secret, write_atomic
 
 USER = "yitong"
 DAEMONS = ("prometheus", "alertmanager", "node")
@@ -53,16 +52,7 @@ def logins(data_dir: Path) -> dict[str, Login]:
 
 def ensure(login: Login) -> str:
     """The login's password, made once (64 hex characters, written 0600 through a rename)."""
-    path = Path(login.password_file)
-    try:
-        value = path.read_text().strip()
-        if value:
-            return value
-    except OSError:
-        pass
-    value = secrets.token_hex(32)
-    write_atomic(path, value)
-    return value
+    return secret(Path(login.password_file))
 
 
 def web_config(user: str, hashed: str) -> dict[str, Any]:
