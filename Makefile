@@ -11,7 +11,7 @@ DATA_DIR ?= $(or $(YITONG_DATA_DIR),$(CURDIR)/.yitong)
 SETTINGS ?= $(or $(YITONG_SETTINGS),$(CURDIR)/yitong.example.yaml)
 PYTEST_ARGS ?=
 
-.PHONY: run test install labextension docs clean lint mypy code-server code-server-background mlserver kserve
+.PHONY: run test test-quick install labextension docs clean lint mypy code-server code-server-background mlserver kserve
 
 run: install code-server-background
 	@echo "Yitong: data in $(DATA_DIR), settings $(SETTINGS)"
@@ -19,6 +19,13 @@ run: install code-server-background
 
 test: install lint mlserver kserve
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop (under 10 minutes): no whole-platform, browser or Slurm tests, SQLite only, stop
+# at the first failure. `make test` (and .ci/run) runs everything; both end with the ten slowest
+# tests and each area's total (tests/conftest.py).
+QUICK_SELECTION := -m "not e2e and not browser and not slurm" -k "not postgresql" -x -q
+test-quick: install
+	$(BIN)/python -m pytest $(QUICK_SELECTION) $(PYTEST_ARGS)
 
 # Linters (ruff.toml, mypy.ini; extensions/eslint.config.mjs, extensions/.prettierrc): `make test`
 # runs them first; the TypeScript is also type-checked by the extension's build (tsc).
