@@ -228,8 +228,8 @@ def test_hub_admin_page_links_to_yitong_admin(stack):
     with stack.login("admin") as browser:
         page = browser.get("/hub/admin").text
         assert 'id="yitong-admin-link"' in page and "/services/yitong/console" in page
-        r = browser.get("/services/yitong/admin")  # HubOAuth round trip
-        assert r.status_code == 200, r.text[:300]
+        r = browser.get("/services/yitong/admin")  # the old page's address: to the console, HubOAuth round trip
+        assert r.status_code == 200 and r.url.path == "/services/yitong/console", r.text[:300]
         assert "vision" in r.text and "nlp" in r.text
         assert "<b>team</b>" not in r.text
     with stack.login("alice") as browser:

@@ -147,14 +147,14 @@ def test_account_names_never_system_accounts(hub_name, account):
     assert account_name(hub_name) == account
 
 
-async def test_health_and_admin_page_say_the_mode(service):
+async def test_health_and_console_say_the_mode(service):
     r = await service.call(None, "GET", "health")
     assert r.json() == {  # the fixture pins single-person
         "status": "ok",
         "mode": "single-person",
         "limits": {"by": "none", "message": "Notebooks and jobs are not held to their size in single-person mode."},
     }
-    page = await service.call("admin", "GET", f"{PREFIX}admin")
+    page = await service.call("admin", "GET", f"{PREFIX}console")
     assert page.status_code == 200 and 'id="mode"' in page.text
     assert "Yitong runs single-person: notebooks and jobs run as" in page.text
 

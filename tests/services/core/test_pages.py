@@ -1,4 +1,5 @@
-"""OpenAPI, Swagger UI, Prometheus metrics, the admin page (escaping!), the OAuth redirect."""
+"""OpenAPI, Swagger UI, Prometheus metrics, the old admin page's redirect to the console, the OAuth
+redirect (the console's own pages and their escaping: tests/services/ops/test_console_pages.py)."""
 
 from urllib.parse import parse_qs, urlparse
 
@@ -43,22 +44,16 @@ async def test_metrics(service):
     assert "yitong_http_request_duration_seconds_bucket" in text
 
 
-async def test_admin_page_escapes_tenant_text(service):
-    evil = '<script>alert("x")</script>'
-    body = {"name": "evil", "description": evil, "groups": ["<b>grp</b>"], "quota": {"cpu": 1, "memory": "1Gi"}}
-    assert (await service.call("admin", "POST", "vcs", json=body)).status_code == 201
-    r = await service.call("admin", "GET", f"{PREFIX}admin")
-    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
-    assert "<script>" not in r.text and "<b>grp</b>" not in r.text
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in r.text
-    assert "&lt;b&gt;grp&lt;/b&gt;" in r.text
-    assert "vision" in r.text and "16Gi" in r.text
+async def test_old_admin_page_redirects_to_the_console(service):
+    for who in ("admin", "alice", None):  # the console decides who sees it (403, the login)
+        r = await service.call(who, "GET", f"{PREFIX}admin")
+        assert r.status_code == 301 and r.headers["location"] == f"{PREFIX}console", (who, r.text)
 
 
-async def test_admin_page_refuses_users_and_redirects_browsers(service):
-    r = await service.call("alice", "GET", f"{PREFIX}admin")
+async def test_console_refuses_users_and_redirects_browsers(service):
+    r = await service.call("alice", "GET", f"{PREFIX}console")
     assert r.status_code == 403 and "alice is not a JupyterHub admin" in r.text
-    r = await service.call(None, "GET", f"{PREFIX}admin")
+    r = await service.call(None, "GET", f"{PREFIX}console")
     assert r.status_code == 302
     location = urlparse(r.headers["location"])
     assert location.path == "/hub/api/oauth2/authorize"
@@ -77,7 +72,7 @@ async def test_oauth_cookie_reads_but_never_writes(service):
     cookie = create_signed_value(ctx.cookie_secret, ctx.cookie_name, service.hub.tokens["admin"]).decode()
     service.client.cookies.set(ctx.cookie_name, cookie)
     try:
-        assert (await service.call(None, "GET", f"{PREFIX}admin")).status_code == 200
+        assert (await service.call(None, "GET", f"{PREFIX}console")).status_code == 200
         assert (await service.call(None, "GET", "usage")).status_code == 200
         r = await service.call(None, "POST", "vcs", json={"name": "csrf"})
         assert r.status_code == 401
