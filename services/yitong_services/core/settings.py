@@ -1,6 +1,6 @@
 """The settings file (YAML): the sections the platform service reads.
 
-``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``ops``, ``culling``, ``reclaim``, ``backends.*.inventory``,
+``backend``, ``service``, ``database``, ``storage``, ``jobs``, ``devices``, ``ssh``, ``alerts``, ``ops``, ``culling``, ``reclaim``, ``models``, ``backends.*.inventory``,
 ``profiles`` and ``vcs``;
 the hub's sections (``hub``, ``auth``, ``groups``: :data:`HUB_SECTIONS`) belong to
 ``jupyterhub_config.py``, which checks them. Any other key, at the top or inside a section, is
@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from ..alerts.settings import AlertsSettings
+from ..models.env_settings import ModelsSettings
 from ..ops.schemas import CullingSettings, OpsSettings, ReclaimSettings
 from ..ssh.schemas import SSHSettings
 from ..vcs.devices import DeviceMap, DeviceType, default_devices, merged_device_settings
@@ -153,6 +154,9 @@ class Settings(Strict):
     reclaim: ReclaimSettings = Field(default_factory=ReclaimSettings)
     alerts: AlertsSettings = Field(
         default_factory=AlertsSettings, description="monitoring and alerts (docs/operations.md)"
+    )
+    models: ModelsSettings = Field(
+        default_factory=ModelsSettings, description="MLServer's environment for endpoints (docs/models.md)"
     )
     backends: dict[str, BackendSettings] = Field(default_factory=dict)
     devices: DevicesSection = Field(
