@@ -1,7 +1,8 @@
 """The ``%yt`` line magic and ``%%yt`` cell magic: the ``yt`` grammar inside a kernel.
 
 ``%yt vc ls`` prints exactly what ``yt vc ls`` prints; refusals print the service's
-sentence (no traceback). Only stdlib is imported here; the SDK imports httpx on first use.
+sentence (no traceback); as in a shell, an unquoted ``#`` starts a comment (``%yt job ls  # mine``).
+Only stdlib is imported here; the SDK imports httpx on first use.
 In a notebook (a kernel with a frontend), ``%yt data commit|pull`` show an ipywidgets progress
 bar instead of tqdm's text bar, ``%yt job logs --follow`` / ``job submit --follow`` show
 the job's state in a widget, and ``%yt hpo show ID --follow`` / ``hpo create --follow`` an
@@ -22,7 +23,7 @@ def yt(line: str, cell: str | None = None) -> None:
     from yitong_lab.cli.grammar import run
 
     try:
-        argv = shlex.split(line)
+        argv = shlex.split(line, comments=True)
     except ValueError as error:
         import sys
 

@@ -31,6 +31,8 @@ def test_magic_prints_what_the_cli_prints(yt_env, yt, vc_ls_text):
     magic = ipython("%yt vc ls")
     assert magic.returncode == 0, magic.stderr
     assert magic.stdout == cli.stdout == vc_ls_text
+    commented = ipython("%yt vc ls   # as in a shell: a comment, not arguments")
+    assert commented.stdout == cli.stdout, commented.stderr
 
 
 def test_magic_json_and_errors(yt_env):
