@@ -4,7 +4,9 @@ Public-key authentication only: the key must be one the login name's person adde
 (``/me/ssh-keys``) and the person must exist in the hub. The login name also names the target
 (``targets``), which must be the person's own: their running notebook server (reached through
 its terminal API, ``notebook``) or a running job of theirs in a VC they still belong to (a shell
-beside the worker on the local backend, an ``srun --overlap`` step on Slurm). No port, agent or
+beside the worker on the local backend, in its PID namespace and its attempt's cgroup, held to
+the job's memory, CPU and process limits and killed with it; an ``srun --overlap`` step on Slurm,
+which Slurm holds to the job's allocation). No port, agent or
 X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr
 and exit status 255; a person has at most ``ssh.max_sessions`` sessions open.
 """
@@ -208,11 +210,12 @@ class Gateway:
             if found.uid != owner:
                 raise Refused(f"worker {target.rank} of job {target.job_id} is not running as the job's account")
             argv = worker.shell_argv(process.command, pty)
+            cgroup = await to_thread.run_sync(self._attempt_cgroup, attempt)
             try:  # the shell beside the job's processes, in the job's own namespaces when it has them
                 namespaces = await to_thread.run_sync(worker.namespaces_of, found)
             except OSError:
                 raise Refused(f"job {target.job_id} has no running worker {target.rank}") from None
-            return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid, namespaces)
+            return await local_shell.run(process, argv, found.env, found.cwd, found.uid, found.gid, namespaces, cgroup)
         if job["backend"] == "slurm" and self.backend is not None and self.backend.name == "slurm":
             from ..jobs.runner_slurm import PASS_ENV
             from ..jobs.runner_slurm import parse_ref as slurm_ref
@@ -234,6 +237,13 @@ class Gateway:
             uid, gid = (account.uid, account.gid) if account else (None, None)
             return await local_shell.run(process, argv, worker.without_secrets(env), cwd, uid, gid)
         raise Refused(f"SSH into {job['backend']} jobs is not available yet (use the engine's own exec)")
+
+    def _attempt_cgroup(self, attempt: Path) -> list[str] | None:
+        """The cgroup directories of the job attempt (jobs/attempt_limits.py) the shell joins, held
+        to the job's limits and killed with it; None where attempts have none (single-person, no
+        cgroups on this host). Blocking (once: the backend's layout is cached)."""
+        limits = getattr(self.backend, "limits", None) if self.backend is not None else None
+        return limits.dirs(attempt) if limits is not None else None
 
     def _job_dir(self, job_id: int) -> str:
         path = Path(self.settings.data_dir).absolute() / "jobs" / str(job_id)

@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncssh
 
-from ..core import pidns
+from ..core import cgroups, pidns
 
 CHUNK = 65536
 
@@ -25,14 +25,19 @@ class StartRefused(Exception):
     """The shell could not start as the account (a sentence for the person)."""
 
 
-def _child_setup(pty: bool, uid: int | None, gid: int | None, cwd: str | None) -> None:
+def _child_setup(pty: bool, uid: int | None, gid: int | None, cwd: str | None, cgroup: list[str] | None = None) -> None:
     """In the child before exec: its own session (the terminal becomes its controlling tty),
-    then the owner's account (no supplementary groups) when the gateway runs as root, and only
-    then ``cwd``: entered with the account's rights, never root's (a folder the account cannot
-    enter fails the start). ``cwd`` None: the command does both itself (``pidns.join_argv``)."""
+    the job attempt's ``cgroup`` (still root: only root moves a process into it; the shell and
+    all it starts are then held to the job's limits and killed with it; a cgroup that is gone
+    fails the start), then the owner's account (no supplementary groups) when the gateway runs
+    as root, and only then ``cwd``: entered with the account's rights, never root's (a folder
+    the account cannot enter fails the start). ``cwd`` None: the command does the account and
+    the folder itself (``pidns.join_argv``)."""
     os.setsid()
     if pty:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    if cgroup:
+        cgroups.enter(cgroup)
     if cwd is None:
         return
     if uid is not None and gid is not None and uid != os.geteuid():
@@ -78,23 +83,26 @@ async def run(
     uid: int | None = None,
     gid: int | None = None,
     namespaces: tuple[int, int] | None = None,
+    cgroup: list[str] | None = None,
 ) -> int:
     """Run ``argv`` for ``process`` in ``cwd`` (entered as the account) and return its exit status
     (128 + signal when killed). ``namespaces``: descriptors of the PID and mount namespaces of
-    the job's worker, which the shell joins (core/pidns.py; closed here once it has started)."""
+    the job's worker, which the shell joins (core/pidns.py; closed here once it has started).
+    ``cgroup``: the job attempt's cgroup directories (core/cgroups.py), which the shell enters."""
     pty = process.get_terminal_type() is not None
     fds: tuple[int, ...] = ()
     if namespaces is not None:
         argv = pidns.join_argv(*namespaces, uid, gid, cwd, argv)
-        setup, fds = partial(_child_setup, pty, None, None, None), namespaces
+        setup, fds = partial(_child_setup, pty, None, None, None, cgroup), namespaces
     else:
-        setup = partial(_child_setup, pty, uid, gid, cwd)
+        setup = partial(_child_setup, pty, uid, gid, cwd, cgroup)
     try:
         if pty:
             return await _run_pty(process, argv, env, setup, fds)
         return await _run_pipes(process, argv, env, setup, fds)
-    except subprocess.SubprocessError:  # the preexec failed: the account or the folder
-        raise StartRefused(f"the shell cannot start in {cwd} as the job's account") from None
+    except subprocess.SubprocessError:  # the preexec failed: the cgroup, the account or the folder
+        where = " in the job's cgroup" if cgroup else ""
+        raise StartRefused(f"the shell cannot start in {cwd} as the job's account{where}") from None
     finally:
         for fd in fds:
             os.close(fd)

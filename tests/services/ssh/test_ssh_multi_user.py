@@ -20,6 +20,7 @@ from shared_python import shared_bin
 from ssh_helpers import key_pair
 
 from tests.services.core.test_confinement import MultiUser
+from yitong_services.core import cgroups
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs root (CI runs as root)"),
@@ -64,10 +65,13 @@ class Gate:
             time.sleep(0.2)
         return job
 
-    def ssh(self, who: str, login: str, command: str) -> subprocess.CompletedProcess:
+    def ssh_argv(self, who: str, login: str, command: str, *options: str) -> list[str]:
         argv = ["ssh", "-F", "/dev/null", "-p", str(self.port), "-i", str(self.keys[who]), "-o", "IdentitiesOnly=yes"]
         argv += ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known}"]
-        return subprocess.run([*argv, f"{login}@127.0.0.1", command], capture_output=True, text=True, timeout=60)
+        return [*argv, *options, f"{login}@127.0.0.1", command]
+
+    def ssh(self, who: str, login: str, command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(self.ssh_argv(who, login, command), capture_output=True, text=True, timeout=60)
 
     def ssh_worker(self, who: str, job: dict, command: str) -> subprocess.CompletedProcess:
         for _ in range(300):  # the worker process appears a moment after the wrapper
@@ -164,3 +168,58 @@ def test_an_ssh_shell_sees_no_one_elses_processes(hub, tmp_path, isolate):
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait()
         gate.mu.stop()
+
+
+# the shell's memory cgroup (v1 ``N:memory:/path``, v2 ``0::/path``), then a 256 MiB hog
+CGROUP = "grep -E '^[0-9]+:(memory:|:)' /proc/self/cgroup | head -1 | cut -d: -f3"
+HOG = '/usr/bin/python3 -c \'b = b"x" * (256 << 20); print("HELD", len(b))\''
+
+
+@pytest.mark.skipif(cgroups.detect().kind == "none", reason="no cgroups on this host")
+@pytest.mark.parametrize("isolate", [True, False], ids=["pid-namespaces", "cgroups-alone"])
+def test_an_ssh_shell_is_held_to_the_jobs_limits(hub, tmp_path, isolate):
+    """An SSH shell into a 64Mi job runs in the job attempt's cgroup: a 256 MiB hog started from
+    it is stopped by the kernel (exit 137), as the job's own would be, and what the shell left
+    running in a session of its own ends with the job (the cgroup's kill reaches it; without PID
+    namespaces nothing else would). Fails without the join (checked by hand): the shell sits in
+    the service's cgroup, the hog prints HELD and the sleepers outlive the job."""
+    gate = Gate(hub, tmp_path, pid_namespaces=isolate)
+    try:
+        gate.start()
+        owner = gate.mu.users[0]
+        job = gate.running_job(owner, "import time; time.sleep(120)")
+        r = gate.ssh_worker(owner, job, CGROUP)
+        assert r.returncode == 0, (r.stderr, gate.mu.log.read_text()[-3000:])
+        parent = cgroups.parent_name(gate.mu.data.absolute())
+        assert r.stdout.strip() == f"/{parent}/job-{job['id']}-1", r.stdout
+        r = gate.ssh_worker(owner, job, HOG)
+        assert "HELD" not in r.stdout and r.returncode == 137, (r.returncode, r.stdout, r.stderr)
+        # a shell left running (its own session, as setsid would make) ends with the job
+        argv = gate.ssh_argv(owner, f"{owner}+job.{job['id']}", "setsid sleep 300 & sleep 300")
+        shell = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        dirs = cgroups.dirs_of(cgroups.detect(), parent, f"job-{job['id']}-1")
+        deadline = time.monotonic() + 30
+        while not _sleepers(cgroups.members(dirs)) >= 2:
+            assert time.monotonic() < deadline and shell.poll() is None, shell.stderr and shell.stderr.read()
+            time.sleep(0.1)
+        sleepers = {p for p in cgroups.members(dirs) if _cmdline(p) == "sleep 300"}
+        gate.mu.call(owner, "POST", f"jobs/{job['id']}/cancel")
+        shell.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while any(os.path.exists(f"/proc/{p}") and _cmdline(p) == "sleep 300" for p in sleepers):
+            assert time.monotonic() < deadline, "the SSH shell's processes outlived the job"
+            time.sleep(0.1)
+    finally:
+        gate.mu.stop()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def _sleepers(pids: set[int]) -> int:
+    return sum(1 for p in pids if _cmdline(p) == "sleep 300")
