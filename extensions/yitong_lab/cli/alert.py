@@ -17,6 +17,8 @@ KINDS = (
     "job_failed",
     "quota_exhausted",
     "storage_quota",
+    "disk_full",
+    "disk_free",
     "service_down",
     "expression",
 )

@@ -82,6 +82,23 @@ KINDS: dict[str, Kind] = {
         promql="100 * sum by (vc) (yitong_vc_storage_used_bytes$vc)"
         " / on (vc) (yitong_vc_storage_quota_bytes$vc > 0) >= $threshold",
     ),
+    "disk_full": Kind(
+        "a platform disk (data directory and hub database, store, job folders, cache) above {threshold:g}% full",
+        "%",
+        90.0,
+        low=1.0,
+        per_vc=False,
+        promql="100 * (1 - yitong_disk_avail_bytes / yitong_disk_size_bytes) >= $threshold",
+    ),
+    "disk_free": Kind(
+        "a platform disk (data directory and hub database, store, job folders, cache) with under {threshold:g} GiB free",
+        "GiB",
+        10.0,
+        low=0.01,
+        high=1e6,
+        per_vc=False,
+        promql="yitong_disk_avail_bytes / 1073741824 < $threshold",
+    ),
     "service_down": Kind("a monitored service does not answer its scrape", "", None, per_vc=False, promql="up == 0"),
     "expression": Kind("a PromQL condition of the admin's", "", None),
 }

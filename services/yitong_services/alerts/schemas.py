@@ -51,9 +51,11 @@ class RuleIn(BaseModel):
     kind: str = Field(
         max_length=32,
         description="node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed,"
-        " quota_exhausted, storage_quota, service_down or expression (docs/operations.md)",
+        " quota_exhausted, storage_quota, disk_full, disk_free, service_down or expression (docs/operations.md)",
     )
-    threshold: float | None = Field(None, description="percent for utilisation and quota kinds, jobs for job_failed")
+    threshold: float | None = Field(
+        None, description="percent for utilisation, quota and disk_full kinds, jobs for job_failed, GiB for disk_free"
+    )
     vc: Name | None = Field(None, description="the VC the rule watches; null: cluster-wide")
     expr: Expr = Field("", description="expression rules only: a PromQL condition")
     severity: Severity = "warning"

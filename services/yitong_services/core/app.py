@@ -16,6 +16,7 @@ from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.responses import Response
 
+from ..alerts.disks import DiskCollector
 from ..alerts.manager import AlertsManager
 from ..alerts.metrics import OperationsCollector
 from ..datasets.storage import Storage
@@ -207,7 +208,7 @@ def create_app(
     operations = OperationsCollector(
         db, ctx.inventory, settings.backend, settings.alerts.failed_job_window, alerts.nvml
     )
-    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1", extra=[operations])
+    metrics = Metrics(db, ctx.inventory, f"{prefix}api/v1", extra=[operations, DiskCollector(settings)])
     metrics.install(app)
     for router in ROUTERS:
         app.include_router(router, prefix=f"{prefix}api/v1")

@@ -229,6 +229,19 @@ async def test_a_hung_service_alerts_and_a_dead_one_restarts(live):
     assert status["node_exporter"]["state"] == "running"
 
 
+async def test_a_disk_rule_fires_from_the_services_scrape(live):
+    """``disk_full`` evaluated by the real Prometheus on the service's own scrape
+    (``yitong_disk_*``, alerts/disks.py): at 1% any real disk is above it, so it fires for the data
+    directory's filesystem; deleted, it is gone from the rule file."""
+    svc, _sink = live
+    r = await svc.call("admin", "POST", "alerts/rules", json={"name": "disk", "kind": "disk_full", "threshold": 1})
+    assert r.status_code == 201, r.text
+    assert r.json()["promql"] == "100 * (1 - yitong_disk_avail_bytes / yitong_disk_size_bytes) >= 1"
+    (event, *_) = await _history(svc, "firing", query="&alertname=disk")
+    assert event["labels"]["disk"] == "data" and event["vc"] is None
+    assert (await svc.call("admin", "DELETE", "alerts/rules/disk")).status_code == 204
+
+
 @pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # loopback, on purpose
 async def test_smtp_auth(hub, db_url, tmp_path):
     """``alerts.smtp.username``/``password``: Alertmanager logs in to an SMTP server that requires it."""
