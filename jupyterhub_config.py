@@ -12,6 +12,7 @@ from pathlib import Path
 
 from yitong_spawner.hubconfig import apply, hub_config, load_settings, read_or_create_secret
 from yitong_spawner.passwords import ensure_admin
+from yitong_spawner.people import merge_pending, take_pending
 from yitong_spawner.traits import deprecated_config
 
 c = get_config()  # noqa: F821 (provided by JupyterHub)
@@ -47,10 +48,13 @@ cfg = hub_config(
     proxy_command=[str(proxy)] if proxy.exists() else None,
     bin_dir=os.path.dirname(sys.executable),
 )
+# People added by `yitong-passwd add` while the hub was stopped: users and group members now
+password_logins = cfg["JupyterHub"]["authenticator_class"] == "yitong"
+if password_logins:
+    merge_pending(cfg, take_pending(data_dir))
 apply(c, cfg)
 
 # First start: give every configured admin a generated password, shown once (password logins only).
-password_logins = cfg["JupyterHub"]["authenticator_class"] == "yitong"
 for admin in sorted(cfg["Authenticator"]["admin_users"] if password_logins else ()):
     password = ensure_admin(cfg["YitongAuthenticator"]["password_file"], admin)
     if password:

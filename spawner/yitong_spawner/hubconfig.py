@@ -159,6 +159,9 @@ def hub_config(
                         "tokens",
                         # the accelerator reclaim stops an idle server that holds an accelerator (settings `reclaim`)
                         "delete:servers",
+                        # adding a person (`yitong-passwd add`, the console): the hub user, VC groups
+                        "admin:users",
+                        "admin:groups",
                     ],
                     "services": [SERVICE_NAME],
                 },

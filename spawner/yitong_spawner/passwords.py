@@ -1,8 +1,11 @@
 """Password file for the embedded default: PBKDF2-SHA256 hashes in a JSON file (mode 0600).
 
 Format: `{"users": {"alice": "pbkdf2_sha256$<iterations>$<salt hex>$<hash hex>"}}`.
-CLI: `yitong-passwd set NAME [--generate] [--file PATH]` (same as `python -m yitong_spawner.passwords`).
-The hub and the CLI find the file the same way: :func:`password_file` of :func:`default_data_dir`.
+CLI: `yitong-passwd add NAME [--generate] [--vc VC] [--group G]` (the hub user, the password and the
+groups: :mod:`yitong_spawner.people`) and `yitong-passwd set NAME [--generate] [--file PATH]` (the
+password only); the same as `python -m yitong_spawner.passwords`. The CLI finds the data directory
+of the running platform (:mod:`yitong_spawner.running`); the hub is given its file by
+`jupyterhub_config.py` (:func:`password_file` of its data directory).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+from . import running
 
 ALGORITHM = "pbkdf2_sha256"
 ITERATIONS = 310_000
@@ -74,13 +79,18 @@ def load(path: str) -> dict[str, str]:
 
 def save(path: str, users: dict[str, str]) -> None:
     """Write atomically (temp file + rename in the same directory), readable by the owner only."""
+    atomic_json(path, {"users": dict(sorted(users.items()))})
+
+
+def atomic_json(path: str, data: object) -> None:
+    """`data` as JSON at `path`, atomically (temp file + rename in the same directory), mode 0600."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, 0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".passwords-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + "-", suffix=".tmp")
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "w") as f:
-            json.dump({"users": dict(sorted(users.items()))}, f, indent=1)
+            json.dump(data, f, indent=1)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -109,38 +119,118 @@ def ensure_admin(path: str, name: str) -> str | None:
     return password
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="yitong-passwd", description="Set a Yitong hub user's password.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    cmd = sub.add_parser("set", help="set (or reset) NAME's password")
-    cmd.add_argument("name")
-    cmd.add_argument("--generate", action="store_true", help="generate a random password and print it once")
-    default = password_file(default_data_dir())
-    cmd.add_argument(
-        "--file",
-        default=default,
-        help=f"password file (default: <data dir>/secrets/passwords.json, here {default}; the data dir is "
-        "$YITONG_DATA_DIR, else the checkout's .yitong, as for `make run`)",
-    )
-    args = parser.parse_args(argv)
-    if args.generate:
+def read_password(name: str, generate: bool) -> str | None:
+    """The new password: generated, one line of stdin, or typed twice; None when it will not do."""
+    if generate:
         password = generate_password()
     elif not sys.stdin.isatty():
         password = sys.stdin.readline().rstrip("\n")
     else:
-        password = getpass.getpass(f"New password for {args.name}: ")
+        password = getpass.getpass(f"New password for {name}: ")
         if password != getpass.getpass("Again: "):
             print("Passwords differ; nothing changed.", file=sys.stderr)
-            return 1
+            return None
     if len(password) < 8:
         print("A password needs at least 8 characters; nothing changed.", file=sys.stderr)
+        return None
+    return password
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="yitong-passwd",
+        description="Add people to a Yitong hub, or set their passwords. The data directory is "
+        "$YITONG_DATA_DIR, else that of the hub running from this checkout, else the checkout's .yitong.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    add = sub.add_parser(
+        "add",
+        help="add a person: the hub user, the password and the groups (VC membership) in one step",
+        description="Make NAME a hub user with a password and the groups given. With the hub running, at once "
+        "(through its REST API); with it stopped, at its next start.",
+    )
+    add.add_argument("name")
+    add.add_argument("--generate", action="store_true", help="generate a random password and print it once")
+    add.add_argument("--vc", action="append", default=[], help="a VC NAME joins (its first group); repeatable")
+    add.add_argument("--group", action="append", default=[], help="a hub group NAME joins; repeatable")
+    cmd = sub.add_parser("set", help="set (or reset) NAME's password")
+    cmd.add_argument("name")
+    cmd.add_argument("--generate", action="store_true", help="generate a random password and print it once")
+    cmd.add_argument(
+        "--file",
+        help="password file (default: <data dir>/secrets/passwords.json; the data dir is $YITONG_DATA_DIR, "
+        "else that of the hub running from this checkout, else the checkout's .yitong, as for `make run`)",
+    )
+    args = parser.parse_args(argv)
+    if args.command == "add" or not args.file:
+        try:
+            data_dir, hub = running.find()
+        except running.Ambiguous as e:
+            print(f"yitong-passwd: {e}; nothing changed.", file=sys.stderr)
+            return 2
+    if args.command == "add":
+        return _add(args, data_dir, hub)
+    path = args.file or password_file(data_dir)
+    password = read_password(args.name, args.generate)
+    if password is None:
         return 1
-    set_password(args.file, args.name, password)
+    set_password(path, args.name, password)
     if args.generate:
         print(f"Password for {args.name}: {password}")
-        print(f"(stored hashed in {args.file})", file=sys.stderr)
+        print(f"(stored hashed in {path})", file=sys.stderr)
     else:
-        print(f"Password for {args.name} set in {args.file}")
+        print(f"Password for {args.name} set in {path}")
+    return 0
+
+
+def _add(args: argparse.Namespace, data_dir: str, hub: running.Hub | None) -> int:
+    from . import people
+    from .hubconfig import load_settings
+
+    settings_path = hub.settings if hub and hub.settings else os.environ.get("YITONG_SETTINGS") or ""
+    if not settings_path and (checkout := running.checkout_of()):
+        settings_path = os.path.join(checkout, "yitong.example.yaml")
+    try:
+        settings = load_settings(settings_path) if settings_path else {}
+        kind = (settings.get("auth") or {}).get("kind", "password")
+        if kind != "password":
+            raise people.Refused(
+                f"logins come from an identity provider here (auth.kind: {kind} in {settings_path}): "
+                "people and their groups are the provider's"
+            )
+        name = people.normalize_name(args.name)
+        token = people.service_token(data_dir) if hub else None
+        if hub and not token:
+            raise people.Refused(f"{data_dir}/secrets/service-token cannot be read: run this as the hub's account")
+        service_port = int((settings.get("service") or {}).get("port", 8010))
+        groups = list(dict.fromkeys(args.group))
+        for vc in args.vc:
+            first = people.vc_groups(settings, vc, hub, token, service_port)[0]
+            groups += [first] if first not in groups else []
+        password = read_password(name, args.generate)
+        if password is None:
+            return 1
+        set_password(password_file(data_dir), name, password)
+        if hub and token:
+            api = people.HubAPI(people.hub_api_url(settings), token)
+            try:
+                made = api.ensure_user(name)
+                for group in groups:
+                    api.add_to_group(group, name)
+            finally:
+                api.close()
+            state = "is now a hub user" if made else "was already a hub user"
+        else:
+            people.record_pending(data_dir, name, groups)
+            state = "becomes a hub user at the hub's next start (it is not running)"
+    except (people.Refused, ValueError) as e:
+        print(f"yitong-passwd: {e}; nothing changed.", file=sys.stderr)
+        return 2
+    if args.generate:
+        print(f"Password for {name}: {password}")
+    in_groups = f", in group{'s' if len(groups) > 1 else ''} {', '.join(groups)}" if groups else ", in no group"
+    vcs = f" (VC {', '.join(args.vc)})" if args.vc else ""
+    print(f"{name} {state}{in_groups}{vcs}; data directory {data_dir}", file=sys.stderr)
     return 0
 
 
