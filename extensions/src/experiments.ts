@@ -213,7 +213,7 @@ export class ExperimentsList {
       const state = el('td', '');
       state.append(stateBadge(exp.state));
       const done = Object.keys(exp.counts ?? {})
-        .filter(s => s !== 'running')
+        .filter(s => s !== 'running' && s !== 'waiting')
         .reduce((sum, s) => sum + exp.counts[s], 0);
       row.append(
         el('td', '', String(exp.id)),

@@ -27,6 +27,8 @@ export interface ITrialRow {
   steps?: number;
   value: number | null;
   created?: string | null;
+  /** When its job started running (a `waiting` trial's job is still queued: none yet). */
+  started?: string | null;
   finished?: string | null;
 }
 
@@ -195,9 +197,16 @@ function time(value: string | null | undefined): number {
   return Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : `${value}Z`);
 }
 
-/** Seconds from the trial's creation to its end (or to `now` while it runs); null if unknown. */
+/**
+ * Seconds from the start of the trial's job to its end (or to `now` while it runs); null if
+ * unknown or not started (`waiting`: the time in the queue is not the trial's). An answer
+ * without `started` (an older service) counts from the trial's creation.
+ */
 export function durationSeconds(trial: ITrialRow, now: number): number | null {
-  const start = time(trial.created);
+  if (trial.state === 'waiting' || trial.started === null) {
+    return null;
+  }
+  const start = time(trial.started ?? trial.created);
   const end = trial.finished ? time(trial.finished) : now;
   if (isNaN(start) || isNaN(end)) {
     return null;

@@ -212,3 +212,14 @@ def test_user_values_are_escaped_in_svg_text():
     assert "<script>" not in text and "&lt;script&gt;" in text and "&amp;" in text
     text = run("c.svgText(c.importanceChart(o))", o={evil: 1})
     assert "<script>" not in text and "&#39;" in text
+
+
+def test_a_trials_duration_counts_from_its_jobs_start_not_its_wait():
+    now = "Date.parse('2026-01-01T00:01:00Z')"
+    trials = [
+        trial(0, "waiting", started=None),  # its job is queued: no duration yet
+        trial(1, "running", started="2026-01-01T00:00:45Z"),  # waited 45 s, ran 15 s
+        trial(2, value=0.5, started="2026-01-01T00:00:02Z"),  # finished at 00:00:12
+        trial(3, "cancelled", started=None),  # cancelled while it waited
+    ]
+    assert run(f"t.map(x => c.durationSeconds(x, {now}))", t=trials) == [None, 15, 10, None]

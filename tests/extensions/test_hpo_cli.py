@@ -87,7 +87,7 @@ def _exp(state, trials, max_trials=4, direction="maximize"):
 
 
 def _t(number, state, value=None, **params):
-    return {"number": number, "state": state, "value": value, "params": params or {"x": number}}
+    return {"number": number, "job_id": 7 + number, "state": state, "value": value, "params": params or {"x": number}}
 
 
 TRIALS = [
@@ -165,3 +165,52 @@ def test_follow_on_a_terminal_is_a_tqdm_bar(capsys):
     assert asked == [False, False, True]  # the bar polls the counts; the answer is the whole experiment
     err = capsys.readouterr().err
     assert "4/4" in err and "best=0.9" in err, err
+
+
+def test_waiting_trials_are_not_finished_and_say_why():
+    from yitong_lab.hpo.progress import finished, status_line
+
+    trials = [_t(0, "complete", 0.5), _t(1, "running"), {**_t(2, "waiting"), "reason": "waiting: user cap"}]
+    exp = _exp("running", trials, max_trials=4)
+    assert finished(exp) == 1
+    assert status_line(exp) == "running: 1 of 4 trials finished (1 running, 1 waiting); best 0.5 (trial 0)"
+    lines = trials_table(exp).splitlines()
+    assert lines[3].split()[:3] == ["2", "9", "waiting"] and lines[4].strip() == "waiting: user cap"
+
+
+FAILED = {**_t(1, "failed"), "reason": "job 9 failed: exit code 1; last lines of its log:\nTraceback\nValueError: nan"}
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "trials", "code"),
+    [
+        ("done", "", [_t(0, "failed"), FAILED], 1),  # every trial failed
+        ("done", "", [_t(0, "complete", 0.5), FAILED], 0),
+        ("stopped", "a trial could not be submitted: VC vision has no cpu in its quota", [], 1),
+        ("stopped", "stopped", [FAILED], 1),  # stopped by its owner after every trial failed
+        ("stopped", "stopped", [], 0),
+        ("done", "the duration is spent", [_t(0, "cancelled")], 0),
+    ],
+)
+def test_follow_exits_1_when_the_experiment_failed(capsys, state, reason, trials, code):
+    """``yt hpo create|show --follow``: a stand-in client answers the ended experiment; the
+    exit code is 1 when it failed, and stderr shows the last failed trial's reason (its log)."""
+    exp = {**_exp(state, trials), "reason": reason}
+    client = SimpleNamespace(experiment=lambda i, trials=True: exp)
+    from yitong_lab.cli.grammar import run
+
+    assert run(["hpo", "show", "7", "--follow"], client=client) == code
+    err = capsys.readouterr().err
+    assert ("failed" in err) == bool(code), err
+    if code and trials:
+        assert "trial 1: job 9 failed: exit code 1; last lines of its log:\nTraceback\nValueError: nan" in err
+
+
+def test_create_prints_the_services_warnings(capsys, tmp_path):
+    from yitong_lab.cli.grammar import run
+
+    made = {**_exp("running", []), "warnings": ["at most 1 trial can run at once: your per-user cap is 2 cpu"]}
+    client = SimpleNamespace(create_experiment=lambda doc: made)
+    (tmp_path / "e.yaml").write_text("name: e\nvc: vision\n")
+    assert run(["hpo", "create", str(tmp_path / "e.yaml")], client=client) == 0
+    assert "warning: at most 1 trial can run at once: your per-user cap is 2 cpu" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,32 @@ def trials_table(exp: dict[str, Any]) -> str:
         rows.append(
             f"{t['number']:>4}  {t['job_id'] or '':>6}  {t['state']:<9}  {value:>12}  {json.dumps(t['params'])}"
         )
+        if t.get("reason") and t["state"] in ("waiting", "failed"):  # why it waits, or its log's end
+            rows.extend(f"{'':>14}{line}" for line in t["reason"].splitlines())
     return "\n".join(rows)
+
+
+def failed(exp: dict[str, Any]) -> str | None:
+    """Why an ended experiment failed (pure), or None: stopped because a trial could not be
+    submitted, or every trial failed."""
+    if exp["state"] == "stopped" and (exp.get("reason") or "").startswith("a trial could not be submitted"):
+        return exp["reason"]
+    counts = {s: n for s, n in (exp.get("counts") or {}).items() if n}
+    if counts and set(counts) == {"failed"}:
+        return f"every trial failed ({counts['failed']})"
+    return None
+
+
+def outcome(exp: dict[str, Any]) -> int:
+    """``--follow``'s exit code: 1 when the experiment failed (:func:`failed`), else 0."""
+    why = failed(exp)
+    if why is None:
+        return 0
+    print(f"yt: experiment {exp['id']} failed: {why}", file=sys.stderr)
+    last = sorted((t for t in exp.get("trials") or [] if t.get("state") == "failed"), key=lambda t: t["number"])[-1:]
+    for t in last:
+        print(f"trial {t['number']}: {t.get('reason') or 'failed'}", file=sys.stderr)
+    return 1
 
 
 def cell_document(args: Any, cell: str, directory: Path) -> dict[str, Any]:
@@ -98,7 +124,6 @@ def cell_document(args: Any, cell: str, directory: Path) -> dict[str, Any]:
     script = directory / ".yt-cells" / f"hpo-{digest}.py"
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(cell)
-    import sys
 
     doc: dict[str, Any] = {
         "name": args.name or f"cell-{digest[:8]}",
@@ -124,7 +149,7 @@ def cell_document(args: Any, cell: str, directory: Path) -> dict[str, Any]:
 # -- verbs -----------------------------------------------------------------------------------------
 
 
-def create(args: Any, client: Any, out: Any) -> None:
+def create(args: Any, client: Any, out: Any) -> int:
     cell = getattr(args, "cell", None)
     if cell is not None:
         if not cell.strip():
@@ -148,9 +173,14 @@ def create(args: Any, client: Any, out: Any) -> None:
         raise UsageError("give an experiment file, --from config.yml (NNI), or use %%yt hpo create in a notebook")
     for note in exp.get("notes") or []:
         out.note(f"note: {note}")
-    if args.follow:
-        exp = follow(client, exp["id"], out)
+    for warning in exp.get("warnings") or []:
+        out.note(f"warning: {warning}")
+    if not args.follow:
+        out.show(exp, summary(exp))
+        return 0
+    exp = follow(client, exp["id"], out)
     out.show(exp, summary(exp))
+    return outcome(exp)
 
 
 def follow(client: Any, experiment_id: int, out: Any, interval: float = 1.0) -> dict[str, Any]:
@@ -177,14 +207,15 @@ def ls(args: Any, client: Any, out: Any) -> None:
     out.show(exps, "\n".join(summary(e) for e in exps) if exps else "no experiments")
 
 
-def show(args: Any, client: Any, out: Any) -> None:
-    if getattr(args, "follow", False):
-        exp = follow(client, args.id, out)
-        if out.progress == "widget" and not out.json:
-            return  # the widget shows it
-    else:
+def show(args: Any, client: Any, out: Any) -> int:
+    if not getattr(args, "follow", False):
         exp = client.experiment(args.id)
-    out.show(exp, summary(exp) + "\n" + trials_table(exp))
+        out.show(exp, summary(exp) + "\n" + trials_table(exp))
+        return 0
+    exp = follow(client, args.id, out)
+    if out.progress != "widget" or out.json:  # the widget shows it
+        out.show(exp, summary(exp) + "\n" + trials_table(exp))
+    return outcome(exp)
 
 
 def stop(args: Any, client: Any, out: Any) -> None:

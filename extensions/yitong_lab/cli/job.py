@@ -42,9 +42,9 @@ def refusing(func: Callable) -> Callable:
     """Bad input (a missing file, a malformed option) is a usage error (exit 2)."""
 
     @functools.wraps(func)
-    def wrapper(args: Any, client: Any, out: Any) -> None:
+    def wrapper(args: Any, client: Any, out: Any) -> Any:
         try:
-            func(args, client, out)
+            return func(args, client, out)  # an int is the exit code
         except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
             raise UsageError(str(error)) from None
 

@@ -11,18 +11,20 @@ from html import escape
 from typing import Any
 
 TABLE_ROWS = 8
+ACTIVE = ("running", "waiting")  # a waiting trial's job is queued: not finished either
 
 
 def finished(exp: dict[str, Any]) -> int:
-    return sum(n for s, n in (exp.get("counts") or {}).items() if s != "running")
+    return sum(n for s, n in (exp.get("counts") or {}).items() if s not in ACTIVE)
 
 
 def status_line(exp: dict[str, Any]) -> str:
-    """``running: 3 of 10 trials finished (2 running); best 0.93 (trial 2)``."""
+    """``running: 3 of 10 trials finished (2 running, 1 waiting); best 0.93 (trial 2)``."""
     counts = exp.get("counts") or {}
     line = f"{exp['state']}: {finished(exp)} of {exp['config']['max_trials']} trials finished"
-    if counts.get("running"):
-        line += f" ({counts['running']} running)"
+    active = ", ".join(f"{counts[s]} {s}" for s in ACTIVE if counts.get(s))
+    if active:
+        line += f" ({active})"
     if counts.get("pruned"):
         line += f", {counts['pruned']} pruned"
     best = exp.get("best")
@@ -38,7 +40,7 @@ def table_rows(exp: dict[str, Any], limit: int = TABLE_ROWS) -> list[tuple[str, 
     sign = -1.0 if exp["config"]["objective"]["direction"] == "maximize" else 1.0
 
     def order(t: dict[str, Any]) -> tuple:
-        if t["state"] == "running":
+        if t["state"] in ACTIVE:
             return (0, -t["number"])
         if t["state"] == "complete" and t.get("value") is not None:
             return (1, sign * t["value"], t["number"])

@@ -25,6 +25,7 @@ from ..core.errors import Refusal
 from ..core.fastsql import In, Transaction, joined
 from ..core.models import utcnow
 from ..jobs import states as job_states
+from ..jobs.models import Job
 from ..vcs.quantities import Resources
 from . import channel, engine, records, states
 from . import pass_rows as hpo_rows
@@ -33,7 +34,28 @@ from .pass_rows import ExperimentRow, TrialRow
 
 log = logging.getLogger(__name__)
 MAX_STEPS = 100_000  # intermediate results kept per trial
+SUBMIT_FAILED = "a trial could not be submitted"  # an experiment stopped so has failed (yt hpo --follow)
+LOG_TAIL = "last lines of its log"
+TAIL_LINES, TAIL_WIDTH = 5, 200  # a failed trial's reason: its log's last lines, each clipped
 EXPERIMENT_OF = select(Trial.experiment_id).where(Trial.job_id == bindparam("job_id"))  # a job's, if it is a trial
+
+
+def last_lines(data: bytes, lines: int = TAIL_LINES, width: int = TAIL_WIDTH) -> str:
+    """The last ``lines`` non-blank lines of a log (pure), each clipped to ``width`` characters."""
+    text = data.decode("utf-8", "replace").replace("\r", "\n")
+    kept = [line.rstrip() for line in text.split("\n") if line.strip()][-lines:]
+    return "\n".join(line if len(line) <= width else line[: width - 1] + "…" for line in kept)
+
+
+async def read_log_end(backend: Any, ref: str, most: int = 16) -> bytes:
+    """The end of rank 0's log: read on in chunks (at most ``most``), keeping the last two."""
+    kept, offset = b"", 0
+    for _ in range(most):
+        chunk = await backend.read_log(ref, 0, offset)
+        kept, offset = kept[-len(chunk) :] + chunk if chunk else kept, offset + len(chunk)
+        if len(chunk) < (1 << 20):
+            break
+    return kept
 
 
 class Jobs(Protocol):
@@ -149,15 +171,44 @@ class Driver:
 
     def step(self, exp_id: int) -> tuple[list[int], bool]:
         try:
-            return self._step(exp_id)
+            cancel, created, failed = self._step(exp_id)
         except Refusal as e:  # a trial the platform refuses (quota, VC gone): stop, saying why
             with self.db.writing() as s:
                 exp = s.get(Experiment, exp_id)
                 exp.used_seconds, exp.state = elapsed(exp, utcnow()), states.EXP_STOPPED
-                exp.reason = f"a trial could not be submitted: {e.detail}"
+                exp.reason = f"{SUBMIT_FAILED}: {e.detail}"
             return [], False
+        if failed:
+            self.add_log_tails(failed)
+        return cancel, created
 
-    def _step(self, exp_id: int) -> tuple[list[int], bool]:
+    def add_log_tails(self, failed: list[tuple[int, int]]) -> None:
+        """Append the last lines of each failed trial's job log to its reason (``exit code 1``
+        alone says nothing), after the pass's transaction: a log read holds no lock."""
+        with self.db.session() as s:
+            refs = dict(s.execute(select(Job.id, Job.backend_ref).where(Job.id.in_([j for _, j in failed]))).all())
+        tails = {trial_id: self._read_tail(refs.get(job_id)) for trial_id, job_id in failed}
+        if not any(tails.values()):
+            return
+        with self.db.writing() as s:
+            for trial_id, tail in tails.items():
+                trial = s.get(Trial, trial_id)
+                if tail and trial is not None and trial.state == states.FAILED and LOG_TAIL not in trial.reason:
+                    trial.reason = f"{trial.reason}; {LOG_TAIL}:\n{tail}"
+
+    def _read_tail(self, ref: str | None) -> str:
+        if not ref:
+            return ""
+        try:
+            loop = getattr(self, "_loop_ref", None)
+            read = read_log_end(self.jobs.backend, ref)
+            data = asyncio.run_coroutine_threadsafe(read, loop).result(10) if loop else asyncio.run(read)
+        except Exception as e:  # the reason stays as it was; the log is still in yt job logs
+            log.info("cannot read the log of %s: %s", ref, e)
+            return ""
+        return last_lines(data)
+
+    def _step(self, exp_id: int) -> tuple[list[int], bool, list[tuple[int, int]]]:
         """One pass of the experiment in one transaction. Its rows go on the DB-API connection;
         an experiment whose trials take dataset inputs (or one not seen yet) also opens a Session
         on the same transaction, for the submit's reads and pins of the inputs."""
@@ -167,14 +218,15 @@ class Driver:
         with self.db.fast("~jobs") as tx:
             return self._pass(exp_id, tx, None)
 
-    def _pass(self, exp_id: int, tx: Transaction, s: Session | None) -> tuple[list[int], bool]:
+    def _pass(self, exp_id: int, tx: Transaction, s: Session | None) -> tuple[list[int], bool, list[tuple[int, int]]]:
         cancel: list[int] = []
+        failed: list[tuple[int, int]] = []  # (trial id, job id) of trials whose jobs failed now
         created = False
         exp = hpo_rows.experiment(tx, exp_id)
         if exp is None or exp.state != states.EXP_RUNNING:
             self._ended.pop(exp_id, None)
             self._inputs.pop(exp_id, None)
-            return [], False
+            return [], False, []
         self._inputs[exp_id] = bool(exp.config["template"].get("inputs"))  # fixed for the experiment
         trials = hpo_rows.trials(tx, hpo_rows.RUNNING, exp_id)
         read = {t.id: hpo_rows.snapshot(t) for t in trials}
@@ -200,6 +252,7 @@ class Driver:
                 t.state, t.reason = states.CANCELLED, job_reason or "cancelled"
             else:
                 t.state, t.reason = states.FAILED, f"job {job_id} {job_state}: {job_reason}"
+                failed.append((t.id, job_id))
             t.finished = now
         now_ended = [t for t in trials if t.state != states.RUNNING]
         trials = [t for t in trials if t.state == states.RUNNING]
@@ -248,7 +301,7 @@ class Driver:
                 used_seconds=elapsed(exp, now),
                 reason="the duration is spent" if over_time else "",
             )
-        return cancel, created
+        return cancel, created, failed
 
     def _ended_rows(self, tx: Transaction, exp_id: int, running: list[TrialRow]) -> dict[int, dict[str, Any]]:
         """The rows of the experiment's ended trials, from memory when the table agrees: as many

@@ -17,10 +17,11 @@ from ..core.models import utcnow
 from ..jobs import lifecycle
 from ..jobs import records as jobs
 from ..jobs.models import Job
-from ..jobs.spec import spec_from_dict
+from ..jobs.spec import per_job_resources, spec_from_dict
 from ..jobs.spec_errors import JobSpecError
-from ..vcs import catalog
+from ..vcs import catalog, quota
 from ..vcs.catalog import VCFacts
+from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
 from . import channel, pass_rows, states
 from .models import Experiment, Trial
@@ -90,6 +91,22 @@ def create(session: Session, person: Person, spec: ExperimentSpec) -> Experiment
     session.add(exp)
     session.flush()
     return exp
+
+
+def warnings(session: Session, person: Person, spec: ExperimentSpec) -> list[str]:
+    """What the person should know at create (nothing is refused): ``concurrency`` trials that
+    cannot run at once beside their running servers within the VC's quota and their user caps."""
+    vc = catalog.member_vc(session, person, spec.vc)
+    request = per_job_resources(trial_spec(spec.model_dump(mode="json"), 0, 0))
+    servers = session.scalars(
+        select(Allocation.resources).where(
+            Allocation.user == person.name, Allocation.vc == vc.name, Allocation.kind == "server"
+        )
+    )
+    fit = quota.at_once(request, quota.VCLimits(vc.name, vc.quota, vc.user_caps), quota.total(servers))
+    if fit is None or fit[0] >= spec.concurrency:
+        return []
+    return [f"{fit[1]} (concurrency {spec.concurrency})"]
 
 
 def visible(session: Session, person: Person, experiment_id: int) -> Experiment:
@@ -185,11 +202,24 @@ def revive_trial(session: Session, job_id: int) -> None:
         exp.state, exp.reason, exp.resumed, exp.finished = states.EXP_RUNNING, "", utcnow(), None
 
 
+#: a trial with its job's state, reason and start (what an answer shows of it: states.shown)
+_WITH_JOB = select(Trial, Job.state, Job.reason, Job.started).outerjoin(Job, Job.id == Trial.job_id)
+
+
 def rows(session: Session, experiment_id: int) -> list[dict[str, Any]]:
-    return [trial_dict(t) for t in session.scalars(select(Trial).where(Trial.experiment_id == experiment_id))]
+    """The experiment's trials as answered: each mirrors its job (``waiting`` until it runs,
+    ``started`` when it did)."""
+    query = _WITH_JOB.where(Trial.experiment_id == experiment_id)
+    return [
+        trial_dict(t, job_state, job_reason, started) for t, job_state, job_reason, started in session.execute(query)
+    ]
 
 
-def trial_dict(t: Trial | TrialRow, job: Job | None = None) -> dict[str, Any]:
+def trial_dict(
+    t: Trial | TrialRow, job_state: str | None = None, job_reason: str | None = None, started: Any = None
+) -> dict[str, Any]:
+    """A trial's row; with its job's state (an answer, not the driver's pass) its shown state,
+    reason and the job's start (a trial's duration counts from it, not from the wait)."""
     out = {
         "id": t.id,
         "number": t.number,
@@ -203,8 +233,9 @@ def trial_dict(t: Trial | TrialRow, job: Job | None = None) -> dict[str, Any]:
         "created": t.created,
         "finished": t.finished,
     }
-    if job is not None:
-        out["job_state"] = job.state
+    if job_state is not None:
+        out["state"], out["reason"] = states.shown(t.state, t.reason, job_state, job_reason)
+        out["job_state"], out["started"] = job_state, started
     return out
 
 
@@ -259,11 +290,15 @@ def summary(session: Session, exp: Experiment) -> dict[str, Any]:
     """The experiment with its counts per state and its best trial, from two small queries (not
     every trial's row): what a list or a progress bar shows."""
     out = experiment_dict(exp)
-    counts = dict(
-        session.execute(
-            select(Trial.state, func.count(Trial.id)).where(Trial.experiment_id == exp.id).group_by(Trial.state)
-        ).all()
-    )
+    counts: dict[str, int] = {}
+    for state, job_state, n in session.execute(
+        select(Trial.state, Job.state, func.count(Trial.id))
+        .outerjoin(Job, Job.id == Trial.job_id)
+        .where(Trial.experiment_id == exp.id)
+        .group_by(Trial.state, Job.state)
+    ):
+        shown = states.shown(state, "", job_state, None)[0]
+        counts[shown] = counts.get(shown, 0) + n
     value = Trial.value.desc() if exp.config["objective"]["direction"] == "maximize" else Trial.value.asc()
     top = session.scalar(
         select(Trial)

@@ -53,7 +53,7 @@ def _create_row(
             claim.check(s)
         exp = records.create(s, person, spec)
         audit.record(s, caller, request, "experiment.create", f"experiment {exp.id}", owner=person.name)
-        out = records.experiment_dict(exp, []) | {"notes": notes}
+        out = records.experiment_dict(exp, []) | {"notes": notes, "warnings": records.warnings(s, person, spec)}
         return claim.store(s, 201, out) if claim is not None else out
 
 
@@ -75,7 +75,7 @@ async def create(
     vc: str | None = Query(None, max_length=32, description="the VC (required with from=nni)"),
     name: str | None = Query(None, max_length=32),
 ) -> dict:
-    """Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
+    """Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. ``warnings``: sentences such as ``concurrency`` trials that cannot run at once within the VC's quota and the caller's per-user caps beside their running server. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does."""
     if source not in (None, "nni"):
         raise Refusal(422, f"from: {source!r} is not a known format; use nni")
 

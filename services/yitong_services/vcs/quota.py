@@ -69,6 +69,33 @@ def free_now(vc_free: Resources, inventory: Resources, cluster_used: Resources) 
     return out
 
 
+def at_once(request: Resources, vc: VCLimits, held: Resources, what: str = "trial") -> tuple[int, str] | None:
+    """How many copies of ``request`` fit at once beside ``held`` (what the person's server
+    holds) within the VC's quota and the per-user caps, and the sentence saying why (pure): the
+    tightest resource, or None when nothing limits them."""
+    tightest: tuple[int, str] | None = None
+    for name, amount in sorted(request.items()):
+        if amount <= 0:
+            continue
+        for limit, whose in (
+            (vc.user_caps.get(name), "your per-user cap"),
+            (vc.quota.get(name), f"VC {vc.name}'s quota"),
+        ):
+            if limit is None:
+                continue
+            have = held.get(name, 0)
+            n = max(int((limit - have + 1e-9) // amount), 0)
+            if tightest is None or n < tightest[0]:
+                server = f", your server holds {human_amount(name, have)}" if have else ""
+                head = f"at most {n} {what}{'s' if n != 1 else ''} can" if n else f"no {what} can"
+                tightest = (
+                    n,
+                    f"{head} run at once: {whose} is {human_amount(name, limit)} {name}{server},"
+                    f" each {what} asks {human_amount(name, amount)}",
+                )
+    return tightest
+
+
 def _of(resource: str, have: float, limit: float) -> str:
     return f"{human_amount(resource, have)} of {human_amount(resource, limit)} {resource}"
 

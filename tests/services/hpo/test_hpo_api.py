@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from jobs_helpers import PY, wait_state
@@ -147,6 +147,60 @@ hpo.report_final(0.0 if bad else 1.0)
     assert len(by_x[1]["intermediate"]) < 20
     job = (await svc.call("alice", "GET", f"jobs/{by_x[1]['job_id']}")).json()
     assert job["state"] == "cancelled"
+
+
+# waits for a file (the test lets it go), then prints 8 lines and fails
+HOLD_THEN_FAIL = """
+import os, pathlib, sys, time
+from yitong_lab import hpo
+hpo.get_params()
+while not pathlib.Path(os.environ["GO"]).exists():
+    time.sleep(0.05)
+for i in range(8):
+    print(f"epoch {i}", flush=True)
+sys.exit("ValueError: the loss is nan")
+"""
+
+
+async def test_a_trial_waits_with_its_job_and_a_failed_one_says_why(svc, tmp_path):
+    """Two 5-cpu trials at once in vision (8 cpu): the create warns that only one fits; the
+    second shows ``waiting`` with its job's reason (not ``running``) and no start while the first
+    runs; each failed trial's reason ends with its log's last lines."""
+    body = experiment("wait", HOLD_THEN_FAIL, max_trials=2)
+    body["template"].update(cpu=5, env={**body["template"]["env"], "GO": str(tmp_path / "go")})
+    r = await svc.call("alice", "POST", "experiments", json=body)
+    assert r.status_code == 201, r.text
+    assert r.json()["warnings"] == [
+        "at most 1 trial can run at once: VC vision's quota is 8 cpu, each trial asks 5 (concurrency 2)"
+    ]
+    exp_id = r.json()["id"]
+    deadline = time.monotonic() + 60
+    while True:
+        exp = (await svc.call("alice", "GET", f"experiments/{exp_id}")).json()
+        states = sorted(t["state"] for t in exp["trials"])
+        if states == ["running", "waiting"]:
+            break
+        assert time.monotonic() < deadline, exp
+        await asyncio.sleep(0.1)
+    waiting = next(t for t in exp["trials"] if t["state"] == "waiting")
+    assert waiting["reason"].startswith("waiting: VC vision: 5 of 8 cpu in use"), waiting
+    assert waiting["started"] is None and waiting["job_state"] == "queued"
+    assert exp["counts"] == {"running": 1, "waiting": 1}, exp
+    brief = (await svc.call("alice", "GET", f"experiments/{exp_id}?trials=false")).json()
+    assert brief["counts"] == {"running": 1, "waiting": 1}
+    (tmp_path / "go").write_text("")
+    done = await wait_exp(svc, "alice", exp_id)
+    assert done["counts"] == {"failed": 2}, done
+    for t in done["trials"]:
+        job = (await svc.call("alice", "GET", f"jobs/{t['job_id']}")).json()
+        assert t["started"] == job["started"]  # its duration counts from its job's start
+        assert t["reason"].startswith(f"job {t['job_id']} failed: "), t
+        assert t["reason"].endswith(
+            "last lines of its log:\nepoch 4\nepoch 5\nepoch 6\nepoch 7\nValueError: the loss is nan"
+        ), t["reason"]
+    second = max(done["trials"], key=lambda t: t["number"])
+    first = min(done["trials"], key=lambda t: t["number"])
+    assert datetime.fromisoformat(second["started"]) >= datetime.fromisoformat(first["finished"]) - timedelta(seconds=1)
 
 
 async def test_stop_cancels_running_trials_and_vc_boundary(svc):

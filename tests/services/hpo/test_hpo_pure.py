@@ -436,3 +436,43 @@ def test_a_reseeded_sampler_draws_what_a_new_one_draws(tuner):
     assert reseed(used, tuner, 5)
     assert draws(used) == draws(sampler(tuner, {}, space, 5))
     assert not reseed(sampler("GridSearch", {}, {"c": {"_type": "choice", "_value": [1, 2]}}, 0), "GridSearch", 0)
+
+
+@pytest.mark.parametrize(
+    ("stored", "job_state", "job_reason", "shown"),
+    [
+        (
+            ("running", ""),
+            "queued",
+            "waiting: user cap in VC default: alice uses 2 of 2 cpu",
+            ("waiting", "waiting: user cap in VC default: alice uses 2 of 2 cpu"),
+        ),
+        (("running", ""), "queued", "", ("waiting", "waiting: queued")),
+        (("running", ""), "admitted", "", ("waiting", "waiting: starting")),
+        (("running", ""), "running", "", ("running", "")),
+        (("running", "pruned at step 2"), "running", "", ("running", "pruned at step 2")),
+        (("failed", "job 3 failed: exit code 1"), "failed", "exit code 1", ("failed", "job 3 failed: exit code 1")),
+        (("running", ""), None, None, ("running", "")),  # no job (yet)
+    ],
+)
+def test_a_trial_shows_its_jobs_wait(stored, job_state, job_reason, shown):
+    assert states.shown(*stored, job_state, job_reason) == shown
+
+
+@pytest.mark.parametrize(
+    ("log", "tail"),
+    [
+        (b"", ""),
+        (b"a\nb\n\n", "a\nb"),
+        (b"".join(b"line %d\n" % i for i in range(20)), "line 15\nline 16\nline 17\nline 18\nline 19"),
+        (b"x" * 300 + b"\n", "x" * 199 + "\u2026"),
+        (
+            b"progress 10%\rprogress 99%\r\nTraceback\nValueError: \xff\n",
+            "progress 10%\nprogress 99%\nTraceback\nValueError: \ufffd",
+        ),
+    ],
+)
+def test_a_failed_trials_reason_gets_its_logs_last_lines(log, tail):
+    from yitong_services.hpo.driver import last_lines
+
+    assert last_lines(log) == tail

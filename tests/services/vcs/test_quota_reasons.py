@@ -104,3 +104,34 @@ def test_no_reason_contradicts_itself(in_use, asked):
     if m:
         assert m.group(1) == str(in_use)
         assert int(m.group(1)) >= int(m.group(2)) or m.group(3), reason
+
+
+@pytest.mark.parametrize(
+    "request_,vc,server,expected",
+    [
+        # the example settings: a 2-cpu user cap, a 1-cpu server, 1-cpu trials: one at a time
+        (
+            {"cpu": 1.0},
+            quota.VCLimits("default", {"cpu": 4.0}, {"cpu": 2.0}),
+            {"cpu": 1.0},
+            (1, "at most 1 trial can run at once: your per-user cap is 2 cpu, your server holds 1, each trial asks 1"),
+        ),
+        # no server: the VC's quota binds before the (absent) cap
+        (
+            {"cpu": 3.0, "memory": GI},
+            quota.VCLimits("vision", {"cpu": 8.0, "memory": 16 * GI}),
+            {},
+            (2, "at most 2 trials can run at once: VC vision's quota is 8 cpu, each trial asks 3"),
+        ),
+        # the server holds the whole cap: none can run beside it
+        (
+            {GPU: 1},
+            VC,
+            {GPU: 1},
+            (0, f"no trial can run at once: your per-user cap is 1 {GPU}, your server holds 1, each trial asks 1"),
+        ),
+        ({"cpu": 1.0}, quota.VCLimits("open", {}), {}, None),  # nothing limits it (the submit refuses)
+    ],
+)
+def test_how_many_trials_fit_at_once(request_, vc, server, expected):
+    assert quota.at_once(request_, vc, server) == expected
