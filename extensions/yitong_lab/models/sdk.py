@@ -219,7 +219,7 @@ class Endpoints:
     def create(self, name: str, model: str, profile: str, wait: float = 0, replicas: int = 1) -> dict[str, Any]:
         """Serve ``model`` (``vc/name@ref``) as endpoint ``name`` on ``replicas`` replicas, each
         holding ``profile`` in the VC; with ``wait`` (seconds), poll until it is ready (a
-        YitongError 504 past that)."""
+        YitongError 504 past that; at once, with the endpoint's reason, when it fails)."""
         parse_ref(model)
         body = {"name": name, "model": model, "profile": profile, "replicas": replicas}
         e = self.client.request("POST", "/endpoints", json=body)
@@ -237,6 +237,8 @@ class Endpoints:
 
         deadline = time.monotonic() + wait
         while wait and not done(e):
+            if e["state"] == "failed" or " stopped: " in (e.get("reason") or ""):  # no use waiting on
+                raise YitongError(0, f"endpoint {e['name']} {e['state']}: {e.get('reason') or 'no reason given'}")
             if time.monotonic() > deadline:
                 reason = f": {e['reason']}" if e.get("reason") else ""
                 raise YitongError(504, f"endpoint {e['name']} {what} after {wait:g} s ({e['state']}{reason})")

@@ -34,7 +34,7 @@ from ..vcs import catalog
 from ..vcs.allocations import release
 from ..vcs.models import Allocation
 from ..vcs.quantities import Resources
-from . import endpoint_keys, mlserver, replicas, rollout, runtimes
+from . import endpoint_keys, mlserver, mlserver_env, replicas, rollout, runtimes
 from . import records as models
 from .models import Endpoint, Model, ModelVersion
 
@@ -60,6 +60,10 @@ def endpoint_dict(session: Session, e: Endpoint) -> dict[str, Any]:
     reps = list(e.replicas or [])
     jobs = job_states(session, reps)
     state, reason = rollout.state(reps, jobs, e.scale or 1) if reps else (e.state, e.reason)
+    if state in ("starting", "failed"):  # its replica may be waiting on (or failed for) MLServer's environment
+        env = mlserver_env.current()
+        if env is not None and env.state in ("building", "failed"):
+            reason = env.words()
     return {
         "name": e.name,
         "vc": e.vc,
@@ -177,7 +181,8 @@ class _Prepared:
     """Replica directories made outside the lock (copying a version's files takes a while), with
     the uid each replica runs as, by version number; the ones left unused are removed."""
 
-    def __init__(self) -> None:
+    def __init__(self, env_status: Path | None = None) -> None:
+        self.env_status = env_status  # MLServer's environment is being built: its status file
         self.dirs: dict[int, list[tuple[Path, int]]] = {}
         self.how: dict[int, tuple[int, str, str]] = {}  # number -> (version id, runtime, profile)
 
@@ -258,7 +263,9 @@ def _apply(
             version_id, runtime, profile_name = prepared.how[n]
             profile = catalog.get_profile(session, profile_name)
             root, uid = made
-            job = replicas.submit(session, person, e.name, e.vc, n, root, profile, inventory, backend, runtime)
+            job = replicas.submit(
+                session, person, e.name, e.vc, n, root, profile, inventory, backend, runtime, prepared.env_status
+            )
             reps.append(_replica(n, version_id, job, uid, root, profile.name) | {"weight": shares[n]})
     e.replicas, e.scale = reps, count
     top = rollout.primary(reps)
@@ -270,7 +277,7 @@ def _apply(
 def create(
     storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
-    prepared = _Prepared()
+    prepared = _Prepared(mlserver_env.ensure_status(settings))
     with storage.db.session() as s:
         m, v, runtime, uri, manifest = files(storage, s, person, body.model)
         if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
@@ -376,7 +383,7 @@ def _carry_out(
 ) -> dict[str, Any]:
     """Make the new replicas' directories (no lock held), apply the plan under the jobs lock, then
     remove what the plan let go: what deploy and scale share."""
-    prepared = _Prepared()
+    prepared = _Prepared(mlserver_env.ensure_status(settings))
     try:
         for version in todo:
             prepared.make(storage, settings, person.name, name, version)

@@ -2,8 +2,9 @@
 
 MLServer 1.7.1 pins an older FastAPI than the platform, so it lives in its own virtual
 environment with its runtimes (``make mlserver`` builds ``.venv-mlserver/``; runtimes.py says
-which runtime serves what); ``YITONG_MLSERVER`` names its ``mlserver`` executable where it is
-elsewhere. A replica does not run ``mlserver start``: it runs the platform's
+which runtime serves what); the settings file's ``models.mlserver`` (else ``YITONG_MLSERVER``)
+names its ``mlserver`` executable where it is elsewhere (:func:`configure`, at the service's
+start); missing at a deploy, mlserver_env.py builds it and the replica waits for it. A replica does not run ``mlserver start``: it runs the platform's
 ``replica_server.py`` with that environment's Python (``command``), which serves MLServer's REST
 API on the unix socket ``SOCKET`` in the replica's folder only, and refuses to start when it
 cannot read its settings.
@@ -13,13 +14,30 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
+CHECKOUT = Path(__file__).resolve().parents[3]
+_configured: dict[str, str] = {}  # "mlserver": the settings file's models.mlserver (configure)
+
+
+def configure(path: str | os.PathLike[str] | None) -> None:
+    """The settings file's ``models.mlserver`` (None: the environment's or the default)."""
+    _configured.pop("mlserver", None)
+    if path:
+        _configured["mlserver"] = str(Path(path).absolute())
+
 
 def executable() -> str:
-    here = Path(__file__).resolve().parents[3] / ".venv-mlserver" / "bin" / "mlserver"
-    return os.environ.get("YITONG_MLSERVER") or str(here)
+    """``models.mlserver``, else ``$YITONG_MLSERVER``, else ``<checkout>/.venv-mlserver/bin/mlserver``."""
+    here = CHECKOUT / ".venv-mlserver" / "bin" / "mlserver"
+    return _configured.get("mlserver") or os.environ.get("YITONG_MLSERVER") or str(here)
+
+
+def present() -> bool:
+    """Whether MLServer's environment is there (its ``mlserver`` and ``python``)."""
+    return os.access(executable(), os.X_OK) and os.access(framework_python(), os.X_OK)
 
 
 def extensions_dir() -> str:
@@ -34,10 +52,19 @@ SOCKET = "http.sock"  # in the replica's folder: MLServer's REST API, its only l
 SERVER = Path(__file__).with_name("replica_server.py")
 
 
-def command(root: Path) -> list[str]:
+WAIT = Path(__file__).with_name("replica_wait.py")
+
+
+def command(root: Path, status: Path | None = None) -> list[str]:
     """A replica's argv: the platform's entry point in MLServer's environment (``-P``: the
-    script's folder, where this module would stand in for MLServer's package, not on the path)."""
-    return [framework_python(), "-P", str(SERVER), str(root), SOCKET]
+    script's folder, where this module would stand in for MLServer's package, not on the path).
+    The environment not there yet (``status``: its build's status file, mlserver_env.py): the
+    same behind replica_wait.py on this interpreter, which waits for the build and execs it, or
+    exits 1 with the build's reason."""
+    argv = [framework_python(), "-P", str(SERVER), str(root), SOCKET]
+    if status is None or present():
+        return argv
+    return [sys.executable, "-P", str(WAIT), str(status), executable(), *argv]
 
 
 def environment(root: Path, custom: bool) -> dict[str, str]:

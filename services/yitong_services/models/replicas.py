@@ -110,8 +110,10 @@ def submit(
     inventory: Resources,
     backend: str,
     runtime: str = "",
+    env_status: Path | None = None,
 ) -> int:
-    """Queue the replica's job (the caller holds the ``~jobs`` lock); its id."""
+    """Queue the replica's job (the caller holds the ``~jobs`` lock); its id. ``env_status``: the
+    status file of MLServer's environment's build when it is not there yet (the replica waits)."""
     spec = replica_spec(
         endpoint=endpoint,
         number=number,
@@ -123,7 +125,7 @@ def submit(
             "accelerator": profile.accelerator,
             "kernel": profile.kernel,
         },
-        command=mlserver.command(root),
+        command=mlserver.command(root, env_status),
         python_path=python_path(root, runtime),
     )
     return jobs.create(session, person, spec_from_dict(spec), {}, inventory, backend).id

@@ -1,0 +1,140 @@
+"""MLServer's environment built on first need (models/mlserver_env.py), through a real service
+process, the real job queue and real replica jobs: the settings file's ``models.mlserver`` names
+a missing environment and ``models.build`` a small FAKE builder (a Python script standing in for
+``make mlserver``, which pip-installs ~2 GB: the one boundary mocked here). A failed build fails
+the endpoint with its reason, and the SDK's (``yt deploy create``'s) wait returns at once; a
+build that makes the environment lets the waiting replica start in it."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+
+import pytest
+import yaml
+
+from tests.services.jobs.test_jobs_process import Proc
+from yitong_services.models import mlserver_env
+
+FAILING = """
+import sys, time
+print("Collecting mlserver==1.7.1", flush=True)
+time.sleep(2)
+print("ERROR: Could not find a version that satisfies the requirement mlserver==1.7.1", flush=True)
+sys.exit(1)
+"""
+
+# makes <venv>/bin/python (this interpreter) and bin/mlserver: the replica then starts in it
+WORKING = f"""
+import os, time
+venv = os.environ["YITONG_MLSERVER_VENV"]
+os.makedirs(venv + "/bin")
+time.sleep(1)
+os.symlink({sys.executable!r}, venv + "/bin/python")
+with open(venv + "/bin/mlserver", "w") as f:
+    f.write("#!/bin/sh\\n")
+os.chmod(venv + "/bin/mlserver", 0o755)
+print("built", flush=True)
+"""
+
+
+@pytest.fixture
+def make_proc(hub, db_url, tmp_path):
+    made = []
+
+    def start(builder: str) -> Proc:
+        p = Proc(hub, db_url, tmp_path)
+        (tmp_path / "builder.py").write_text(textwrap.dedent(builder))
+        settings = yaml.safe_load(p.settings.read_text())
+        settings["models"] = {
+            "mlserver": str(tmp_path / "mlenv" / "bin" / "mlserver"),
+            "build": [sys.executable, str(tmp_path / "builder.py")],
+        }
+        p.settings.write_text(yaml.safe_dump(settings))
+        p.start()
+        made.append(p)
+        return p
+
+    yield start
+    for p in made:
+        for e in p.call("admin", "GET", "endpoints").json():
+            p.call("admin", "DELETE", f"endpoints/{e['name']}")
+        p.stop()
+
+
+def register(p: Proc, tmp_path) -> None:
+    from yitong_lab.client import Client
+    from yitong_lab.models.sdk import Models
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "model.joblib").write_bytes(b"not read before MLServer loads it")
+    with Client(p.base.rstrip("/"), p.hub.tokens["alice"]) as c:
+        Models(c).register("vision/iris", model_dir, framework="sklearn", format="joblib", progress=None)
+
+
+def test_a_failed_build_fails_the_deploy_at_once_with_its_reason(make_proc, tmp_path):
+    from yitong_lab.client import Client, YitongError
+    from yitong_lab.models.sdk import Endpoints
+
+    p = make_proc(FAILING)
+    register(p, tmp_path)
+    with Client(p.base.rstrip("/"), p.hub.tokens["alice"]) as c:
+        e = Endpoints(c).create("iris", "vision/iris@1", "cpu-small")  # no wait: what it says meanwhile
+        assert e["state"] in ("queued", "starting"), e
+        building = e
+        while "building the model server environment" not in (building.get("reason") or ""):
+            assert building["state"] != "failed", building
+            building = Endpoints(c).get("iris")
+        assert building["state"] == "starting" and "% (log: " in building["reason"], building
+        started = time.monotonic()
+        with pytest.raises(YitongError) as failed:
+            Endpoints(c)._wait(building, 60, lambda e: e["state"] == "ready", "is not ready")
+    took = time.monotonic() - started
+    words = str(failed.value)
+    assert "endpoint iris failed: the model server environment could not be built" in words
+    assert "ERROR: Could not find a version that satisfies the requirement mlserver==1.7.1 (exit 1)" in words
+    assert "mlserver-install.log" in words
+    assert took < 20, took  # not the 60 s it was given (load on this machine: seconds, not 60)
+    log = (p.data / "logs" / "mlserver-install.log").read_text()
+    assert "Collecting mlserver==1.7.1" in log
+
+
+def test_the_replica_starts_in_the_environment_once_built(make_proc, tmp_path):
+    p = make_proc(WORKING)
+    register(p, tmp_path)
+    r = p.call("alice", "POST", "endpoints", json={"name": "iris", "model": "vision/iris@1", "profile": "cpu-small"})
+    assert r.status_code == 201, r.text
+    job = r.json()["replicas"][0]["job"]
+    # the fake environment has no MLServer (nor uvicorn): the replica, started in it, ends on an import
+    done = p.wait("alice", job, timeout=120)
+    assert done["state"] == "failed", done
+    log = p.call("alice", "GET", f"jobs/{job}/logs").text
+    assert "waiting for the model server environment to be built" in log
+    assert "the model server environment is there: starting MLServer" in log
+    assert "replica_server.py" in log and "ModuleNotFoundError: No module named" in log, log[-2000:]
+    assert (tmp_path / "mlenv" / "bin" / "mlserver").exists()
+    status = yaml.safe_load((p.data / "endpoints" / "mlserver-env.json").read_text())
+    assert status["state"] == "ready"
+
+
+@pytest.mark.parametrize(
+    ("tail", "code", "reason"),
+    [
+        (
+            "Collecting x\nERROR: No matching distribution found for x\n",
+            1,
+            "ERROR: No matching distribution found for x (exit 1)",
+        ),
+        (
+            "gcc ...\nfoo.c:1:10: fatal error: gssapi/gssapi.h: No such file or directory\nmore\n",
+            2,
+            "foo.c:1:10: fatal error: gssapi/gssapi.h: No such file or directory (exit 2)",
+        ),
+        ("just this\n", 3, "just this (exit 3)"),
+        ("", 4, "the build exited 4"),
+    ],
+)
+def test_reason_of_a_failed_build(tail, code, reason):
+    assert mlserver_env.reason_of(tail, code) == reason
