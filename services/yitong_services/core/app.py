@@ -25,6 +25,7 @@ from ..jobs.backend import make_backend
 from ..jobs.events import JobFeed
 from ..jobs.manager import JobManager
 from ..jobs.tokens import JobTokens
+from ..models import mlserver_env
 from ..models.driver import EndpointDriver
 from ..models.rollout import Router
 from ..ops.culler import VCCuller
@@ -72,6 +73,7 @@ def create_app(
     prefix = prefix or os.environ.get("JUPYTERHUB_SERVICE_PREFIX") or "/services/yitong/"
     prefix = "/" + prefix.strip("/") + "/"
     name = service_name or os.environ.get("JUPYTERHUB_SERVICE_NAME") or "yitong"
+    mlserver_env.configure(settings)  # models.mlserver, where a deploy builds it on first need
     db = Database(settings.database_url)
     db.upgrade()
     seed(db, settings)
