@@ -137,10 +137,17 @@ def hub_config(
                         str(service_port),
                     ],
                     # YITONG_HUB_URL: where the SSH gateway reaches notebook servers (through the proxy)
+                    # YITONG_MLSERVER (docs/models.md; the settings file's models.mlserver comes first):
+                    # JupyterHub gives a managed service none of its own environment
                     "environment": {
                         "YITONG_DATA_DIR": data_dir,
                         "YITONG_SETTINGS": settings_path,
                         "YITONG_HUB_URL": public_url,
+                        **(
+                            {"YITONG_MLSERVER": os.environ["YITONG_MLSERVER"]}
+                            if os.environ.get("YITONG_MLSERVER")
+                            else {}
+                        ),
                     },
                 }
             ],

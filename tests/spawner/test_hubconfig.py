@@ -176,3 +176,11 @@ def test_no_culling_by_default():
 def test_service_restart_false_runs_the_service_bare():
     [service] = build({"service": {"restart": False}})["JupyterHub"]["services"]
     assert service["command"][:2] == ["/venv/bin/yitong-service", "--settings"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("/opt/ml/bin/mlserver", "/opt/ml/bin/mlserver"), ("", None)])
+def test_yitong_mlserver_reaches_the_service(monkeypatch, value, expected):
+    # a managed service gets none of the hub's environment: the documented variable is passed on
+    monkeypatch.setenv("YITONG_MLSERVER", value)
+    [service] = build({})["JupyterHub"]["services"]
+    assert service["environment"].get("YITONG_MLSERVER") == expected
