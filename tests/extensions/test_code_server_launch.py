@@ -5,7 +5,9 @@ real Jupyter server with jupyter-server-proxy answers ``code-server/`` and ``ten
 with a sentence, not a 500, when the program is not installed.
 
 The "code-server" the launcher execs here is a STAND-IN script (it answers with its argv and
-pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py."""
+pid): the real one is ~800 MB and is exercised by tests/e2e/test_vscode.py. The install failure
+runs the real scripts/install-code-server.sh with a FAKE ``npm`` first on PATH (the npm
+registry's boundary), which fails as the kerberos module's build does without libkrb5-dev."""
 
 import asyncio
 import fcntl
@@ -148,6 +150,77 @@ def test_failed_install_says_so_escaped(tmp_path):
     finally:
         launcher.terminate()
         launcher.wait(10)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL = ROOT / "scripts" / "install-code-server.sh"
+FAKE_NPM = """#!/bin/sh
+echo "npm $*" >> "$(dirname "$0")/calls"
+echo "gyp info spawn make"
+echo "../src/kerberos_gss.h:6:10: fatal error: gssapi/gssapi.h: No such file or directory" >&2
+echo "npm error code 1" >&2
+exit 1
+"""
+
+
+def fake_npm(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(FAKE_NPM)
+    (bin_dir / "npm").chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_a_failed_install_says_why_then_a_later_install_opens_vs_code(tmp_path):
+    prefix = tmp_path / "tools" / "code-server"
+    env = fake_npm(tmp_path)
+    run = subprocess.run(["bash", str(INSTALL), str(prefix)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    why = "../src/kerberos_gss.h:6:10: fatal error: gssapi/gssapi.h: No such file or directory (exit 1)"
+    log = f"{prefix}.log"
+    assert f"[code-server] install failed: {why} (log: {log})" in run.stderr  # where make run's terminal looks
+    assert Path(f"{prefix}.failed").read_text() == f"{why}\nlog: {log}\n"
+    assert "npm error code 1" in Path(log).read_text()
+    assert not Path(f"{prefix}.partial").exists()
+    state = code_server.install_state(prefix, on_path="")
+    assert (state.state, state.detail, state.log) == ("failed", why, log)
+    socket = tmp_path / "code-server.sock"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "yitong_lab.proxies.code_server_launch", "--socket", str(socket)]
+        + ["--prefix", str(prefix), str(tmp_path)]
+    )
+    try:
+        r = get(socket, "/?progress")
+        assert r.status_code == 503
+        assert r.json()["state"] == "failed"
+        assert r.json()["message"].startswith(f"Installing VS Code failed: {why} (log: {log}). ")
+        # someone fixes it and installs: the script clears the failure and renames its stage
+        Path(f"{prefix}.failed").unlink()
+        (prefix / "bin").mkdir(parents=True)
+        (prefix / "bin" / "code-server").write_text(STAND_IN.format(python=sys.executable))
+        (prefix / "bin" / "code-server").chmod(0o755)
+        deadline = time.monotonic() + 30
+        while "pid" not in (answer := get(socket, "/?progress")).text:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(0.2)
+        assert answer.json()["pid"] == launcher.pid  # the same process, now VS Code
+    finally:
+        launcher.terminate()
+        launcher.wait(10)
+
+
+def test_a_missing_need_is_said_before_anything_is_downloaded(tmp_path):
+    prefix = tmp_path / "code-server"
+    env = {**fake_npm(tmp_path), "KRB5_HEADER": str(tmp_path / "no" / "gssapi.h")}
+    check = subprocess.run(["bash", str(INSTALL), "--check", str(prefix)], env=env, capture_output=True, text=True)
+    need = "it needs: libkrb5-dev: gssapi/gssapi.h is missing (sudo apt-get install -y libkrb5-dev)"
+    assert check.returncode == 1 and need in check.stderr
+    assert not Path(f"{prefix}.failed").exists()  # --check only says so
+    run = subprocess.run(["bash", str(INSTALL), str(prefix)], env=env, capture_output=True, text=True)
+    assert run.returncode == 1 and need in run.stderr
+    assert not (tmp_path / "fake-bin" / "calls").exists()  # npm never ran
+    state = code_server.install_state(prefix, on_path="")
+    assert state.state == "failed" and need in state.detail and state.log == f"{prefix}.log"
 
 
 # -- through a real Jupyter server and jupyter-server-proxy -------------------------------------

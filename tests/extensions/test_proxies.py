@@ -93,30 +93,40 @@ def fake_install(prefix: Path, state: str) -> None:
             blob.truncate(code_server.INSTALLED_BYTES * 2 // 5)  # sparse: its size, no disk
         Path(f"{prefix}.lock").touch()
     elif state == "failed":
-        Path(f"{prefix}.failed").write_text("code-server install failed (exit 1)\n")
+        # as scripts/install-code-server.sh writes it: why (the build's own line), then the log
+        Path(f"{prefix}.failed").write_text(f"{FAILED.detail}\nlog: {FAILED.log}\n")
+
+
+FAILED = code_server.InstallState(
+    "failed", detail="x.h:6:10: fatal error: gssapi/gssapi.h: No such file or directory (exit 1)", log="/t/cs.log"
+)
 
 
 @pytest.mark.parametrize(
-    ("files", "locked", "expected", "title"),
+    ("files", "locked", "expected", "card"),
     [
-        ("installed", False, code_server.InstallState("installed", "PREFIX/bin/code-server"), "VS Code"),
-        ("installing", True, code_server.InstallState("installing", percent=40), "VS Code (installing, 40%)"),
-        ("interrupted", False, code_server.InstallState("absent"), "VS Code"),  # a partial nobody writes
-        ("failed", False, code_server.InstallState("failed", detail="code-server install failed (exit 1)"), "VS Code"),
-        ("nothing", False, code_server.InstallState("absent"), "VS Code"),
+        ("installed", False, code_server.InstallState("installed", "PREFIX/bin/code-server"), True),
+        ("installing", True, code_server.InstallState("installing", percent=40), True),
+        ("interrupted", False, code_server.InstallState("absent"), False),  # a partial nobody writes
+        ("failed", False, FAILED, True),  # the card stays: its page says why
+        ("nothing", False, code_server.InstallState("absent"), False),
     ],
 )
-def test_install_state(tmp_path, files, locked, expected, title):
+def test_install_state(monkeypatch, tmp_path, files, locked, expected, card):
     prefix = tmp_path / "tools" / "code-server"
     fake_install(prefix, files)
+    monkeypatch.setenv("YITONG_CODE_SERVER_PREFIX", str(prefix))
+    monkeypatch.setattr(code_server.shutil, "which", lambda name: None)
     with open(f"{prefix}.lock", "a") if locked else contextlib.nullcontext() as lock:
         if lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # as the install script's flock does
         state = code_server.install_state(prefix, on_path="")
+        entry = code_server.setup_code_server()["launcher_entry"]
     if expected.executable:
         expected = dataclasses.replace(expected, executable=expected.executable.replace("PREFIX", str(prefix)))
     assert state == expected
-    assert code_server.launcher_title(state) == title
+    # never a figure in the card: jupyter-server-proxy reads it once, so it would go stale
+    assert (entry["title"], entry["enabled"]) == ("VS Code", card)
 
 
 def test_install_state_falls_back_to_path(tmp_path):

@@ -35,12 +35,22 @@ INSTALLED_BYTES = 1000 * 2**20
 
 @dataclass(frozen=True)
 class InstallState:
-    """``state``: installed | installing | failed | absent; ``percent`` while installing."""
+    """``state``: installed | installing | failed | absent; ``percent`` while installing;
+    ``detail``: why it failed, ``log``: where its output is."""
 
     state: str
     executable: str | None = None
     percent: int = 0
     detail: str = ""
+    log: str = ""
+
+
+def read_failed(text: str) -> tuple[str, str]:
+    """``(why, log)`` from ``<prefix>.failed`` (its first line, and its ``log: PATH`` line) (pure)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    log = next((line.removeprefix("log: ") for line in lines if line.startswith("log: ")), "")
+    why = next((line for line in lines if not line.startswith("log: ")), "")
+    return why[:500], log
 
 
 def code_server_command(executable: str, workdir: str, socket: str) -> list[str]:
@@ -122,13 +132,15 @@ def install_state(prefix: Path, on_path: str | None = None) -> InstallState:
         return InstallState("installing", percent=percent)
     failed = Path(f"{prefix}.failed")
     if failed.is_file():
-        return InstallState("failed", detail=failed.read_text(errors="replace").strip()[-500:])
+        why, log = read_failed(failed.read_text(errors="replace"))
+        return InstallState("failed", detail=why, log=log)
     return InstallState("absent")
 
 
 def launcher_title(state: InstallState) -> str:
-    if state.state == "installing":
-        return f"VS Code (installing, {state.percent}%)"
+    """Always "VS Code": jupyter-server-proxy reads the card once, when the server starts, so a
+    figure in it would go stale (an "installing, 99%" long after the install ended or failed);
+    the page behind the card (code_server_launch) follows the install as it goes."""
     return "VS Code"
 
 
@@ -142,7 +154,8 @@ def setup_code_server() -> dict[str, Any]:
         "timeout": 30,
         "new_browser_tab": True,
         "launcher_entry": {
-            "enabled": state.state in ("installed", "installing"),
+            # a failed install keeps the card: its page says why and where the log is
+            "enabled": state.state in ("installed", "installing", "failed"),
             "title": launcher_title(state),
             "icon_path": str(ICONS / "code-server.svg"),
             "category": "Other",

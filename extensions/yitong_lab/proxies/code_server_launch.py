@@ -31,10 +31,10 @@ def message(state: InstallState) -> str:
     if state.state == "installing":
         return f"VS Code is being installed: {state.percent}%. This page opens it when it is ready."
     if state.state == "failed":
+        log = f" (log: {state.log})" if state.log else ""
         return (
-            "Installing VS Code failed; an administrator can see the install log under the platform's "
-            "data directory (logs/code-server-install.log) and run `make code-server` in the checkout. "
-            f"({state.detail})"
+            f"Installing VS Code failed: {state.detail or 'no reason given'}{log}. An administrator fixes "
+            "that and runs `make code-server` in the checkout; this page opens VS Code once it is installed."
         )
     return (
         "VS Code (code-server) is not installed on this server. An administrator installs it with "
