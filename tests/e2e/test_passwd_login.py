@@ -1,6 +1,7 @@
-"""The README's step to add a person works verbatim: `.venv/bin/yitong-passwd set alice --generate`
-run from the checkout (with `YITONG_DATA_DIR` naming the running hub's data directory, as
-`make run DATA_DIR=...` does) prints a password that logs in through the real hub at once."""
+"""docs/login.md's step to set a new password works verbatim: `.venv/bin/yitong-passwd set alice
+--generate` run from the checkout (with `YITONG_DATA_DIR` naming the running hub's data directory)
+prints a password that logs in through the real hub at once. The README's `yitong-passwd add`
+commands are run as written by tests/e2e/test_first_start.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ README_STEP = ".venv/bin/yitong-passwd set alice --generate"
 
 
 def test_readme_step_then_login(stack):
-    assert f"`{README_STEP}`" in (ROOT / "README.md").read_text()
+    assert f"`{README_STEP}`" in (ROOT / "docs" / "login.md").read_text()
     old = stack.passwords["alice"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("YITONG_")}
     env["YITONG_DATA_DIR"] = str(stack.data_dir)
