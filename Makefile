@@ -67,17 +67,34 @@ $(STAMP): package.json spawner/pyproject.toml services/pyproject.toml extensions
 # $(DATA_DIR)/logs/code-server-install.log. Ctrl-C on `make run` leaves it running to the end.
 CODE_SERVER := .tools/code-server/bin/code-server
 CODE_SERVER_LOG := $(DATA_DIR)/logs/code-server-install.log
+CODE_SERVER_FAILED := .tools/code-server.failed
 
 code-server: $(CODE_SERVER)
 
 $(CODE_SERVER): scripts/install-code-server.sh
 	scripts/install-code-server.sh
 
+# What the install needs is checked first (it says what to apt-get install, and the platform starts
+# without VS Code); an earlier failure is said again before the retry; a failure of the background
+# install is printed to this terminal (/dev/tty; no terminal: its log), among the hub's lines,
+# with its reason; its output never holds make's stdout open (`make run | tee` ends with the hub).
 code-server-background:
 	@if [ ! -x $(CODE_SERVER) ] && ! command -v code-server >/dev/null; then \
 	    mkdir -p "$(dir $(CODE_SERVER_LOG))"; \
-	    echo "Yitong: installing VS Code in the background (log: $(CODE_SERVER_LOG))"; \
-	    nohup nice -n 19 scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 </dev/null & \
+	    if ! need=$$(scripts/install-code-server.sh --check 2>&1); then \
+	        echo "$$need" | sed 's/^\[code-server\] /Yitong: /'; \
+	        scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 </dev/null; \
+	        echo "Yitong: starting without VS Code (install that, then make code-server; docs/vscode.md)"; \
+	    else \
+	        if [ -f $(CODE_SERVER_FAILED) ]; then \
+	            echo "Yitong: the last VS Code install failed: $$(head -n 1 $(CODE_SERVER_FAILED)); trying again"; \
+	        fi; \
+	        echo "Yitong: installing VS Code in the background (log: $(CODE_SERVER_LOG))"; \
+	        if [ -t 1 ]; then say=/dev/tty; else say="$(CODE_SERVER_LOG)"; fi; \
+	        ( trap '' HUP; nice -n 19 scripts/install-code-server.sh >>"$(CODE_SERVER_LOG)" 2>&1 || \
+	          echo "Yitong: installing VS Code failed: $$(head -n 1 $(CODE_SERVER_FAILED)) (log: $(CODE_SERVER_LOG))" >>"$$say" \
+	        ) </dev/null >/dev/null 2>&1 & \
+	    fi; \
 	fi
 # MLServer (model endpoints) in its own environment: it pins an older FastAPI than the platform.
 # Its runtimes (scikit-learn, XGBoost, LightGBM; ONNX and custom Python are the platform's own
