@@ -30,7 +30,7 @@ from ..jobs.models import Job
 from ..ops import console
 from ..vcs.models import VC, Allocation, Profile, StorageMeasure
 from ..vcs.storage import uses as storage_uses
-from ..vcs.views import allocation_dict, allocations_by_vc, profile_dict, vc_dict
+from ..vcs.views import allocation_dict, allocations_by_vc, cluster, profile_dict, vc_dict
 
 router = APIRouter(include_in_schema=False)
 templates = Environment(
@@ -81,7 +81,8 @@ def _catalogue(ctx: Context) -> dict[str, Any]:
         by_vc = allocations_by_vc(s)
         rows = list(s.scalars(select(VC).order_by(VC.name)))
         stored = storage_uses(s, rows)
-        vcs = [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name]) for vc in rows]
+        where = cluster(s, ctx.inventory)
+        vcs = [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name], where) for vc in rows]
         measures = list(s.scalars(select(StorageMeasure)))
         homes = [{"name": m.name, "bytes": m.bytes, "files": m.files} for m in measures if m.kind == "home"]
         walked = console.walk_note(

@@ -11,7 +11,7 @@ from ..vcs.devices import placement, visible_env_names
 from ..vcs.models import VC, Profile
 from ..vcs.quantities import describe
 from ..vcs.schemas import SpawnOptions
-from ..vcs.views import allocations_by_vc, profile_dict, profile_resources, vc_dict
+from ..vcs.views import Cluster, allocations_by_vc, profile_dict, profile_resources, vc_dict
 from .common import Ctx, Target
 
 router = APIRouter(tags=["spawn-options"])
@@ -25,12 +25,12 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
         profiles = {p.name: p for p in s.scalars(select(Profile))}
-        cluster_used = quota.total(a.resources for group in by_vc.values() for a in group)
+        on = Cluster(ctx.inventory, quota.total(a.resources for group in by_vc.values() for a in group))
         vcs = []
         for vc in s.scalars(select(VC).order_by(VC.name)):
             if not is_member(person, vc.groups):
                 continue
-            d = vc_dict(vc, by_vc.get(vc.name, []))
+            d = vc_dict(vc, by_vc.get(vc.name, []), None, on)
             options = []
             for name in vc.profiles:
                 if name not in profiles:
@@ -43,7 +43,7 @@ def build(ctx, person: Person) -> dict:  # type: ignore[no-untyped-def]
                     profile_dict(profiles[name])
                     | {"available": why is None, "reason": why, "placement": where, "size": describe(resources)}
                 )
-            now = quota.free_now(d["free"], ctx.inventory, cluster_used)
+            now = d["free"]  # quota.vc_free: the same "free" as GET /vcs (the sidebar, yt vc ls)
             vcs.append(
                 {k: d[k] for k in ("name", "description", "quota", "used", "free")}
                 | {"free_now": now, "free_now_text": describe(now), "quota_text": describe(d["quota"])}

@@ -8,7 +8,7 @@ from ..vcs import catalog
 from ..vcs.models import VC, Allocation
 from ..vcs.schemas import VCIn, VCOut, VCPatch
 from ..vcs.storage import uses
-from ..vcs.views import allocations_by_vc, vc_dict
+from ..vcs.views import allocations_by_vc, cluster, vc_dict
 from .common import Caller, Ctx, Member, require_admin
 
 router = APIRouter(prefix="/vcs", tags=["vcs"])
@@ -17,17 +17,18 @@ router = APIRouter(prefix="/vcs", tags=["vcs"])
 def _one(ctx, name: str) -> dict:  # type: ignore[no-untyped-def]
     with ctx.db.session() as s:
         vc = catalog.get_vc(s, name)
-        return vc_dict(vc, s.scalars(select(Allocation).where(Allocation.vc == name)), uses(s, [vc])[vc.name])
+        allocs = s.scalars(select(Allocation).where(Allocation.vc == name)).all()
+        return vc_dict(vc, allocs, uses(s, [vc])[vc.name], cluster(s, ctx.inventory))
 
 
 @router.get("", response_model=list[VCOut])
 def list_vcs(person: Member, ctx: Ctx) -> list[dict]:
-    """The VCs the caller belongs to (admins: all), each with quota, used and free."""
+    """The VCs the caller belongs to (admins: all), each with quota, used and free (the quota left, each device capped by what the cluster has unused: the picker's "free now")."""
     with ctx.db.session() as s:
         by_vc = allocations_by_vc(s)
         vcs = [vc for vc in s.scalars(select(VC).order_by(VC.name)) if is_member(person, vc.groups)]
-        stored = uses(s, vcs)
-        return [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name]) for vc in vcs]
+        stored, where = uses(s, vcs), cluster(s, ctx.inventory)
+        return [vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name], where) for vc in vcs]
 
 
 @router.post("", response_model=VCOut, status_code=201)
@@ -36,7 +37,7 @@ def create_vc(body: VCIn, caller: Caller, ctx: Ctx, request: Request) -> dict:
     require_admin(caller, "create VCs")
     with ctx.db.writing() as s:
         audit.record(s, caller, request, "vc.create", f"vc {body.name}", detail=body.model_dump(mode="json"))
-        return vc_dict(catalog.create_vc(s, body), [])
+        return vc_dict(catalog.create_vc(s, body), [], None, cluster(s, ctx.inventory))
 
 
 @router.get("/{vc}", response_model=VCOut)

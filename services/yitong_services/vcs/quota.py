@@ -58,6 +58,14 @@ def free(quota: Resources, usage: Resources) -> Resources:
     return {name: tidy(name, max(limit - usage.get(name, 0), 0)) for name, limit in quota.items()}
 
 
+def vc_free(vc_quota: Resources, vc_used: Resources, inventory: Resources, cluster_used: Resources) -> Resources:
+    """The one answer to "how much is free in this VC" (the picker, ``GET /vcs`` for the sidebar,
+    the VC tab and ``yt vc ls``, the console): its quota left, each device capped by what the
+    cluster has unused (its inventory less every VC's use): a quota of GPUs on a cluster without
+    any frees none."""
+    return free_now(free(vc_quota, vc_used), inventory, cluster_used)
+
+
 def free_now(vc_free: Resources, inventory: Resources, cluster_used: Resources) -> Resources:
     """What the VC could start this moment: its free quota, and for devices no more than the
     cluster has unused (a VC may be granted 4 GPUs on a cluster that has none)."""

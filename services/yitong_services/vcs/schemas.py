@@ -162,7 +162,9 @@ class StorageUse(Strict):
 
 class VCOut(VCIn):
     used: dict[str, float | int]
-    free: dict[str, float | int]
+    free: dict[str, float | int] = Field(
+        description="what could start: the quota left, each device capped by what the cluster has unused"
+    )
     storage: StorageUse
 
 

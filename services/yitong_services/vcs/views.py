@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 from . import quota
 from . import storage as vcstorage
 from .models import VC, Allocation, Profile
+from .quantities import Resources
 
 
 def held(allocations: Iterable[Allocation]) -> list[quota.Held]:
@@ -24,8 +26,21 @@ def allocations_by_vc(session: Session) -> dict[str, list[Allocation]]:
     return out
 
 
-def vc_dict(vc: VC, allocations: Iterable[Allocation], storage: dict[str, Any] | None = None) -> dict:
-    """``storage``: the VC's ``StorageUse`` (vcs/storage.py ``uses``); None: nothing counted."""
+@dataclass(frozen=True)
+class Cluster:
+    """What the cluster has (the backend's inventory) and what every VC holds of it."""
+
+    inventory: Resources
+    used: Resources
+
+
+def cluster(session: Session, inventory: Resources) -> Cluster:
+    return Cluster(inventory, quota.total(session.scalars(select(Allocation.resources))))
+
+
+def vc_dict(vc: VC, allocations: Iterable[Allocation], storage: dict[str, Any] | None, where: Cluster) -> dict:
+    """``storage``: the VC's ``StorageUse`` (vcs/storage.py ``uses``); None: nothing counted.
+    ``free``: :func:`quota.vc_free`, devices capped by what ``where`` has unused."""
     used = quota.used(vc.quota, held(allocations))
     return {
         "name": vc.name,
@@ -37,7 +52,7 @@ def vc_dict(vc: VC, allocations: Iterable[Allocation], storage: dict[str, Any] |
         "idle_timeout": vc.idle_timeout,
         "storage_quota": vc.storage_quota,
         "used": used,
-        "free": quota.free(vc.quota, used),
+        "free": quota.vc_free(vc.quota, used, where.inventory, where.used),
         "storage": storage or vcstorage.use(vc.storage_quota, 0, 0, None),
     }
 
@@ -83,9 +98,9 @@ def usage(session: Session, backend: str, inventory: dict) -> dict:
     vcs = []
     rows = list(session.scalars(select(VC).order_by(VC.name)))
     stored = vcstorage.uses(session, rows)
+    where = Cluster(inventory, quota.total(a.resources for group in by_vc.values() for a in group))
     for vc in rows:
-        d = vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name])
+        d = vc_dict(vc, by_vc.get(vc.name, []), stored[vc.name], where)
         keep = ("name", "quota", "used", "free", "storage")
         vcs.append({k: d[k] for k in keep} | {"allocations": len(by_vc.get(vc.name, []))})
-    cluster = quota.total(a.resources for group in by_vc.values() for a in group)
-    return {"backend": backend, "inventory": inventory, "used": cluster, "vcs": vcs}
+    return {"backend": backend, "inventory": inventory, "used": where.used, "vcs": vcs}

@@ -65,7 +65,10 @@ async def test_free_now_is_capped_by_the_cluster_and_worded_in_one_style(service
     assert (await service.allocate("alice", "vision", "gpu-1", "alice/")).status_code == 201
     vcs = (await service.call("alice", "GET", "spawn-options")).json()["vcs"]
     vision = next(vc for vc in vcs if vc["name"] == "vision")
-    assert vision["free"]["huawei.com/Ascend910"] == 2 and vision["free_now"]["huawei.com/Ascend910"] == 0
+    assert vision["free_now"]["huawei.com/Ascend910"] == 0 and vision["quota"]["huawei.com/Ascend910"] == 2
+    # one truth: the picker's "free now" is GET /vcs's free (the sidebar, the VC tab, yt vc ls)
+    (listed,) = [vc for vc in (await service.call("alice", "GET", "vcs")).json() if vc["name"] == "vision"]
+    assert vision["free"] == vision["free_now"] == listed["free"]
     assert vision["free_now"]["nvidia.com/gpu"] == 1
     assert vision["free_now_text"] == "7 cpu, 14Gi memory, 1 nvidia.com/gpu, 0 huawei.com/Ascend910"
     assert vision["quota_text"] == "8 cpu, 16Gi memory, 2 nvidia.com/gpu, 2 huawei.com/Ascend910"
