@@ -94,7 +94,8 @@ def blocks(path: Path) -> list[Block]:
         i += 1
         before = next((lines[j] for j in range(start - 1, -1, -1) if lines[j].strip()), "")
         mark = MARK.match(before.strip())
-        block = Block(str(path.relative_to(ROOT)), start + 1, lang, "\n".join(body) + "\n")
+        name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        block = Block(name, start + 1, lang, "\n".join(body) + "\n")
         if mark:
             block.mark, block.reason = mark.group(1), mark.group(2)
         found.append(block)
@@ -102,7 +103,12 @@ def blocks(path: Path) -> list[Block]:
 
 
 def runnable_pages() -> list[str]:
-    return [str(p.relative_to(ROOT)) for p in pages() if any(b.runnable for b in blocks(p))]
+    """Pages with a block to run (one whose blocks are all skip/setup starts no platform)."""
+    return [
+        str(p.relative_to(ROOT))
+        for p in pages()
+        if any(b.runnable and b.mark not in ("skip", "setup", "file") for b in blocks(p))
+    ]
 
 
 # -- the marks themselves (no platform needed) --------------------------------------------
