@@ -195,7 +195,13 @@ def _cell_options_given(args: Any) -> list[str]:
     flags = []
     for flag, options in CELL_OPTIONS:
         dest = flag[2:].replace("-", "_")
-        if getattr(args, dest, None) not in (None, False, options.get("default")):
+        value = getattr(args, dest, None)
+        # identity, not ==: `--gpus 0` is given (0 == False), and refused like `--gpus 1`
+        if (
+            value is not None
+            and value is not False
+            and not (isinstance(value, str) and value == options.get("default"))
+        ):
             flags.append(flag)
     return flags + (["--env"] if args.env else [])
 
@@ -225,7 +231,7 @@ def submit(args: Any, client: Any, out: Any) -> None:
     if args.dry_run:
         preview = client.preview_job(body, source=args.source, vc=args.vc)
         out.show(preview, text.preview_text(preview))
-        return
+        return 1 if preview.get("refused") else 0
     directory = None if args.no_code or args.source else (args.dir or os.getcwd())
     job = client.submit_job(body, source=args.source, vc=args.vc, directory=directory)
     _submitted(job, args, client, out)

@@ -172,12 +172,14 @@ def submitted_text(job: dict[str, Any]) -> str:
 
 
 def preview_text(preview: dict[str, Any]) -> str:
-    """``yt job submit --dry-run``: the spec as YAML, what it holds, then every note."""
+    """``yt job submit --dry-run``: the spec as YAML, what it holds, why a submit would be refused, then every note."""
     import yaml
 
     spec = yaml.safe_dump(preview["spec"], sort_keys=False, allow_unicode=True, width=100).rstrip()
     holds = ", ".join(f"{format_amount(k, v)} {k}" for k, v in preview.get("resources", {}).items())
     lines = [spec, "", f"holds: {holds}" if holds else "holds: nothing", "nothing was submitted (--dry-run)"]
+    if preview.get("refused"):
+        lines.append(f"would be refused: {preview['refused']}")
     lines += [f"note: {note}" for note in preview.get("notes") or []]
     return "\n".join(lines)
 

@@ -110,6 +110,15 @@ def never_fits(request: Resources, vc: str, quota: Resources, caps: Resources, u
     return None
 
 
+def unfit(person: Person, spec: JobSpec, inventory: Resources, backend: str, vc: catalog.VCFacts) -> str | None:
+    """Why this cluster or VC could never run the job (its devices, node count, quota, user cap), or None.
+    A submit is refused with it; a dry run shows the spec with it (``refused``)."""
+    refused = check_backend_devices(spec, inventory)
+    if refused is None and backend == "local" and spec.nodes != 1:
+        refused = f"the local backend runs single-node jobs; this job asks for {spec.nodes} nodes"
+    return refused or never_fits(per_job_resources(spec), vc.name, vc.quota, vc.user_caps, person.name)
+
+
 def check(
     session: Session | None,
     person: Person,
@@ -117,11 +126,13 @@ def check(
     inventory: Resources,
     backend: str,
     vc: catalog.VCFacts | None = None,
+    fit: bool = True,
 ) -> tuple[Any, list]:
     """Every refusal a submit can meet, nothing written: ``(VC row, resolved inputs)``. A dry run
     (``POST /jobs/preview``) stops here; a submit goes on to queue the job. ``vc``: the spec's
     VC as the caller read it (an experiment's pass, on the DB-API connection); ``session`` may
-    then be None when the spec takes no dataset inputs."""
+    then be None when the spec takes no dataset inputs. ``fit=False``: leave out :func:`unfit`
+    (a dry run shows the spec with that reason)."""
     if backend == "unavailable":
         raise Refusal(503, "this platform's backend has no job runner yet")
     if vc is None:
@@ -129,11 +140,7 @@ def check(
         vc = catalog.member_vc(session, person, spec.vc)
     else:
         vc = catalog.require_member(vc, person, spec.vc)
-    refused = check_backend_devices(spec, inventory)
-    if refused is None and backend == "local" and spec.nodes != 1:
-        refused = f"the local backend runs single-node jobs; this job asks for {spec.nodes} nodes"
-    refused = refused or never_fits(per_job_resources(spec), vc.name, vc.quota, vc.user_caps, person.name)
-    if refused:
+    if fit and (refused := unfit(person, spec, inventory, backend, vc)):
         raise Refusal(422, refused)
     inputs = []
     for item in spec.inputs:

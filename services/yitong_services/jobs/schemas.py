@@ -89,6 +89,11 @@ class JobPreview(BaseModel):
     spec: dict[str, Any] = Field(description="the Yitong job spec (docs/jobs-spec.md) the document became")
     notes: list[str] = Field(description="fields with no counterpart, changes made on the way, warnings")
     resources: dict[str, float | int] = Field(description="what the whole job holds against the VC's quota")
+    refused: str | None = Field(
+        None,
+        description="why a submit of this spec would be refused here (e.g. 'this cluster has no nvidia.com/gpu'); "
+        "null when it would be queued",
+    )
 
 
 class JobDetail(JobOut):

@@ -111,8 +111,14 @@ async def submit(
 
 def _preview(ctx: Context, person: Person, spec: JobSpec, notes: list[str], backend: str) -> dict:
     with ctx.db.session() as s:
-        records.check(s, person, spec, ctx.inventory, backend)
-    return {"spec": spec.model_dump(mode="json"), "notes": notes, "resources": per_job_resources(spec)}
+        vc, _ = records.check(s, person, spec, ctx.inventory, backend, fit=False)
+    refused = records.unfit(person, spec, ctx.inventory, backend, vc)
+    return {
+        "spec": spec.model_dump(mode="json"),
+        "notes": notes,
+        "resources": per_job_resources(spec),
+        "refused": refused,
+    }
 
 
 @router.post("/preview", openapi_extra=SUBMIT_BODY, response_model=JobPreview)
@@ -123,7 +129,7 @@ async def preview(
     source: str | None = Query(None, alias="from", description="openpai | pytorchjob"),
     vc: str | None = Query(None, description="the VC (overrides the document's)"),
 ) -> Any:
-    """A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this."""
+    """A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, datasets); nothing is queued. A job this cluster or VC could never run (its devices, node count, quota, user cap) still gets its spec, with the reason a submit would be refused in ``refused``. ``yt job submit --dry-run`` shows this."""
     spec, _code, user, notes = records.parse_submission(
         await request.body(), request.headers.get("content-type", ""), source, vc
     )

@@ -44,12 +44,15 @@ OUTCOMES = {
     "openpai-failing.yaml": ("runs", 3, "working"),
     "openpai-sleep-infinity.yaml": ("not run", "taskRoles.debug.commands: sleep infinity never ends"),
     "openpai-rocm.yaml": ("not run", "is a ROCm image, so its GPUs are amd.com/gpu"),
+    "openpai-marketplace-data.yaml": ("not run", "downloads from the internet (wget https://openpaimarketplace"),
+    "openpai-horovod-root.yaml": ("not run", "master-0 is an OpenPAI host name"),
     "pytorchjob-simple.yaml": ("runs", 0, "allreduce ok world=2 sum=1"),
     "pytorchjob-command-args.yaml": ("runs", 0, "allreduce ok world=1 sum=0"),
     "pytorchjob-torchrun.yaml": ("runs", 0, "allreduce ok world=2 sum=1"),
     "pytorchjob-launch-module.yaml": ("runs", 0, "allreduce ok world=1 sum=0 backend=gloo"),
     "pytorchjob-shell.yaml": ("runs", 0, "allreduce ok world=1 sum=0"),
     "pytorchjob-sleep.yaml": ("not run", "sleep infinity never ends"),
+    "pytorchjob-cpu-privileged.yaml": ("not run", "resources: no memory given; Yitong's default applies: memory (2Gi)"),
     "pytorchjob-args-only.yaml": ("refused", "no command, only args (--backend gloo); the image's entrypoint"),
     "pytorchjob-rocm-nvidia.yaml": ("refused", "is a ROCm image for AMD GPUs but asks for nvidia.com/gpu"),
 }
@@ -175,6 +178,51 @@ def test_openpai_notes():
     ]
 
 
+def test_notes_for_what_a_yitong_job_cannot_do():
+    """Root, capabilities, installs under /, OpenPAI host names and internet downloads each get a
+    note (a Yitong job runs as the person, without capabilities, and on Kubernetes without egress)."""
+    spec, notes = _import("openpai-marketplace-data.yaml")
+    assert "wget https://openpaimarketplace.blob.core.windows.net/marketplace/Couplet_data/couplet_data.tgz" in (
+        spec.command.splitlines()
+    )
+    assert notes == [
+        "taskRoles.taskrole.commands: writes under /data, which a job running as you cannot create; use a path"
+        " under the working directory, $YITONG_OUTPUT_DIR or /tmp",
+        "taskRoles.taskrole.commands: downloads from the internet (wget https://openpaimarketplace.blob.core."
+        "windows.net/marketplace/Couplet_data/couplet_data.tgz); jobs on Kubernetes reach only the hub (the VC's"
+        " NetworkPolicy): put what it fetches in a Yitong dataset (inputs), the job's code directory or the image",
+        "name: 'couplet_training' became 'couplet-training' (Yitong names are DNS labels)",
+    ]
+    _, notes = _import("openpai-horovod-root.yaml")
+    heads = [n.split(", which")[0].split(" downloads")[0] for n in notes]
+    assert heads == [
+        "taskRoles.master.commands: installs packages into the image (apt-get install)",
+        "taskRoles.master.commands: runs sudo",
+        "taskRoles.master.commands: runs mount",
+        "taskRoles.master.commands: pip install horovod==0.28.1",
+        "taskRoles.master.commands: master-0 is an OpenPAI host name",
+        "taskRoles.master.commands: worker-0 is an OpenPAI host name",
+        "taskRoles.worker.commands: installs packages into the image (apt-get install)",
+        "taskRoles.worker.commands: a server never ends, and the job's completion waits for it: the job would run"
+        " until cancelled or max_run_time",
+        "name: 'horovod_pytorch' became 'horovod-pytorch' (Yitong names are DNS labels)",
+    ]
+    assert "use $PAI_HOST_IP_master_0 (set on every node)" in notes[4]
+    assert "needs SYS_ADMIN or another capability" in notes[2]
+    spec, notes = _import("pytorchjob-cpu-privileged.yaml")
+    assert (spec.cpu, spec.memory) == (2.0, 2 * 1024**3)
+    where = "spec.pytorchReplicaSpecs.Master"
+    assert notes[:4] == [
+        f"{where}.template.spec.securityContext: asks to run as root; a Yitong job runs as you, never as root",
+        f"{where}.containers[0].securityContext.privileged: a Yitong job never runs privileged; it runs as you,"
+        " without capabilities",
+        f"{where}.containers[0].securityContext.capabilities.add: SYS_ADMIN not granted; a Yitong job runs"
+        " without capabilities",
+        f"{where}.containers[0].resources: no memory given; Yitong's default applies: memory (2Gi)",
+    ]
+    assert notes[4].startswith(f"{where}.containers[0].command: pip install lightgbm downloads from PyPI")
+
+
 def test_share_that_import_and_run():
     """The figure docs/jobs-spec.md states: of these shapes, how many import and how many run here."""
     kinds = {"openpai": [0, 0, 0], "pytorchjob": [0, 0, 0]}
@@ -183,7 +231,7 @@ def test_share_that_import_and_run():
         k[0] += 1
         k[1] += outcome[0] != "refused"
         k[2] += outcome[0] == "runs"
-    assert kinds == {"openpai": [12, 12, 10], "pytorchjob": [8, 6, 5]}
+    assert kinds == {"openpai": [14, 14, 10], "pytorchjob": [9, 7, 5]}
 
 
 def test_yt_dry_run_shows_the_converted_spec_and_notes(proc, tmp_path):
@@ -210,3 +258,22 @@ def test_yt_dry_run_shows_the_converted_spec_and_notes(proc, tmp_path):
     )
     assert refused.returncode == 1 and refused.stdout == ""
     assert "no command, only args (--backend gloo)" in refused.stderr
+    # a job this cluster cannot run (the test cluster has 4 nvidia.com/gpu, no amd.com/gpu) still
+    # shows its spec, with the reason a submit would be refused, and exits 1
+    r = subprocess.run(
+        [*argv[:5], str(SHAPES / "openpai-rocm.yaml"), "--vc", "vision", "--dry-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout.startswith("name: rocm-mnist\nvc: vision\n"), r.stdout
+    assert "accelerator:\n  type: amd.com/gpu\n  count: 1\n" in r.stdout
+    assert "nothing was submitted (--dry-run)\nwould be refused: this cluster has no amd.com/gpu\n" in r.stdout
+    assert proc.call("alice", "GET", "jobs").json() == []
+    # --gpus is a cell option: 0 is refused like 1, not silently ignored
+    for n in ("0", "1"):
+        r = subprocess.run([*argv, "--gpus", n, "--dry-run"], capture_output=True, text=True, env=env, timeout=120)
+        assert (r.returncode, r.stdout) == (2, ""), r
+        assert "--gpus: only for %%yt job submit cells; put them in the spec file" in r.stderr

@@ -34,6 +34,9 @@ EXPECTED = {
             "taskRoles.taskrole.completion: no counterpart, ignored",
             "taskRoles.taskrole.taskRetryCount: no counterpart, ignored",
             "extras.com.microsoft.pai.runtimeplugin[0] (ssh): no counterpart, ignored",
+            "taskRoles.taskrole.commands: downloads from the internet (git clone https://github.com/pytorch/examples.git);"
+            " jobs on Kubernetes reach only the hub (the VC's NetworkPolicy): put what it fetches in a Yitong dataset"
+            " (inputs), the job's code directory or the image",
             "name: 'pytorch_mnist' became 'pytorch-mnist' (Yitong names are DNS labels)",
         ],
     ),
@@ -244,13 +247,45 @@ defaults: {{virtualCluster: default}}
     "cmd,message",
     [
         ("'echo <% $secrets.token %>'", "uses <% $secrets.token %>; secrets are not imported"),
-        ("'cd <% $script.name %>'", r"<% \$script.name %> cannot be resolved"),
+        ("'cd <% $script.name %>'", r"uses <% \$script… %> but the role names no script prerequisite"),
+        ("'echo <% $output.uri %>'", r"uses <% \$output… %> but the role names no output prerequisite"),
+        ("'echo <% $job.name %>'", r"<% \$job.name %> cannot be resolved \(only \$parameters and the role's"),
+        ("'echo <%= name %>'", r"<%= name %> is not a template this importer reads"),
         ("'echo <% $parameters.missing %>'", r"<% \$parameters.missing %> cannot be resolved"),
     ],
 )
 def test_openpai_template_refusals(cmd, message):
     with pytest.raises(ImportRefused, match=message.replace("$secrets", r"\$secrets")):
         import_file("openpai", OPENPAI_MIN.replace("{cmd}", cmd).replace("{{", "{").replace("}}", "}"))
+
+
+@pytest.mark.parametrize(
+    "role,cmd,expected",
+    [
+        ("data: d", "wget <% $data.uri[1] %>", "wget https://b.example/2.tgz"),
+        ("data: d", "echo <% $data.uri %>", "echo https://a.example/1.tgz https://b.example/2.tgz"),
+        ("script: s", "git clone <% $script.uri %> code", "git clone https://github.com/o/r.git code"),
+        ("output: o", "echo <% $output.name %>", "echo o"),
+    ],
+)
+def test_openpai_role_prerequisite_templates(role, cmd, expected):
+    """``taskRoles.<r>.data|script|output`` name a prerequisite; ``<% $data.uri[i] %>`` (etc.) read it."""
+    text = OPENPAI_MIN.replace("{cmd}", repr(cmd)).replace("{{", "{").replace("}}", "}")
+    text = text.replace("    dockerImage: img\n", f"    dockerImage: img\n    {role}\n").replace(
+        "prerequisites: [",
+        "prerequisites: [{name: d, type: data, uri: [https://a.example/1.tgz, https://b.example/2.tgz]},"
+        " {name: s, type: script, uri: https://github.com/o/r.git}, {name: o, type: output, uri: /out},",
+    )
+    spec, notes = import_file("openpai", text)
+    assert expected in spec.command.splitlines()
+    used = role.split(": ")[1]
+    assert not any("no counterpart" in n or f"'{used}'): no task role" in n for n in notes), notes
+    kind = role.split(":")[0]
+    with pytest.raises(ImportRefused, match=rf"taskRoles.main.{kind}: 'nothing' is not a {kind} prerequisite"):
+        import_file("openpai", text.replace(role, f"{kind}: nothing").replace(cmd, "echo hi"))
+    if "[1]" in cmd:
+        with pytest.raises(ImportRefused, match=r"<% \$data.uri\[5\] %>: there is no item 5"):
+            import_file("openpai", text.replace("[1]", "[5]"))
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,16 @@ from typing import Any
 
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
+from . import sandbox
 from .common import ImportRefused
 from .forever import never_ends
 from .openpai_env import MAX_PORTS, Role, is_set, job_lines, roles_in_order, task_lines
 from .openpai_hooks import Hooks, role_hooks
 
-TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-.~]+)*)\s*%>")
+TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-~]+|\[\d+\])*)\s*%>")
+LEFT_RE = re.compile(r"<%.*?%>")
+#: a task role's references to prerequisites that ``<% $data.uri %>`` (etc.) read
+REFS = ("data", "script", "output")
 PAI_VAR_RE = re.compile(r"\$(?:\{(PAI_\w+)\}|(PAI_\w+))|\b(PAI_\w+)\b")
 IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ROCM_RE = re.compile(r"rocm", re.IGNORECASE)
@@ -36,7 +40,7 @@ TOP_MAPPED = {
     "parameters",
     "deployments",
 }
-ROLE_MAPPED = {"instances", "dockerImage", "resourcePerInstance", "commands", "prerequisites"}
+ROLE_MAPPED = {"instances", "dockerImage", "resourcePerInstance", "commands", "prerequisites", *REFS}
 
 
 def yitong_name(name: str) -> str:
@@ -52,7 +56,37 @@ def _top_notes(key: str, value: Any) -> list[str]:
     return [f"{key}: no counterpart, ignored"]
 
 
-def _params(doc: dict[str, Any], text: str, where: str) -> str:
+def _prerequisite(doc: dict[str, Any], role: dict[str, Any], kind: str, where: str) -> dict[str, Any]:
+    """The prerequisite a role names in ``data``/``script``/``output`` (its ``type`` must match)."""
+    ref = role.get(kind)
+    if ref is None:
+        raise ImportRefused(f"{where}: uses <% ${kind}… %> but the role names no {kind} prerequisite ({kind}: NAME)")
+    for pre in doc.get("prerequisites") or []:
+        if isinstance(pre, dict) and pre.get("name") == ref and pre.get("type") == kind:
+            return pre
+    raise ImportRefused(f"{where.rsplit('.', 1)[0]}.{kind}: {ref!r} is not a {kind} prerequisite")
+
+
+def _lookup(value: Any, path: str, shown: str) -> str:
+    """``uri``, ``uri[0]``, ``name`` of a prerequisite, as text (a list of uris: space-separated)."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("["):
+            index = int(part[1:-1])
+            if not isinstance(value, list) or index >= len(value):
+                raise ImportRefused(f"{shown}: there is no item {index}")
+            value = value[index]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
+            raise ImportRefused(f"{shown}: the prerequisite has no {part}")
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        raise ImportRefused(f"{shown}: names a map, not a value")
+    return str(value)
+
+
+def _params(doc: dict[str, Any], text: str, where: str, role: dict[str, Any] | None = None) -> str:
     params = doc.get("parameters") or {}
 
     def sub(m: re.Match[str]) -> str:
@@ -64,9 +98,16 @@ def _params(doc: dict[str, Any], text: str, where: str) -> str:
                 f"{where}: uses <% $secrets.{path} %>; secrets are not imported — pass the value "
                 "through an environment variable instead"
             )
-        raise ImportRefused(f"{where}: {m.group(0)} cannot be resolved (only $parameters are supported)")
+        if scope in REFS and role is not None:
+            return _lookup(_prerequisite(doc, role, scope, where), path, f"{where}: {m.group(0)}")
+        raise ImportRefused(
+            f"{where}: {m.group(0)} cannot be resolved (only $parameters and the role's $data, $script, $output are)"
+        )
 
-    return TEMPLATE_RE.sub(sub, text)
+    out = TEMPLATE_RE.sub(sub, text)
+    if left := LEFT_RE.search(out):
+        raise ImportRefused(f"{where}: {left.group(0)} is not a template this importer reads (<% $parameters.NAME %>)")
+    return out
 
 
 def _unset_vars(text: str, roles: list[Role], notes: list[str], where: str) -> None:
@@ -183,9 +224,19 @@ def import_openpai(
     hooks = role_hooks(doc, roles, notes)
     texts = {}
     for r in order:
+        for kind in REFS:
+            if roles[r.name].get(kind) is not None:
+                _prerequisite(doc, roles[r.name], kind, f"taskRoles.{r.name}.{kind}")
+        around = hooks[r.name].pre + hooks[r.name].succeeded + hooks[r.name].post
+        notes += sandbox.command_notes(
+            _params(doc, "\n".join(around), f"taskRoles.{r.name}", roles[r.name]),
+            f"taskRoles.{r.name} (pre/post commands)",
+        )
         where = f"taskRoles.{r.name}.commands"
-        texts[r.name] = _params(doc, "\n".join(str(c) for c in roles[r.name]["commands"]), where)
+        texts[r.name] = _params(doc, "\n".join(str(c) for c in roles[r.name]["commands"]), where, roles[r.name])
         _unset_vars(texts[r.name], order, notes, where)
+        notes += sandbox.command_notes(texts[r.name], where)
+        notes += sandbox.host_name_notes(texts[r.name], list(roles), {o.name: o.instances for o in order}, where)
     _completion_notes(doc, order, texts, notes)
     lines = job_lines(str(doc.get("name", "")), order)
     for r in order:
@@ -193,7 +244,7 @@ def import_openpai(
             f'if [ "$YITONG_NODE_RANK" -ge {r.first_rank} ] && [ "$YITONG_NODE_RANK" -lt {r.first_rank + r.instances} ]; then'
         ]
         lines += task_lines(r)
-        lines += [_params(doc, _role_script(texts[r.name], hooks[r.name]), f"taskRoles.{r.name}"), "fi"]
+        lines += [_params(doc, _role_script(texts[r.name], hooks[r.name]), f"taskRoles.{r.name}", roles[r.name]), "fi"]
     lines.append('echo "node $YITONG_NODE_RANK has no OpenPAI task role" >&2; exit 2')
     image = _image(doc, first.get("dockerImage"), f"taskRoles.{head}", notes)
     spec: dict[str, Any] = {

@@ -58,6 +58,8 @@ def role_hooks(doc: dict[str, Any], roles: dict[str, dict[str, Any]], notes: lis
     out = {name: Hooks() for name in roles}
     prereqs = {p.get("name"): (i, p) for i, p in enumerate(doc.get("prerequisites") or []) if isinstance(p, dict)}
     used: set[str] = set()
+    # data/script/output: the role reads the prerequisite's uri through <% $data.uri %> (etc.)
+    read = {role.get(k) for role in roles.values() for k in ("data", "script", "output")} - {None}
     for name, role in roles.items():  # OpenPAI order: prerequisites, then the plugins, then preCommands
         for ref in role.get("prerequisites") or []:
             if ref not in prereqs or prereqs[ref][1].get("type") == "dockerimage":
@@ -72,6 +74,8 @@ def role_hooks(doc: dict[str, Any], roles: dict[str, dict[str, Any]], notes: lis
         if pre.get("type") == "dockerimage":
             continue
         what = f"prerequisites[{i}] ({pre.get('type')} {ref!r})"
+        if ref in read and (ref not in used or pre.get("callbacks") is None):
+            continue  # its uri reaches the commands through a template; the commands' notes say the rest
         if ref not in used:
             notes.append(f"{what}: no task role lists it, so OpenPAI would not run it either; not run")
         elif pre.get("callbacks") is None:

@@ -16,6 +16,7 @@ from typing import Any
 from ...vcs.quantities import parse_amount
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
+from . import sandbox
 from .common import ImportRefused
 from .forever import never_ends
 
@@ -79,7 +80,10 @@ def _container(name: str, replica: dict[str, Any], notes: list[str]) -> dict[str
         named = [c for c in containers if isinstance(c, dict) and c.get("name") == "pytorch"]
         if len(named) != 1 or len(containers) > 1:
             raise ImportRefused(f"{where}.template.spec.containers: exactly one container (pytorch) is supported")
-    notes += [f"{where}.template.spec.{k}: no counterpart, ignored" for k in pod if k != "containers"]
+    notes += [
+        f"{where}.template.spec.{k}: no counterpart, ignored" for k in pod if k not in ("containers", "securityContext")
+    ]
+    notes += sandbox.privilege_notes(pod.get("securityContext"), f"{where}.template.spec.securityContext")
     notes += [
         f"{where}.{k}: no counterpart, ignored" for k in replica if k not in ("replicas", "template", "restartPolicy")
     ]
@@ -88,7 +92,12 @@ def _container(name: str, replica: dict[str, Any], notes: list[str]) -> dict[str
             f"{where}.restartPolicy: {replica['restartPolicy']} has no counterpart; use retries (the whole job is retried)"
         )
     c = containers[0]
-    notes += [f"{where}.containers[0].{k}: no counterpart, ignored" for k in c if k not in CONTAINER_MAPPED]
+    notes += [
+        f"{where}.containers[0].{k}: no counterpart, ignored"
+        for k in c
+        if k not in CONTAINER_MAPPED and k != "securityContext"
+    ]
+    notes += sandbox.privilege_notes(c.get("securityContext"), f"{where}.containers[0].securityContext")
     return c
 
 
@@ -106,8 +115,11 @@ def _resources(c: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any
         for k in amounts
         if k not in ("cpu", "memory") and "/" not in k
     ]
-    if "cpu" not in out or "memory" not in out:
-        notes.append(f"{where}.resources: no cpu or memory given; Yitong's defaults apply (1 cpu, 2Gi)")
+    missing = [f"{k} ({default})" for k, default in (("cpu", "1"), ("memory", "2Gi")) if k not in out]
+    if missing:
+        notes.append(
+            f"{where}.resources: no {' or '.join(k.split()[0] for k in missing)} given; Yitong's default applies: {', '.join(missing)}"
+        )
     return out
 
 
@@ -166,6 +178,7 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
             f"{where}.resources: {first.get('image')} is a ROCm image for AMD GPUs but asks for nvidia.com/gpu; "
             "ask for amd.com/gpu (or use a CUDA image)"
         )
+    notes += sandbox.command_notes(" ".join(argv), f"{where}.command")
     if what := never_ends(" ".join(argv)):
         notes.append(
             f"{where}.command: {what} never ends, and the job succeeds only when every replica has: "
