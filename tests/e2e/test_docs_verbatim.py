@@ -47,6 +47,7 @@ FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 MAGIC = re.compile(r"^%%?yt\b", re.M)
 COMMAND_WORDS = ("$ ", "yt ", "%yt", "%%yt", "make ", "ssh ", "kubectl ", "helm ", "curl ")
 BLOCK_TIMEOUT = 240  # seconds: a block's `--follow` or `--wait` ends well before
+FRESH = ROOT / "yitong.example.yaml"  # what `make run` starts with
 
 
 @dataclass
@@ -247,7 +248,7 @@ class Kernel:
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
     """One fresh instance from the example settings, and its admin's token."""
-    settings = yaml.safe_load((ROOT / "yitong.example.yaml").read_text())
+    settings = yaml.safe_load(FRESH.read_text())
     settings["backends"]["local"]["mode"] = "single-person"
     settings["alerts"]["run"] = False
     stack = Stack(tmp_path_factory.mktemp("fresh"), settings, {"admin": "admin-pw-verbatim"}).start()
@@ -258,16 +259,20 @@ def fresh(tmp_path_factory):
 
 
 def terminal_env(stack: Stack, token: str, home: Path) -> dict[str, str]:
-    """What a notebook server's terminal has (yitong_spawner.builders: YITONG_API_URL, YITONG_VC)."""
+    """What a terminal of the admin's server has on a fresh install: the spawner's own
+    ``server_env`` (the fresh install's VC and first profile, the local backend's loopback API
+    URL), the hub's token variables, the platform's ``bin`` first on PATH."""
+    from yitong_spawner.builders import server_env
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("YITONG_", "JUPYTERHUB_", "YT_"))}
+    vcs = yaml.safe_load(FRESH.read_text())["vcs"]
+    vc = next(iter(vcs))  # the one VC of a fresh install (the docs call it `default`)
+    env.update(server_env(stack.platform_direct, vc, vcs[vc]["profiles"][0], kernel="python3"))
     env.update(
         HOME=str(home),
         PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
-        YITONG_API_URL=stack.platform_direct,
         JUPYTERHUB_API_TOKEN=token,
         JUPYTERHUB_USER="admin",
-        YITONG_VC="default",
-        YITONG_PROFILE="cpu-small",
         PYTHONUNBUFFERED="1",
     )
     return env
