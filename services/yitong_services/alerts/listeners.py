@@ -1,5 +1,5 @@
-"""Who listens on a TCP port, from ``/proc`` (Linux): the listening sockets of a network namespace
-(``/proc/<pid>/net/tcp``, ``tcp6``) and the processes whose descriptors hold them
+"""Who listens on a TCP port and which processes hold it: the listening sockets of a network
+namespace (core/listeners.py, the kernel's table) and the processes whose descriptors hold them
 (``/proc/<pid>/fd`` links ``socket:[inode]``).
 
 The service trusts a daemon's port only once the daemon it started holds the listening socket, so
@@ -8,71 +8,13 @@ another local process that binds the port first (or answers on it) is named, not
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import pwd
-import struct
-from dataclasses import dataclass
 from pathlib import Path
 
-LISTEN = "0A"  # the kernel's TCP_LISTEN, as /proc/net/tcp prints it
+from ..core.listeners import Listener, listening, parse_table
 
-
-@dataclass(frozen=True)
-class Listener:
-    address: str  # as ipaddress writes it: 127.0.0.1, ::
-    port: int
-    uid: int
-    inode: int
-
-
-def _address(hex_text: str) -> str:
-    """An address of /proc/net/tcp{,6}: 32-bit words in host order, printed as %08X each."""
-    raw = b"".join(struct.pack("=I", int(hex_text[i : i + 8], 16)) for i in range(0, len(hex_text), 8))
-    return str(ipaddress.ip_address(raw))
-
-
-def parse(text: str) -> list[Listener]:
-    """The listening sockets of a ``/proc/<pid>/net/tcp`` or ``tcp6`` text."""
-    out = []
-    for line in text.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 10 or fields[3] != LISTEN:
-            continue
-        address, _, port = fields[1].partition(":")
-        try:
-            out.append(Listener(_address(address), int(port, 16), int(fields[7]), int(fields[9])))
-        except ValueError:
-            continue
-    return out
-
-
-def _matches(listener: Listener, host: str, port: int) -> bool:
-    """Whether a connection to ``host:port`` would reach ``listener`` (its address or a wildcard)."""
-    if listener.port != port:
-        return False
-    try:
-        wanted = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return True  # a host name: any listener on the port may be the one
-    got = ipaddress.ip_address(listener.address)
-    if got.is_unspecified:
-        return True
-    if isinstance(got, ipaddress.IPv6Address) and got.ipv4_mapped is not None:
-        got = got.ipv4_mapped
-    return got == wanted
-
-
-def listening(host: str, port: int, proc: str = "/proc/self") -> list[Listener]:
-    """The sockets listening where ``host:port`` connects, in the network namespace of ``proc``."""
-    found = []
-    for name in ("tcp", "tcp6"):
-        try:
-            text = Path(proc, "net", name).read_text()
-        except OSError:
-            continue
-        found += [x for x in parse(text) if _matches(x, host, port)]
-    return found
+__all__ = ["Listener", "held_by", "holders", "listening", "parse_table", "socket_inodes", "who"]
 
 
 def socket_inodes(pid: int) -> set[int]:

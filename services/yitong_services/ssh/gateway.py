@@ -6,8 +6,9 @@ Public-key authentication only: the key must be one the login name's person adde
 its terminal API, ``notebook``) or a running job of theirs in a VC they still belong to (a shell
 beside the worker on the local backend, in its PID namespace and its attempt's cgroup, held to
 the job's memory, CPU and process limits and killed with it; an ``srun --overlap`` step on Slurm,
-which Slurm holds to the job's allocation). No port, agent or
-X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr
+which Slurm holds to the job's allocation). Local port forwarding (``ssh -L``) reaches only the
+person's own services on this machine's localhost, in multi-user mode (ssh/forwarding.py); no
+remote, unix-socket, agent or X11 forwarding, no subsystems (SFTP). Everything refused after login is one sentence on stderr
 and exit status 255; a person has at most ``ssh.max_sessions`` sessions open.
 """
 
@@ -30,7 +31,7 @@ from ..core.hub import HubError
 from ..jobs.backend import Backend
 from ..jobs.models import Job
 from ..vcs.catalog import member_vc
-from . import hostkey, keys, local_shell, notebook, worker
+from . import forwarding, hostkey, keys, local_shell, notebook, worker
 from .targets import Target, parse_login
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,24 @@ class _Server(asyncssh.SSHServer):
         return False
 
     def host_based_auth_supported(self) -> bool:
+        return False
+
+    def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> Any:
+        """``ssh -L``: to the person's own ports on localhost only (ssh/forwarding.py)."""
+        target: Target | None = self.conn.get_extra_info("yitong_target") if self.conn else None
+        if target is None or self.conn is None:
+            return False
+        return self.gateway.forward(self.conn, target, dest_host, dest_port)
+
+    def server_requested(self, listen_host: str, listen_port: int) -> bool:
+        """``ssh -R``: never (the gateway binds nothing for anyone)."""
+        log.info("SSH: remote forwarding to %s:%s refused", listen_host, listen_port)
+        return False
+
+    def unix_connection_requested(self, dest_path: str) -> bool:
+        return False
+
+    def unix_server_requested(self, listen_path: str) -> bool:
         return False
 
     async def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:  # type: ignore[override]
@@ -120,6 +139,21 @@ class Gateway:
             await self.server.wait_closed()
             self.server = None
         await self.http.aclose()
+
+    async def forward(self, conn: asyncssh.SSHServerConnection, target: Target, host: str, port: int) -> Any:
+        """A local forward's session once it is the person's own port (ssh/forwarding.py); else
+        ChannelOpenError with the sentence the client prints."""
+
+        def check() -> str | None:
+            uid = forwarding.person_uid(self.settings, target.person)
+            return forwarding.refusal(host, port, uid, os.geteuid(), forwarding.read_listeners)
+
+        why = await to_thread.run_sync(check)
+        if why is not None:
+            log.info("SSH: %s's forward to %s:%s refused: %s", target.person, host, port, why)
+            raise asyncssh.ChannelOpenError(asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED, why)
+        log.info("SSH: %s forwards to %s:%s", target.person, host, port)
+        return await conn.forward_connection(host, port)
 
     async def key_of(self, person: str, fingerprint: str) -> bool:
         """``fingerprint`` is a key ``person`` added, and the hub knows ``person``."""

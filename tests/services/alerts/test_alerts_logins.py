@@ -119,13 +119,13 @@ TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retr
 
 @pytest.mark.skipif(socket.htonl(1) == 1, reason="the literal is a little-endian host's /proc/net/tcp")
 def test_proc_net_tcp_is_read_as_the_kernel_writes_it():
-    assert listeners.parse(TCP) == [
+    assert listeners.parse_table(TCP) == [
         listeners.Listener("127.0.0.1", 9090, 0, 7159),
         listeners.Listener("0.0.0.0", 9091, 1001, 7162),  # the established row (01) is not a listener
     ]
     six = "  sl  local_address remote_address st\n   0: 00000000000000000000000001000000:2382 " + "0" * 32
     six += ":0000 0A 00000000:00000000 00:00000000 00000000     0        0 8000 1 0 100 0 0 10 0\n"
-    assert listeners.parse(six) == [listeners.Listener("::1", 9090, 0, 8000)]
+    assert listeners.parse_table(six) == [listeners.Listener("::1", 9090, 0, 8000)]
 
 
 def test_a_listener_is_found_with_its_holder():

@@ -6,11 +6,13 @@ else's, and it enters the worker's folder as the account, never as root."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -223,3 +225,96 @@ def _cmdline(pid: int) -> str:
 
 def _sleepers(pids: set[int]) -> int:
     return sum(1 for p in pids if _cmdline(p) == "sleep 300")
+
+
+def _serve_as(mu: MultiUser, who: str, port: int, text: str) -> subprocess.Popen:
+    """An HTTP server on 127.0.0.1:``port`` run by ``who``'s account, answering ``text``."""
+    entry = pwd.getpwnam(mu.call(who, "GET", "spawn-options").json()["account"]["name"])
+    code = (
+        "import http.server, sys\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(sys.argv[2].encode())\n"
+        "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+    )
+    proc = subprocess.Popen(
+        [shared_bin() / "python", "-c", code, str(port), text],
+        user=entry.pw_uid,
+        group=entry.pw_gid,
+        extra_groups=[],
+        cwd="/",
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return proc
+        assert time.monotonic() < deadline and proc.poll() is None, "the account's server did not start"
+        time.sleep(0.1)
+
+
+def _get(port: int) -> str:
+    """What an HTTP GET through the local end of a forward reads ("" when the forward is closed)."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        s.settimeout(10)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        return data.decode(errors="replace")
+    return ""
+
+
+def test_port_forwarding_reaches_only_the_persons_own_ports(hub, tmp_path):
+    """With a real ``ssh -L``, one person forwards to their own service on localhost (VS Code
+    Remote-SSH, TensorBoard): it answers. Forwards to the other person's service, the platform's
+    own port (root's), a port nothing listens on and another host are refused with a sentence
+    and read nothing; ``ssh -R`` is refused. Fails without the owner check (checked by hand):
+    the other person's service answers through the forward."""
+    gate = Gate(hub, tmp_path)
+    mu = gate.mu
+    servers: list[subprocess.Popen] = []
+    tunnel = None
+    try:
+        gate.start()
+        owner, other = mu.users
+        mine, theirs, nothing = free_port(), free_port(), free_port()
+        servers += [_serve_as(mu, owner, mine, "MINE"), _serve_as(mu, other, theirs, "THEIRS")]
+        local = {name: free_port() for name in ("mine", "theirs", "service", "nothing", "elsewhere")}
+        forwards = {
+            "mine": f"localhost:{mine}",
+            "theirs": f"127.0.0.1:{theirs}",
+            "service": f"127.0.0.1:{mu.port}",
+            "nothing": f"localhost:{nothing}",
+            "elsewhere": f"192.0.2.1:{mine}",  # TEST-NET-1: never reached
+        }
+        options = [o for name, to in forwards.items() for o in ("-L", f"127.0.0.1:{local[name]}:{to}")]
+        options += ["-N", "-o", "ExitOnForwardFailure=yes"]
+        argv = gate.ssh_argv(owner, owner, "", *options)[:-1]
+        tunnel = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while "MINE" not in _get(local["mine"]):
+            assert time.monotonic() < deadline and tunnel.poll() is None, tunnel.stderr and tunnel.stderr.read()
+            time.sleep(0.2)
+        for name in ("theirs", "service", "nothing", "elsewhere"):
+            got = _get(local[name])
+            assert "THEIRS" not in got and "HTTP" not in got, (name, got)
+        # a remote forward is refused (the client exits, ExitOnForwardFailure)
+        remote = gate.ssh_argv(
+            owner, owner, "", "-N", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:0:localhost:22"
+        )
+        r = subprocess.run(remote[:-1], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 255 and "remote port forwarding failed" in r.stderr, r.stderr
+        tunnel.terminate()
+        said = tunnel.communicate(timeout=30)[1]
+        assert f"localhost port {theirs} is not yours: another account listens on it" in said, said
+        assert f"localhost port {mu.port} is not yours" in said, said
+        assert f"nothing listens on localhost port {nothing}" in said, said
+        assert "forwarding reaches only your own services on localhost, not '192.0.2.1'" in said, said
+    finally:
+        if tunnel is not None and tunnel.poll() is None:
+            tunnel.kill()
+        for proc in servers:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        mu.stop()
