@@ -25,6 +25,7 @@ from blake3 import blake3
 
 from .objindex import locate
 from .storage import Storage
+from .tree_errors import CACHE, JOB, TREES, writing
 
 LINK_ERRORS = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EACCES}
 
@@ -44,19 +45,20 @@ def fill_cache(storage: Storage, hashes: list[str]) -> None:
         if h not in found:
             raise FileNotFoundError(f"object {h} is not in the store")
         target = cache_path(storage.cache_dir, h)
-        _private(storage.cache_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{h}.tmp-{uuid.uuid4().hex}")
         hasher = blake3()
         try:
-            with open(tmp, "wb") as f:
-                for chunk in storage.chunks(found[h]):
-                    hasher.update(chunk)
-                    f.write(chunk)
-            if hasher.hexdigest() != h:
-                raise OSError(f"object {h} in the store is corrupt (BLAKE3 {hasher.hexdigest()})")
-            os.chmod(tmp, 0o444)
-            _install(tmp, target)
+            with writing(CACHE):
+                _private(storage.cache_dir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(tmp, "wb") as f:
+                    for chunk in storage.chunks(found[h]):
+                        hasher.update(chunk)
+                        f.write(chunk)
+                if hasher.hexdigest() != h:
+                    raise OSError(f"object {h} in the store is corrupt (BLAKE3 {hasher.hexdigest()})")
+                os.chmod(tmp, 0o444)
+                _install(tmp, target)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
@@ -92,30 +94,40 @@ def link_trees(sources: dict[str, Path], staging_root: Path, target: Path) -> di
     directories 0555) and renamed to ``target``: rename(2) never follows a symlink the job may
     have planted there, and an existing non-empty ``target`` is an error, not a merge.
     """
-    _private(staging_root)
-    tmp = staging_root / f".tmp-{uuid.uuid4().hex}"
-    tmp.mkdir(mode=0o700)
+    with writing(JOB):
+        _private(staging_root)
+        tmp = staging_root / f".tmp-{uuid.uuid4().hex}"
+        tmp.mkdir(mode=0o700)
     try:
         dirs = [tmp]
         for name, src in sources.items():
             if "/" in name or name.startswith("."):
                 raise ValueError(f"input mount {name!r} is not a plain name")
-            (tmp / name).mkdir(mode=0o700)
+            with writing(JOB):
+                (tmp / name).mkdir(mode=0o700)
             dirs.append(tmp / name)
             for root, subdirs, files in os.walk(src):
-                here = tmp / name / os.path.relpath(root, src)
+                rel = os.path.relpath(root, src)
+                here = tmp / name / rel
                 for sub in subdirs:
-                    (here / sub).mkdir(mode=0o700)
+                    with writing(JOB, _dataset_path(rel, sub)):
+                        (here / sub).mkdir(mode=0o700)
                     dirs.append(here / sub)
                 for f in files:
-                    _place(Path(root) / f, here / f)
-        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):  # deepest first
-            os.chmod(d, 0o555)
-        os.rename(tmp, target)
+                    with writing(JOB, _dataset_path(rel, f)):
+                        _place(Path(root) / f, here / f)
+        with writing(JOB):
+            for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):  # deepest first
+                os.chmod(d, 0o555)
+            os.rename(tmp, target)
     except BaseException:
         remove_tree(tmp)
         raise
     return {name: str(target / name) for name in sources}
+
+
+def _dataset_path(rel: str, name: str) -> str:
+    return name if rel == "." else f"{rel}/{name}"
 
 
 def _place(src: Path, dst: Path) -> None:
@@ -140,16 +152,21 @@ def remove_tree(path: Path) -> None:
 
 
 def build_tree(cache_dir: Path, target: Path, manifest: dict[str, Any]) -> None:
-    target.mkdir(parents=True)
+    """The tree of ``manifest`` at ``target``; an OS error is a refusal naming the dataset path
+    (tree_errors.py)."""
+    with writing(TREES):
+        target.mkdir(parents=True)
     dirs = {target}
     for f in manifest["files"]:
-        dst = target.joinpath(*f["path"].split("/"))
-        if dst.parent not in dirs:
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dirs.add(dst.parent)
-        _place(cache_path(cache_dir, f["hash"]), dst)
-    for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-        os.chmod(d, 0o555)
+        with writing(TREES, f["path"]):
+            dst = target.joinpath(*f["path"].split("/"))
+            if dst.parent not in dirs:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dirs.add(dst.parent)
+            _place(cache_path(cache_dir, f["hash"]), dst)
+    with writing(TREES):
+        for d in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+            os.chmod(d, 0o555)
 
 
 def materialize(storage: Storage, manifest_hash: str) -> Path:
@@ -159,18 +176,20 @@ def materialize(storage: Storage, manifest_hash: str) -> Path:
         return final
     manifest = storage.manifest(manifest_hash)
     fill_cache(storage, sorted({f["hash"] for f in manifest["files"]}))
-    _private(storage.materialize_dir)
+    with writing(TREES):
+        _private(storage.materialize_dir)
     tmp = storage.materialize_dir / f".tmp-{uuid.uuid4().hex}"
     try:
         build_tree(storage.cache_dir, tmp, manifest)
-        os.chmod(tmp, 0o755)  # renaming a directory needs it writable
-        try:
-            os.rename(tmp, final)
-        except OSError as e:
-            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                raise
-        else:
-            os.chmod(final, 0o555)
+        with writing(TREES):
+            os.chmod(tmp, 0o755)  # renaming a directory needs it writable
+            try:
+                os.rename(tmp, final)
+            except OSError as e:
+                if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+            else:
+                os.chmod(final, 0o555)
     finally:
         remove_tree(tmp)
     return final
