@@ -11,7 +11,7 @@ import asyncio
 from jupyterhub.auth import Authenticator
 from traitlets import Unicode, default
 
-from . import passwords
+from . import password_store as passwords
 
 # a well-formed hash nobody's password matches, to spend equal time on unknown names
 _DUMMY_HASH = f"{passwords.ALGORITHM}${passwords.ITERATIONS}${'00' * 16}${'00' * 32}"
@@ -39,6 +39,13 @@ class YitongAuthenticator(Authenticator):
     def _default_allow_all(self) -> bool:
         # whoever has a password in the file may log in; there is no open sign-up
         return True
+
+    def get_handlers(self, app):
+        """The login page, and `PUT /hub/api/yitong/passwords/{name}` (admin:users) with which the
+        platform service's "Add person" sets a password (:mod:`yitong_spawner.password_api`)."""
+        from .password_api import default_handlers
+
+        return [*super().get_handlers(app), *default_handlers]
 
     async def authenticate(self, handler, data):
         name = self.normalize_username((data or {}).get("username", ""))

@@ -18,7 +18,7 @@ import yaml
 
 from . import oauth, settings_schema
 from .builders import kube_security
-from .passwords import password_file
+from .password_store import password_file
 from .profile_list import hub_overrides
 from .scopes import server_scopes
 

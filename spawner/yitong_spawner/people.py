@@ -36,9 +36,9 @@ class Refused(Exception):
 
 def normalize_name(name: str) -> str:
     """JupyterHub's normalised user name, or :class:`Refused` naming the rule it breaks."""
-    from .authenticator import YitongAuthenticator
+    from jupyterhub.auth import Authenticator
 
-    auth = YitongAuthenticator(password_file=os.devnull)
+    auth = Authenticator()
     normal = auth.normalize_username(name)
     if not auth.validate_username(normal):
         raise Refused(
@@ -54,7 +54,7 @@ def pending_file(data_dir: str) -> str:
 
 def record_pending(data_dir: str, name: str, groups: list[str]) -> None:
     """Remember `name` and their groups for the hub's next start (merged with what is there)."""
-    from .passwords import atomic_json
+    from .password_store import atomic_json
 
     path = pending_file(data_dir)
     people = read_pending(path)

@@ -18,7 +18,7 @@ import sys
 from typing import Any
 
 from .hubconfig import SERVICE_NAME, hub_config, load_settings
-from .passwords import ensure_admin
+from .password_store import ensure_admin
 
 SETTINGS_PATH = "/usr/local/etc/yitong/settings.yaml"
 DATA_DIR = "/srv/jupyterhub/yitong"  # on z2jh's hub volume (hub.db.type sqlite-pvc) or the pod's disk

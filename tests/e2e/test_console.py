@@ -125,6 +125,52 @@ def test_console_creates_and_edits_a_vc(ops_stack, page):
         assert "robotics" in [v["name"] for v in api.get("/spawn-options").json()["vcs"]]
 
 
+def test_console_adds_a_person(ops_stack, page):
+    """The People page's "Add person": the hub user, a generated password shown once and the VC's
+    group in one form (POST /people); the person logs in with it and is in the VC at once. A name
+    JupyterHub refuses shows the service's sentence; the API refuses non-admins and unknown VCs."""
+    from playwright.sync_api import expect
+
+    stack = ops_stack
+    log_in(stack, page, "admin")
+    page.goto(f"{stack.url}/services/yitong/console/people")
+    page.fill("#person-name", "a/b")
+    page.click("#person-add button[type=submit]")
+    expect(page.locator("#person-add .yt-result")).to_contain_text("'a/b' is not a valid JupyterHub user name")
+    page.fill("#person-name", "Dora")
+    page.check('#person-add input[name="vcs"][value="nlp"]')
+    page.click("#person-add button[type=submit]")
+    result = page.locator("#person-add .yt-result")
+    expect(result).to_contain_text("dora is now a hub user in group nlp. Password (shown only this once): ")
+    stack.passwords["dora"] = result.text_content().rsplit(": ", 1)[1].strip()
+    with stack.platform_client(stack.token("dora")) as api:  # logs in with the password shown
+        vcs = api.get("/me").json()["vcs"]
+    assert "nlp" in vcs and "vision" not in vcs, vcs
+
+    with stack.platform_client(stack.token("admin")) as api:
+        again = api.post("/people", json={"name": "dora", "password": "a-new-pass", "vcs": ["vision"]})
+        assert again.status_code == 201, again.text
+        assert again.json() == {
+            "name": "dora",
+            "created": False,
+            "groups": ["vision"],
+            "vcs": ["vision"],
+            "password": None,
+        }
+        r = api.post("/people", json={"name": "erin", "vcs": ["robots"]})
+        assert (r.status_code, r.json()["detail"]) == (404, "there is no VC robots")
+        actions = [(e["action"], e["target"]) for e in api.get("/audit").json()["items"]]
+    assert ("person.add", "user dora") in actions
+    stack.passwords["dora"] = "a-new-pass"
+    with stack.platform_client(stack.token("dora")) as api:
+        assert {"nlp", "vision"} <= set(api.get("/me").json()["vcs"])
+    with stack.platform_client(stack.token("alice")) as api:
+        r = api.post("/people", json={"name": "eve", "password": "whatever-1"})
+        assert (r.status_code, r.json()["detail"]) == (403, "only admins may add people")
+    with stack.hub(stack.token("admin")) as hub:
+        assert hub.get("/users/eve").status_code == 404 and hub.get("/users/erin").status_code == 404
+
+
 def loaded(page) -> None:
     """The dashboard drawn (or its error shown, which fails with the sentence)."""
     page.wait_for_selector("body[data-dashboard]", timeout=60_000)

@@ -200,3 +200,46 @@ class HubClient:
             raise HubError(f"JupyterHub answered {r.status_code} revoking token {token_id} of {user}: {r.text[:300]}")
         # identities cached for this user's tokens are looked up again (a revoked token is refused at once)
         self.forget(lambda k, v: k.startswith("token:") and isinstance(v, dict) and v.get("name") == user)
+
+    # ---- adding a person (the service's role needs ``admin:users`` and ``admin:groups``) ----
+
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return await self.client.request(
+                method, f"{self.api_url}{path}", headers={"Authorization": f"token {self.token}"}, **kwargs
+            )
+        except httpx.HTTPError as e:
+            raise HubError(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
+
+    async def set_password(self, name: str, password: str | None) -> tuple[bool, str | None]:
+        """``PUT /passwords/{name}`` of the hub's password logins (yitong_spawner.password_api):
+        ``password``, or a generated one when None -> ``(the hub has password logins, the
+        generated password)``; ``(False, None)`` when it has none (an identity provider)."""
+        body: dict[str, Any] = {"password": password} if password is not None else {"generate": True}
+        r = await self._send("PUT", f"/yitong/passwords/{quote(name, safe='')}", json=body)
+        if r.status_code == 404:
+            return False, None
+        if r.status_code != 200:
+            raise HubError(f"JupyterHub answered {r.status_code} setting the password of {name}: {r.text[:300]}")
+        return True, r.json().get("password")
+
+    async def create_user(self, name: str) -> bool:
+        """``POST /users/{name}``: True if made now, False if the hub has the user already."""
+        r = await self._send("POST", f"/users/{quote(name, safe='')}")
+        if r.status_code not in (201, 409):
+            raise HubError(f"JupyterHub answered {r.status_code} making user {name}: {r.text[:300]}")
+        self.forget(lambda key, _: key == "user:" + name)
+        return r.status_code == 201
+
+    async def add_to_group(self, group: str, name: str) -> None:
+        """``POST /groups/{group}/users``, making the group first when the hub has none of that name."""
+        path = f"/groups/{quote(group, safe='')}"
+        r = await self._send("POST", f"{path}/users", json={"users": [name]})
+        if r.status_code == 404:
+            made = await self._send("POST", path)
+            if made.status_code not in (201, 409):
+                raise HubError(f"JupyterHub answered {made.status_code} making group {group}: {made.text[:300]}")
+            r = await self._send("POST", f"{path}/users", json={"users": [name]})
+        if r.status_code != 200:
+            raise HubError(f"JupyterHub answered {r.status_code} adding {name} to group {group}: {r.text[:300]}")
+        self.forget(lambda key, _: key == "user:" + name)

@@ -18,6 +18,7 @@ from . import (
     models,
     objects,
     ops,
+    people,
     profiles,
     runs,
     spawn_options,
@@ -32,6 +33,7 @@ from . import (
 ROUTERS: list[APIRouter] = [
     health.router,
     me.router,
+    people.router,
     ssh_keys.router,
     vcs.router,
     profiles.router,

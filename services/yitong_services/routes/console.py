@@ -207,6 +207,12 @@ def _people_rows(ctx: Context, users: list[dict]) -> list[dict]:
     return console.people(users, allocations, jobs, experiments)
 
 
+def _vc_choices(ctx: Context) -> list[dict]:
+    """The VCs the "Add person" form offers, with their groups (the first is the one joined)."""
+    with ctx.db.session() as s:
+        return [{"name": vc.name, "groups": list(vc.groups or [])} for vc in s.scalars(select(VC).order_by(VC.name))]
+
+
 @router.get("/console/people", response_class=HTMLResponse)
 async def console_people(request: Request) -> Response:
     who = await _admin(request)
@@ -219,7 +225,10 @@ async def console_people(request: Request) -> Response:
     except HubError as e:
         users, note = [], f" (the hub's list of servers is missing: {e})"
     rows = await to_thread.run_sync(_people_rows, ctx, users)
-    return _page(*who, "console/people.html", "people", "People", people=rows, limit=PEOPLE_JOBS, note=note)
+    choices = await to_thread.run_sync(_vc_choices, ctx)
+    return _page(
+        *who, "console/people.html", "people", "People", people=rows, limit=PEOPLE_JOBS, note=note, vc_choices=choices
+    )
 
 
 def _vc_timeouts(ctx: Context) -> dict[str, int]:

@@ -73,6 +73,14 @@
     'profile-create': function (f) { return api('POST', 'profiles', profileBody(f, true)); },
     'profile-edit': function (f) { return api('PATCH', 'profiles/' + encodeURIComponent(f.dataset.name), profileBody(f, false)); },
     'profile-delete': function (f) { return api('DELETE', 'profiles/' + encodeURIComponent(f.dataset.name)); },
+    // the hub user, the password (empty: generated, shown here once) and the VCs' groups
+    'person-add': async function (f) {
+      const body = { name: value(f, 'name'), vcs: checked(f, 'vcs'), groups: list(value(f, 'groups')), password: value(f, 'password') || null };
+      const d = await api('POST', 'people', body);
+      const where = d.groups.length ? ' in group' + (d.groups.length > 1 ? 's ' : ' ') + d.groups.join(', ') : ' in no group';
+      const made = d.created ? ' is now a hub user' : ' was already a hub user (new password)';
+      return { text: d.name + made + where + (d.password ? '. Password (shown only this once): ' + d.password : '.') };
+    },
   };
   document.querySelectorAll('form[data-yt]').forEach(function (form) {
     form.addEventListener('submit', async function (ev) {
@@ -81,9 +89,9 @@
       out.className = 'yt-result alert alert-info';
       out.textContent = 'saving...';
       try {
-        await actions[form.dataset.yt](form);
+        const done = await actions[form.dataset.yt](form);
         out.className = 'yt-result alert alert-success';
-        out.textContent = 'saved';
+        out.textContent = (done && typeof done.text === 'string') ? done.text : 'saved';
         if (form.dataset.next) {
           const name = value(form, 'name') || form.dataset.name;
           window.location.assign(form.dataset.next.replace('__NAME__', encodeURIComponent(name)));
