@@ -26,7 +26,9 @@ def imgs(tmp_path):
     return root
 
 
-def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
+def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")  # times are shown in the local zone
+    time.tzset()
     assert run(["data", "commit", str(imgs), "vision/mnist", "-m", "first"]) == 0
     assert capsys.readouterr().out == "committed vision/mnist v1: 2 files, 13 B (uploaded 2 objects, 13 B)\n"
     assert run(["data", "commit", str(imgs), "vision/mnist", "-m", "again"]) == 0
@@ -41,9 +43,9 @@ def test_commit_log_show_diff_tag_pull_rm(yt_env, imgs, tmp_path, capsys):
     )
     assert run(["data", "log", "vision/mnist"]) == 0
     assert capsys.readouterr().out == (
-        "VERSION  CREATED               AUTHOR  FILES  SIZE  PARENT  TAGS  MESSAGE\n"
-        "v2       2025-01-02T00:00:00Z  alice   2      14 B  v1      -     fix a\n"
-        "v1       2025-01-02T00:00:00Z  alice   2      13 B  -       -     first\n"
+        "VERSION  CREATED           AUTHOR  FILES  SIZE  PARENT  TAGS  MESSAGE\n"
+        "v2       2025-01-02 00:00  alice   2      14 B  v1      -     fix a\n"
+        "v1       2025-01-02 00:00  alice   2      13 B  -       -     first\n"
     )
     assert run(["data", "diff", "vision/mnist@1", "@2"]) == 0
     assert capsys.readouterr().out == "vision/mnist v1 -> v2: 0 added, 0 removed, 1 changed\nM a.txt  (5 B -> 6 B)\n"

@@ -3,6 +3,7 @@ argument parsing, tables, code capture from the working directory, follow, refus
 
 import json
 import subprocess
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -269,8 +270,8 @@ run:          7 (job 12 train, attempt 1)
 vc:           vision
 user:         alice
 state:        succeeded (exit code 0)
-started:      2026-01-02T03:04:05+00:00
-finished:     2026-01-02T03:05:15+00:00
+started:      2026-01-02 03:04
+finished:     2026-01-02 03:05
 duration:     1:10
 backend:      local
 code:         commit {"a" * 40}, uncommitted changes blake3:bbbbbbbb in /home/alice/proj
@@ -290,7 +291,7 @@ retries    0
 outputs    outputs
 
 METRIC  VALUE
-acc     0.987654321
+acc     0.9877
 loss    0.1
 
 ARTIFACT  SIZE      BLAKE3
@@ -298,7 +299,10 @@ model.pt  1.21 KiB  dddddddddddddddd
 """
 
 
-def test_run_show_and_rerun(yt_env, capsys):
+def test_run_show_and_rerun(yt_env, capsys, monkeypatch):
+    """Times in the local zone to the minute, measured floats to 4 digits; --json exact."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
     job = yt_env.jobs.add(state="succeeded")
     yt_env.jobs.runs[7] = {**RUN, "job": job["id"], "spec": job["spec"]}
     assert run(["run", "show", "7"]) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from yitong_lab.cli.output import fields, table
-from yitong_lab.units import format_amount
+from yitong_lab.units import format_amount, format_time
 
 
 def size(n: int | None) -> str:
@@ -48,7 +48,7 @@ def versions_table(versions: list[dict[str, Any]]) -> str:
     rows = [
         [
             vnum(v["number"]),
-            v.get("created") or "-",
+            format_time(v.get("created")),
             v.get("author") or "-",
             str(v.get("files", "-")),
             size(v.get("bytes")),
@@ -77,7 +77,7 @@ def version_fields(v: dict[str, Any]) -> str:
             ("version", vnum(v["number"])),
             ("parent", vnum(v.get("parent"))),
             ("author", v.get("author") or "-"),
-            ("created", v.get("created") or "-"),
+            ("created", format_time(v.get("created"))),
             ("message", v.get("message") or "-"),
             ("tags", tags_text(v.get("tags"))),
             ("files", f"{v.get('files', '-')} ({size(v.get('bytes'))})"),

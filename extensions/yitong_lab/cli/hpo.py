@@ -21,6 +21,7 @@ from typing import Any
 
 from yitong_lab.cli.grammar import UsageError
 from yitong_lab.cli.job import refusing
+from yitong_lab.units import format_number
 
 
 def register(nouns: Any, common: Any) -> None:
@@ -71,14 +72,14 @@ def summary(exp: dict[str, Any]) -> str:
     counts = ", ".join(f"{n} {s}" for s, n in sorted((exp.get("counts") or {}).items())) or "no trials yet"
     line = f"experiment {exp['id']} {exp['name']} ({exp['vc']}): {exp['state']}; {counts}"
     if best:
-        line += f"; best {best['value']:.6g} (trial {best['number']}: {json.dumps(best['params'])})"
+        line += f"; best {format_number(best['value'])} (trial {best['number']}: {json.dumps(best['params'])})"
     return line + (f" — {exp['reason']}" if exp.get("reason") else "")
 
 
 def trials_table(exp: dict[str, Any]) -> str:
     rows = [f"{'#':>4}  {'job':>6}  {'state':<9}  {'value':>12}  params"]
     for t in exp.get("trials", []):
-        value = "" if t["value"] is None else f"{t['value']:.6g}"
+        value = "" if t["value"] is None else format_number(t["value"])
         rows.append(
             f"{t['number']:>4}  {t['job_id'] or '':>6}  {t['state']:<9}  {value:>12}  {json.dumps(t['params'])}"
         )

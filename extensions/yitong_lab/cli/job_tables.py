@@ -7,17 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from yitong_lab.cli.output import fields, table
-from yitong_lab.units import format_amount
+from yitong_lab.units import format_amount, format_number, format_time, parse_time
 
 
 def when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return parse_time(text)
 
 
 def age(created: str | None, now: datetime | None = None) -> str:
@@ -83,7 +77,9 @@ def command_text(command: Any) -> str:
 def shape(spec: dict[str, Any]) -> str:
     """``2 nodes x (16 cpu, 64Gi, nvidia.com/gpu x4), 4 procs/node, pytorch``."""
     acc = spec.get("accelerator")
-    per_node = [f"{spec.get('cpu', 1)} cpu", str(spec.get("memory", "2Gi"))]
+    memory = spec.get("memory", "2Gi")
+    memory = format_amount("memory", memory) if isinstance(memory, int | float) else str(memory)
+    per_node = [f"{format_number(spec.get('cpu', 1))} cpu", memory]
     if acc:
         per_node.append(f"{acc.get('type')} x{acc.get('count')}")
     text = f"{spec.get('nodes', 1)} node{'s' if spec.get('nodes', 1) != 1 else ''} x ({', '.join(per_node)})"
@@ -137,9 +133,9 @@ def job_details(job: dict[str, Any]) -> str:
         ("user", job.get("user") or "-"),
         ("state", job["state"] + (f" (exit code {job['exit_code']})" if job.get("exit_code") is not None else "")),
         ("reason", wait_or_reason(job)),
-        ("created", job.get("created") or "-"),
-        ("started", job.get("started") or "-"),
-        ("finished", job.get("finished") or "-"),
+        ("created", format_time(job.get("created"))),
+        ("started", format_time(job.get("started"))),
+        ("finished", format_time(job.get("finished"))),
         ("attempts", str(job.get("attempts", 0))),
         ("backend", job.get("backend") or "-"),
         ("command", command_text(spec.get("command"))),
@@ -184,9 +180,11 @@ def preview_text(preview: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def value_text(value: Any) -> str:
+def value_text(value: Any, name: str = "") -> str:
+    if name == "memory" and isinstance(value, int) and not isinstance(value, bool):
+        return format_amount("memory", value)
     if isinstance(value, float):
-        return repr(value)
+        return format_number(value)
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True)
     return "-" if value is None else str(value)
@@ -230,8 +228,8 @@ def run_details(run: dict[str, Any]) -> str:
             ("vc", run.get("vc") or "-"),
             ("user", run.get("user") or "-"),
             ("state", state),
-            ("started", run.get("started") or "-"),
-            ("finished", run.get("finished") or "-"),
+            ("started", format_time(run.get("started"))),
+            ("finished", format_time(run.get("finished"))),
             ("duration", duration(run.get("started"), run.get("finished"))),
             ("backend", run.get("backend") or "-"),
             ("code", code_text(run.get("code"))),
@@ -244,7 +242,9 @@ def run_details(run: dict[str, Any]) -> str:
     blocks.append(table(["DATASET", "MOUNT", "VERSION", "MANIFEST"], rows) if rows else "datasets:  none")
     params = run.get("parameters") or {}
     rows = [
-        [k, command_text(v) if k == "command" else value_text(v)] for k, v in params.items() if v not in (None, {}, [])
+        [k, command_text(v) if k == "command" else value_text(v, k)]
+        for k, v in params.items()
+        if v not in (None, {}, [])
     ]
     if rows:
         blocks.append(table(["PARAMETER", "VALUE"], rows))

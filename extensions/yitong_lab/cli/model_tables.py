@@ -7,12 +7,16 @@ from typing import Any
 
 from yitong_lab.cli.data_tables import plural, size, vnum
 from yitong_lab.cli.output import fields, table
+from yitong_lab.units import format_number, format_time
 
 __all__ = ["models_table", "versions_table", "version_details", "compare_table", "plural", "size"]
 
 
 def _metrics(m: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:g}" if isinstance(v, int | float) else f"{k}={v}" for k, v in sorted(m.items())) or "-"
+    return (
+        ", ".join(f"{k}={format_number(v)}" if isinstance(v, int | float) else f"{k}={v}" for k, v in sorted(m.items()))
+        or "-"
+    )
 
 
 def models_table(models: list[dict[str, Any]]) -> str:
@@ -33,7 +37,7 @@ def versions_table(versions: list[dict[str, Any]]) -> str:
     rows = [
         [
             vnum(v["number"]),
-            str(v.get("created") or "-"),
+            format_time(v.get("created")),
             v.get("author") or "-",
             v.get("framework") or "-",
             size(v.get("bytes")),
@@ -55,7 +59,7 @@ def version_details(v: dict[str, Any]) -> str:
             ("Model", f"{v['model']} v{v['number']}"),
             ("Aliases", ", ".join(v.get("aliases") or []) or "-"),
             ("Author", v.get("author") or "-"),
-            ("Created", str(v.get("created") or "-")),
+            ("Created", format_time(v.get("created"))),
             ("Files", f"{plural(v.get('files', 0), 'file')}, {size(v.get('bytes'))}"),
             ("Framework", v.get("framework") or "-"),
             ("Format", v.get("format") or "-"),
@@ -80,7 +84,7 @@ def compare_table(c: dict[str, Any]) -> str:
         vnum(v["number"]) + (f" ({', '.join(v['aliases'])})" if v["aliases"] else "") for v in c["versions"]
     ]
     rows = [
-        [name] + ["-" if v["metrics"][name] is None else f"{v['metrics'][name]:g}" for v in c["versions"]]
+        [name] + ["-" if v["metrics"][name] is None else format_number(v["metrics"][name]) for v in c["versions"]]
         for name in c["metrics"]
     ]
     return table(heads, rows) if rows else f"{c['model']}: no metrics to compare"

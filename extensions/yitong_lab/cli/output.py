@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from yitong_lab.units import format_amount, format_resources
+from yitong_lab.units import format_amount, format_resources, format_time
 
 _FIRST = ("cpu", "memory")
 
@@ -101,7 +101,7 @@ def _storage_parts(storage: dict[str, Any] | None) -> list[tuple[str, str]]:
         format_amount("memory", storage.get("job_outputs") or 0),
     )
     measured = storage.get("measured")
-    when = f" (measured {measured})" if measured else " (not measured yet)"
+    when = f" (measured {format_time(measured)})" if measured else " (not measured yet)"
     return [("storage", f"store {store}, job folders {outputs}{when}")]
 
 
