@@ -22,7 +22,7 @@ def test_example_fixture():
     spec = parse_job_yaml((FIXTURES / "yitong-example.yaml").read_text())
     assert spec.model_dump(mode="json") == {
         "name": "resnet50",
-        "vc": "vision",
+        "vc": "default",
         "environment": {"image": "yitong/singleuser-cuda:latest", "kernel": None},
         "command": 'python train.py --epochs 90 --data "$YITONG_INPUT_IMAGENET" --out "$YITONG_OUTPUT_DIR"',
         "framework": "pytorch",
@@ -31,7 +31,7 @@ def test_example_fixture():
         "cpu": 16.0,
         "memory": 64 * GI,
         "procs_per_node": 4,
-        "inputs": [{"dataset": "vision/imagenet@v3", "mount": "imagenet"}],
+        "inputs": [{"dataset": "default/imagenet@v3", "mount": "imagenet"}],
         "outputs": "checkpoints",
         "env": {"NCCL_DEBUG": "INFO", "OMP_NUM_THREADS": "4"},
         "retries": 1,
@@ -40,7 +40,7 @@ def test_example_fixture():
         "hub_token": True,
     }
     assert spec.shell and spec.priority_value == 100
-    assert spec.inputs[0].parts() == ("vision", "imagenet", "v3")
+    assert spec.inputs[0].parts() == ("default", "imagenet", "v3")
 
 
 def test_defaults():
