@@ -9,7 +9,8 @@ working directory and environment) and takes the data directory of the one it fi
 2. else the data directory of the one hub running from this checkout;
 3. else (none running) the checkout's `.yitong`, where `make run` without `DATA_DIR` keeps it;
 
-several hubs from this checkout with different data directories are refused with their list.
+several hubs from this checkout with different data directories are refused with their list, and so
+is a hub of another account whose environment cannot be read (rather than guessing `.yitong`).
 :func:`hubs_of` and :func:`choose` are pure (tested with literals); :func:`scan` reads `/proc`.
 """
 
@@ -37,7 +38,7 @@ class Process:
     pid: int
     argv: list[str]
     cwd: str
-    env: Mapping[str, str]
+    env: Mapping[str, str] | None  # None: another account's, not ours to read
 
 
 def _config_arg(argv: list[str]) -> str | None:
@@ -57,6 +58,10 @@ def hub_of(process: Process, checkout: str) -> Hub | None:
     if config is None:
         return None
     root = os.path.abspath(checkout)
+    if process.env is None:  # another account's hub: its config path is known only when absolute
+        return (
+            Hub(process.pid, "", "") if os.path.normpath(config) == os.path.join(root, "jupyterhub_config.py") else None
+        )
     if os.path.normpath(os.path.join(process.cwd, config)) != os.path.join(root, "jupyterhub_config.py"):
         return None
     # as jupyterhub_config.py reads them: relative to where the hub runs, defaults beside it
@@ -78,6 +83,11 @@ def choose(env: Mapping[str, str], hubs: list[Hub], checkout: str) -> tuple[str,
     if env.get("YITONG_DATA_DIR"):
         data_dir = os.path.abspath(env["YITONG_DATA_DIR"])
         return data_dir, next((h for h in hubs if h.data_dir == data_dir), None)
+    if unreadable := [h.pid for h in hubs if not h.data_dir]:
+        raise Ambiguous(
+            f"a platform runs from this checkout as another account (pid {', '.join(map(str, unreadable))}): "
+            "run this as that account, or name its data directory with YITONG_DATA_DIR=<data dir> before the command"
+        )
     dirs = sorted({h.data_dir for h in hubs})
     if len(dirs) > 1:
         raise Ambiguous(
@@ -99,9 +109,15 @@ def scan(proc: str = "/proc") -> list[Process]:
             argv = Path(entry.path, "cmdline").read_bytes().decode(errors="replace").split("\0")
             if not any("jupyterhub" in arg for arg in argv[:2]):
                 continue
+        except OSError:  # gone
+            continue
+        try:
             raw = Path(entry.path, "environ").read_bytes().decode(errors="replace")
             cwd = os.readlink(os.path.join(entry.path, "cwd"))
-        except OSError:  # gone, or another account's
+        except PermissionError:  # another account's
+            out.append(Process(int(entry.name), [a for a in argv if a], "", None))
+            continue
+        except OSError:  # gone
             continue
         env = dict(item.split("=", 1) for item in raw.split("\0") if "=" in item)
         out.append(Process(int(entry.name), [a for a in argv if a], cwd, env))

@@ -64,6 +64,15 @@ def test_choose(env, hubs, expected):
     assert running.choose(env, hubs, CHECKOUT) == expected
 
 
+def test_another_accounts_hub_is_not_guessed():
+    """Its environment unreadable: refused without YITONG_DATA_DIR, never the checkout's .yitong."""
+    theirs = running.hub_of(running.Process(9, [*HUB, f"{CHECKOUT}/jupyterhub_config.py"], "", None), CHECKOUT)
+    assert theirs == running.Hub(9, "", "")
+    with pytest.raises(running.Ambiguous, match=r"as another account \(pid 9\): run this as that account"):
+        running.choose({}, [theirs], CHECKOUT)
+    assert running.choose({"YITONG_DATA_DIR": "/srv/a"}, [theirs], CHECKOUT) == ("/srv/a", None)
+
+
 def test_choose_refuses_two_platforms():
     with pytest.raises(running.Ambiguous) as e:
         running.choose({}, [hub(1, "/srv/a"), hub(2, "/srv/b")], CHECKOUT)
