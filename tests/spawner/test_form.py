@@ -94,3 +94,14 @@ async def test_spawner_renders_form_from_platform(make_spawner, platform):
     assert 'data-profile="gpu-2"' in text
     assert ("GET", "/services/yitong/api/v1/spawn-options?user=alice", "token platform-secret") in platform.requests
     assert spawner.run_options_from_form({"profile": ["vision/cpu-small"]}) == {"vc": "vision", "profile": "cpu-small"}
+
+
+def test_a_profiles_name_and_description_are_separate_blocks():
+    """The name, then the description in an element of its own below it: they never run
+    together ("CPU · 1 coreJupyterLab")."""
+    text = render_picker(picker_model(OFFER))
+    assert '<strong class="yt-profile-name">CPU · 1 core</strong>\n' in text
+    assert '<div class="yt-profile-description">JupyterLab</div>' in text
+    body = text.split("</style>")[1]
+    assert body.index('"yt-profile-name"') < body.index('"yt-profile-description"') < body.index('"yt-spec"')
+    assert "yt-profile-description" not in text.split('data-profile="gpu-2"')[1]  # none given: no element
