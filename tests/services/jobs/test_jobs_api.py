@@ -98,6 +98,14 @@ async def test_preview_then_submit_an_import(svc):
     assert (await svc.call("alice", "GET", "jobs")).json() == before
     too_big = text.replace("cpu: 1, memoryMB: 512", "cpu: 64, memoryMB: 512")
     r = await svc.call("alice", "POST", "jobs/preview?from=openpai&vc=vision", content=too_big, headers=yaml_type)
+    # a job the VC could never run: its spec still, with the sentence a submit is refused with
+    assert (r.status_code, r.json()["refused"], r.json()["spec"]["cpu"]) == (
+        200,
+        "the job asks for 64 cpu; VC vision's quota is 8 cpu",
+        64.0,
+    )
+    assert preview["refused"] is None
+    r = await svc.call("alice", "POST", "jobs?from=openpai&vc=vision", content=too_big, headers=yaml_type)
     assert (r.status_code, r.json()["detail"]) == (422, "the job asks for 64 cpu; VC vision's quota is 8 cpu")
     r = await svc.call("carol", "POST", "jobs/preview?from=openpai&vc=vision", content=text, headers=yaml_type)
     assert r.status_code in (403, 404), r.text
