@@ -129,6 +129,12 @@ def refusal(request: Any, signature: dict[str, Any]) -> str | None:
         shape = tensor.get("shape")
         if not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
             return f"input {tensor.get('name')!r}: shape must be a list of integers"
+        have, takes = tensor.get("datatype"), want.get("datatype")
+        if takes in DATATYPES and have in DATATYPES and (have == "BYTES") != (takes == "BYTES"):
+            return (
+                f"input {tensor.get('name')!r} is {have} ({_JSON_TYPES[DATATYPES[have]]}); "
+                f"the model takes {takes} ({_JSON_TYPES[DATATYPES[takes]]})"
+            )
         if want["shape"] and not _fits(shape, want["shape"]):
             return f"input {tensor.get('name')!r} has shape {shape}; the model takes {want['shape']} (-1: any size)"
     return None
@@ -153,6 +159,34 @@ def error_sentence(status: int, body: bytes) -> str | None:
         return doc["detail"]
     text = body.decode("utf-8", "replace").strip()[:300]
     return f"the model server answered {status}" + (f": {text}" if text else "")
+
+
+def metadata_path(rest: str) -> bool:
+    """Whether ``rest`` (the path after ``/v2/``) is a model's metadata: ``models/<m>[/versions/<v>]``."""
+    parts = rest.split("/")
+    return parts[0] == "models" and (len(parts) == 2 or (len(parts) == 4 and parts[2] == "versions")) and all(parts)
+
+
+def with_signature(body: bytes, signature: dict[str, Any]) -> bytes | None:
+    """A model server's metadata answer with the version's registered signature filled in where it
+    left ``inputs``/``outputs`` empty (MLServer does for a model without a settings signature);
+    None when there is nothing to fill or the body is not a metadata object."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(doc, dict) or "name" not in doc:
+        return None
+    filled = False
+    for key in ("inputs", "outputs"):
+        tensors = [
+            {k: t[k] for k in ("name", "datatype", "shape") if k in t}
+            for t in signature.get(key) or []
+            if isinstance(t, dict) and "name" in t
+        ]
+        if tensors and not doc.get(key):
+            doc[key], filled = tensors, True
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() if filled else None
 
 
 def health_body(rest: str) -> dict[str, Any] | None:

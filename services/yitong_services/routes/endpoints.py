@@ -140,6 +140,7 @@ async def delete_endpoint(name: str, caller: Caller, ctx: Ctx, request: Request)
 # path of serving; routes/endpoints_v2.py says who may call and every answer), kept out of the
 # OpenAPI document. core/app.py also puts its V2FastPath in front of the router.
 router.routes += [
-    Route(f"{router.prefix}/{{name}}/v2", v2_app, methods=["GET"], include_in_schema=False),
-    Route(f"{router.prefix}/{{name}}/v2/{{rest:path}}", v2_app, methods=["GET", "POST"], include_in_schema=False),
+    # every method: v2_app answers OPTIONS and 405 (with Allow) in the protocol's error shape itself
+    Route(f"{router.prefix}/{{name}}/v2", v2_app, include_in_schema=False),
+    Route(f"{router.prefix}/{{name}}/v2/{{rest:path}}", v2_app, include_in_schema=False),
 ]

@@ -3,7 +3,14 @@ for members of the endpoint's VC (a hub token, or the HubOAuth cookie on GET) an
 one of its keys (``models/endpoint_keys.py``). Every refusal and every error of the model server
 is answered in the protocol's error shape, ``{"error": sentence}``: the caller's own (401, 404 as
 for an unknown endpoint), a body over the limit (413), a request that breaks the protocol or the
-version's signature (400), no replica answering (503).
+version's signature (400; a BYTES input where the signature takes numbers, or numbers where it
+takes BYTES, too), a method the path does not take (405 with ``Allow``; OPTIONS answers 204
+with ``Allow`` and never reaches the model server), no replica answering (503). An infer
+request in the binary tensor extension (tritonclient's and KServe's ``binary_data=True``) is
+rewritten as the JSON request it means (models/v2binary.py; MLServer reads no binary) and sent
+as ``application/json`` whatever type the caller gave (``curl -d`` sends a form's). A model's
+metadata whose ``inputs``/``outputs`` the model server left empty gets the version's registered
+signature.
 
 The hot path of serving, so it is a plain ASGI app (no FastAPI request parsing, dependencies or
 response classes per call): ``v2_app`` is registered on the endpoints router (routes/endpoints.py,
@@ -39,7 +46,7 @@ from ..core.limits import DocumentError, load_json
 from ..core.loopback_http import LoopbackError, LoopbackPool, Refused, Reply, WrongPeer
 from ..models import endpoint_keys as keys
 from ..models import endpoints as ep
-from ..models import v2check
+from ..models import v2binary, v2check
 from ..models.models import Endpoint, ModelVersion
 from ..models.rollout import Router
 from .common import as_person
@@ -54,8 +61,9 @@ _PATH = re.compile(r"([^/]+)/v2(?:/(.*))?\Z", re.DOTALL)
 
 
 class V2FastPath:
-    """ASGI middleware: requests for ``<api>/endpoints/{name}/v2[/...]`` with the route's methods
-    go straight to :func:`v2_app`; everything else (other methods too: FastAPI's 405) to ``app``."""
+    """ASGI middleware: requests for ``<api>/endpoints/{name}/v2[/...]``, whatever their method,
+    go straight to :func:`v2_app` (which answers OPTIONS and 405s itself, with ``Allow``);
+    everything else to ``app``."""
 
     def __init__(self, app: ASGIApp, api_prefix: str) -> None:
         self.app = app
@@ -72,10 +80,9 @@ class V2FastPath:
             match = _PATH.match(path, len(self.prefix))
             if match:
                 name, rest = match.groups()
-                if scope["method"] == "GET" or (rest is not None and scope["method"] == "POST"):
-                    scope["path_params"] = {"name": name, "rest": rest or ""}
-                    scope["route"] = self.routes[rest is not None]
-                    return await v2_app(scope, receive, send)
+                scope["path_params"] = {"name": name, "rest": rest or ""}
+                scope["route"] = self.routes[rest is not None]
+                return await v2_app(scope, receive, send)
         await self.app(scope, receive, send)
 
 
@@ -97,8 +104,12 @@ async def _serve(scope: Scope, receive: Receive, send: Send) -> None:
     request = Request(scope, receive)
     extra: dict[str, str] = {}
     reply: Reply | None
-    if request.method not in ("GET", "POST"):  # HEAD, which Starlette's Route adds to a GET route
-        reply, extra = _json(405, {"detail": "Method Not Allowed"}), {"allow": "GET, POST"}
+    allow = allowed(rest)
+    if request.method == "OPTIONS":  # what the path takes; no body, nothing of the endpoint's
+        reply, extra = Reply(204, {}, b""), {"allow": ", ".join([*allow, "OPTIONS"])}
+    elif request.method not in allow:
+        sentence = f"{request.method} is not a method of /v2/{rest}: use {' or '.join(allow)}"
+        reply, extra = _error(405, sentence), {"allow": ", ".join([*allow, "OPTIONS"])}
     else:
         try:
             who = await _caller(request, ctx)
@@ -126,6 +137,16 @@ def _json(status: int, doc: Any) -> Reply:
 
 def _error(status: int, sentence: str) -> Reply:
     return _json(status, {"error": sentence})
+
+
+def allowed(rest: str) -> tuple[str, ...]:
+    """The methods the protocol gives the path after ``/v2/``: POST for infer and MLServer's
+    repository calls, GET for health and metadata; a path it does not name is passed either way."""
+    if rest.endswith("/infer") or rest.startswith("repository/"):
+        return ("POST",)
+    if rest == "" or rest.startswith("health/") or v2check.metadata_path(rest) or rest.endswith("/ready"):
+        return ("GET",)
+    return ("GET", "POST")
 
 
 async def _caller(request: Request, ctx: Context) -> Person | str:
@@ -161,9 +182,23 @@ def _target(ctx: Context, who: Person | str, name: str) -> tuple[list[dict[str, 
         return list(e.replicas or []), single, (v.signature if v else {})
 
 
+def as_json_request(body: bytes, header: str | None) -> tuple[bytes, str | None]:
+    """``(JSON body, None)``: a binary-extension request (``Inference-Header-Content-Length``)
+    rewritten as the JSON request it means (models/v2binary.py); ``(body, sentence)`` when it
+    cannot be."""
+    if header is None:
+        return body, None
+    try:
+        return v2binary.dumps(v2binary.to_json(body, header)), None
+    except v2binary.BinaryRefused as refused:
+        return body, str(refused)
+    except ValueError:  # NaN or infinity: no JSON number holds them
+        return body, "the binary data holds NaN or infinity, which JSON (and so the model server) cannot carry"
+
+
 def infer_refusal(body: bytes, header: str | None, signature: dict) -> str | None:
-    """Why an infer request's JSON (its first ``header`` bytes, with the binary tensor
-    extension's ``Inference-Header-Content-Length``) is refused."""
+    """Why an infer request's JSON (with the binary tensor extension's
+    ``Inference-Header-Content-Length``: its JSON header) is refused."""
     if header is not None:
         if not header.isdigit() or int(header) > len(body):
             return f"Inference-Header-Content-Length {header[:20]!r} is not a length within the body"
@@ -235,13 +270,17 @@ async def _pass(state: Any, name: str, rest: str, request: Request, who: Person 
     headers = {k: v for k, v in request.headers.items() if k in PASSED}
     if method == "POST" and rest.endswith("/infer"):
         # small requests are checked at once; large ones off the event loop
-        header = headers.get("inference-header-content-length")
+        header = headers.pop("inference-header-content-length", None)
         if len(body) <= INLINE_CHECK:
-            refused = infer_refusal(body, header, signature)
+            body, refused = as_json_request(body, header)
+            refused = refused or infer_refusal(body, None, signature)
         else:
-            refused = await run_in_threadpool(infer_refusal, body, header, signature)
+            body, refused = await run_in_threadpool(as_json_request, body, header)
+            refused = refused or await run_in_threadpool(infer_refusal, body, None, signature)
         if refused:
             raise Refusal(400, f"endpoint {name}: {refused}")
+        # it parsed as JSON: say so, whatever the caller sent (curl -d sends a form's type)
+        headers["content-type"] = "application/json"
     query = request.scope.get("query_string", b"").decode("latin-1")
     target = "/v2" + (f"/{quote(rest, safe='/:@!$&()*+,;=-._~')}" if rest else "") + (f"?{query}" if query else "")
     traffic = traffic_router(state)
@@ -286,6 +325,10 @@ async def _pass(state: Any, name: str, rest: str, request: Request, who: Person 
             filled = v2check.health_body(rest)
             if filled is not None:
                 return _json(200, filled)
+        if r.status == 200 and method == "GET" and v2check.metadata_path(rest):
+            described = v2check.with_signature(r.body, signature)
+            if described is not None:
+                return Reply(200, {"content-type": "application/json"}, described)
         return Reply(r.status, {k: v for k, v in r.headers.items() if k in PASSED}, r.body)
 
 

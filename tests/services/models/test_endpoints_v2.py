@@ -15,13 +15,16 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 from helpers import free_port
+from sqlalchemy import select
 
 from yitong_services.datasets.models import Dataset, DatasetVersion
 from yitong_services.models.models import Endpoint, Model, ModelVersion
@@ -44,6 +47,9 @@ async def replica_app(scope, receive, send) -> None:
     headers = [(b"content-type", b"application/json"), (b"x-replica", b"yes")]
     if path in ("/v2/health/ready", "/v2/health/live"):
         status, out = 200, b""
+    elif path == "/v2/models/iris":  # MLServer's metadata of a model without a settings signature
+        status = 200
+        out = json.dumps({"name": "iris", "versions": [], "platform": "", "inputs": [], "outputs": []}).encode()
     elif path == "/v2/models/broken/infer":
         status, out = 422, json.dumps({"detail": [{"loc": ["body", "inputs"], "msg": "field required"}]}).encode()
     elif path.endswith("/infer"):
@@ -55,6 +61,8 @@ async def replica_app(scope, receive, send) -> None:
                 "query": scope["query_string"].decode(),
                 "header": said.get(b"inference-header-content-length", b"").decode(),
                 "authorization": said.get(b"authorization", b"").decode(),
+                "content_type": said.get(b"content-type", b"").decode(),
+                "method": scope["method"],
                 "outputs": json.loads(body)["inputs"],
             }
         ).encode()
@@ -144,7 +152,8 @@ async def test_infer_health_errors_and_the_vc_boundary(svc):
         doc = r.json()
         assert doc["model_name"] == "iris" and doc["outputs"] == INFER["inputs"]
         assert doc["query"] == "trace=1&a=b%20c"  # the query as sent
-        assert doc["header"] == str(len(json.dumps(INFER)))  # the binary extension's header passes
+        # the binary extension's header is read here: the model server gets the JSON request it means
+        assert (doc["header"], doc["content_type"]) == ("", "application/json")
         assert doc["authorization"] == ""  # the caller's token never reaches the model server
         assert r.headers["inference-header-content-length"] == str(len(r.content))
         assert "x-replica" not in r.headers  # only the protocol's headers come back
@@ -175,10 +184,36 @@ async def test_infer_health_errors_and_the_vc_boundary(svc):
         assert (await svc.call("bob", "GET", "endpoints/none/v2/health/ready")).json() == {
             "error": "there is no endpoint none"
         }
-        # methods the route does not take: FastAPI's answers, as before
-        assert (await svc.call("alice", "DELETE", "endpoints/iris/v2/models/iris")).status_code == 405
-        assert (await svc.call("alice", "POST", "endpoints/iris/v2")).status_code == 405
-        assert (await svc.call("alice", "HEAD", "endpoints/iris/v2/health/ready")).status_code == 405
+        # methods a path does not take: 405 in the error shape, with Allow; OPTIONS says what it takes
+        for method, path, allow in [
+            ("DELETE", "models/iris", "GET, OPTIONS"),
+            ("POST", "", "GET, OPTIONS"),
+            ("HEAD", "health/ready", "GET, OPTIONS"),
+            ("GET", "models/iris/infer", "POST, OPTIONS"),
+            ("PUT", "models/iris/versions/v1/infer", "POST, OPTIONS"),
+        ]:
+            r = await svc.call("alice", method, "endpoints/iris/v2" + (f"/{path}" if path else ""))
+            assert (r.status_code, r.headers.get("allow")) == (405, allow), (method, path)
+            if method != "HEAD":
+                assert r.json() == {"error": f"{method} is not a method of /v2/{path}: use {allow[:-9]}"}
+        r = await svc.call(None, "OPTIONS", "endpoints/iris/v2/models/iris/infer")
+        assert (r.status_code, r.headers["allow"], r.content) == (204, "POST, OPTIONS", b"")
+        # the same through the route table (an app without the middleware in front)
+        app = svc.app
+
+        async def router_only(scope, receive, send):
+            scope["app"] = app
+            await app.router(scope, receive, send)
+
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(router_only), base_url="http://yitong.test") as c:
+            r = await c.options(f"{svc.ctx.prefix}api/v1/endpoints/iris/v2/models/iris/infer")
+            assert (r.status_code, r.headers["allow"]) == (204, "POST, OPTIONS")
+            r = await c.delete(f"{svc.ctx.prefix}api/v1/endpoints/iris/v2/models/iris", headers=svc.headers("alice"))
+            assert (r.status_code, r.headers["allow"], r.json()["error"]) == (
+                405,
+                "GET, OPTIONS",
+                "DELETE is not a method of /v2/models/iris: use GET",
+            )
 
 
 async def test_body_limit(svc, monkeypatch):
@@ -287,3 +322,110 @@ async def test_a_socket_path_over_the_unix_limit_is_reached_through_its_folder(s
         put_endpoint(svc, [path])
         r = await svc.call("alice", "POST", "endpoints/iris/v2/models/iris/infer", json=INFER)
         assert r.status_code == 200, r.text
+
+
+@contextlib.asynccontextmanager
+async def served(svc):
+    """The service's app on a TCP port of this machine (for clients that are not ASGI: tritonclient, curl)."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(svc.app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}{svc.ctx.prefix}api/v1"
+    finally:
+        server.should_exit = True
+        await task
+
+
+def put_signature(svc, name: str, signature: dict) -> None:
+    with svc.ctx.db.session() as s:
+        e = s.scalar(select(Endpoint).where(Endpoint.name == name))
+        s.get(ModelVersion, e.version_id).signature = signature
+        s.commit()
+
+
+async def test_tritonclient_binary_data_bytes_and_metadata(svc):
+    """tritonclient's HTTP client (nobody here wrote it) with ``binary_data=True``, its default: the
+    request reaches the model server as the JSON it means and the answer reads back; a BYTES input
+    the signature does not take is a 400 in the error shape; metadata carries the signature."""
+    import numpy as np
+    import tritonclient.http as th
+    from tritonclient.utils import InferenceServerException
+
+    async with replica() as path, served(svc) as api:
+        put_endpoint(svc, [path])
+        url = api.split("://", 1)[1] + "/endpoints/iris"
+
+        def call(method: str, *args, **kw):  # in a worker thread: the client is gevent's, made and used there
+            c = th.InferenceServerClient(url=url)
+            try:
+                return getattr(c, method)(*args, **kw)
+            finally:
+                c.close()
+
+        auth = {"Authorization": f"token {svc.hub.tokens['alice']}"}
+        x = th.InferInput("x", [2, 4], "FP32")
+        arr = np.arange(8, dtype=np.float32).reshape(2, 4)
+        x.set_data_from_numpy(arr, binary_data=True)
+        out = th.InferRequestedOutput("x", binary_data=True)
+        result = await asyncio.to_thread(call, "infer", "iris", [x], outputs=[out], headers=auth)
+        assert result.as_numpy("x").tolist() == arr.tolist()
+        assert result.get_response()["content_type"] == "application/json"
+        text = th.InferInput("x", [2], "BYTES")
+        text.set_data_from_numpy(np.array([b"a b", "ü".encode()], dtype=object), binary_data=True)
+        with pytest.raises(InferenceServerException) as refused:
+            await asyncio.to_thread(call, "infer", "iris", [text], headers=auth)
+        assert refused.value.status() == "400"
+        assert refused.value.message() == "endpoint iris: input 'x' is BYTES (strings); the model takes FP32 (numbers)"
+        put_signature(svc, "iris", {"inputs": [{"name": "x", "datatype": "BYTES", "shape": [-1]}], "outputs": []})
+        result = await asyncio.to_thread(call, "infer", "iris", [text], headers=auth)
+        assert result.get_response()["outputs"] == [
+            {"name": "x", "datatype": "BYTES", "shape": [2], "data": ["a b", "ü"]}
+        ]
+        put_signature(svc, "iris", SIGNATURE | {"outputs": [{"name": "y", "datatype": "INT64", "shape": [-1]}]})
+        meta = await asyncio.to_thread(call, "get_model_metadata", "iris", headers=auth)
+        assert (meta["inputs"], meta["outputs"]) == (
+            SIGNATURE["inputs"],
+            [{"name": "y", "datatype": "INT64", "shape": [-1]}],
+        )
+        # a binary part that does not add up: a sentence, never a 500
+        header = json.dumps(
+            {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "parameters": {"binary_data_size": 16}}]}
+        )
+        r = await svc.call(
+            "alice",
+            "POST",
+            "endpoints/iris/v2/models/iris/infer",
+            content=header.encode() + b"\0" * 12,
+            headers={"Inference-Header-Content-Length": str(len(header)), "Content-Type": "application/octet-stream"},
+        )
+        assert (r.status_code, r.json()) == (
+            400,
+            {"error": "endpoint iris: input 'x': binary_data_size 16 runs past the body"},
+        )
+
+
+async def test_the_docs_curl_example_runs_as_written(svc):
+    """docs/models.md's curl block, as written, with a notebook terminal's YITONG_API_URL and
+    JUPYTERHUB_API_TOKEN (curl -d sends no JSON Content-Type: the infer still goes through)."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "models.md").read_text()
+    block = re.search(r"```bash\n(curl [^`]*?/models/iris/infer\"\n)```", page).group(1)
+    async with replica() as path, served(svc) as api:
+        put_endpoint(svc, [path])
+        env = {"PATH": os.environ["PATH"], "YITONG_API_URL": api, "JUPYTERHUB_API_TOKEN": svc.hub.tokens["alice"]}
+        run = await asyncio.create_subprocess_exec(
+            "bash", "-c", block, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(run.communicate(), 60)
+        assert run.returncode == 0, (out, err)
+        doc = json.loads(out)
+        assert (doc["model_name"], doc["content_type"]) == ("iris", "application/json")
+        assert doc["outputs"] == [
+            {"name": "predict", "shape": [1, 4], "datatype": "FP32", "data": [[5.1, 3.5, 1.4, 0.2]]}
+        ]
+        env["JUPYTERHUB_API_TOKEN"] = "wrong"
+        run = await asyncio.create_subprocess_exec("bash", "-c", block, env=env, stdout=asyncio.subprocess.PIPE)
+        out, _ = await asyncio.wait_for(run.communicate(), 60)
+        assert run.returncode == 22 and json.loads(out)["error"].startswith("authentication required")
