@@ -277,13 +277,13 @@ def _apply(
 def create(
     storage: Storage, settings: Any, person: Person, body: Any, inventory: Resources, backend: str
 ) -> dict[str, Any]:
-    prepared = _Prepared(mlserver_env.ensure_status(settings))
     with storage.db.session() as s:
         m, v, runtime, uri, manifest = files(storage, s, person, body.model)
         if s.scalar(select(Endpoint.id).where(Endpoint.name == body.name)) is not None:
             raise Refusal(409, f"endpoint {body.name} already exists")
         check_profile(s, m.vc, body.profile)
         vc, model_id, version_id, number = m.vc, m.id, v.id, v.number
+    prepared = _Prepared(mlserver_env.ensure_status(settings))  # a refused create builds nothing
     try:
         for _ in range(body.replicas):
             version = (number, version_id, manifest, runtime, uri, body.profile)
