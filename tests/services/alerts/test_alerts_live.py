@@ -178,7 +178,8 @@ async def test_the_docs_yt_lines(live, capsys):
 
     svc, _ = live
     text = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
-    block = re.search(r"### From a terminal or a notebook.*?```\n(.*?)```", text, re.S).group(1)
+    section = re.search(r"### From a terminal or a notebook(.*?)\n### ", text, re.S).group(1)
+    block = "".join(re.findall(r"```bash\n(.*?)```", section, re.S))  # the commands, then the silence
     lines = [shlex.split(line, comments=True) for line in block.splitlines() if line.strip()]
     assert len(lines) == 7 and all(argv[:2] == ["yt", "alert"] for argv in lines)
     url = f"http://127.0.0.1:{svc.ctx.settings.service.port}/services/yitong/api/v1"
