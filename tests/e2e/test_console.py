@@ -3,7 +3,8 @@ reached from the hub's own nav bar (HubOAuth round trip), a VC created and edite
 form and seen in the REST API and the audit log, a refused form showing the service's
 sentence, hostile names inert, the dashboard turning a node red when its node exporter stops,
 the logs page searching the hub's log, an idle server holding a GPU warned then stopped while a
-busy kernel keeps it, and a non-admin refused. Screenshots go to
+busy kernel keeps it, a person added from the People page (and the hub's password route's
+refusals), and a non-admin refused. Screenshots go to
 docs/img/ops-*.png for docs/operations.md.
 
 The "node exporter" here is a small HTTP server this test starts and stops (``ops.probes``):
@@ -169,6 +170,17 @@ def test_console_adds_a_person(ops_stack, page):
         assert (r.status_code, r.json()["detail"]) == (403, "only admins may add people")
     with stack.hub(stack.token("admin")) as hub:
         assert hub.get("/users/eve").status_code == 404 and hub.get("/users/erin").status_code == 404
+        # the hub's own password route (yitong_spawner.password_api): refusals with a sentence
+        for name, body, status, sentence in [
+            ("Dora", {"password": "long-enough"}, 400, "'Dora' is not a valid JupyterHub user name"),
+            ("dora", {"password": "short"}, 400, "a password needs at least 8 characters"),
+        ]:
+            r = hub.put(f"/yitong/passwords/{name}", json=body)
+            assert (r.status_code, r.json()["message"]) == (status, sentence)
+    with stack.hub(stack.token("alice")) as hub:  # admin:users, which people do not have
+        assert hub.put("/yitong/passwords/dora", json={"password": "taken-over"}).status_code == 403
+    with stack.login("dora"):  # her password is unchanged
+        pass
 
 
 def loaded(page) -> None:
