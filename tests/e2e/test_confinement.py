@@ -1,4 +1,5 @@
-"""A notebook server started through the real hub (root, multi-user) runs as the person's account.
+"""A notebook server started through the real hub (root, multi-user) runs as the person's account,
+and so does its terminal (the workspace's, and the SSH gateway's way into a server).
 
 Its own stack: a fresh hub user (unique name, so a unique ``yt<tag>-`` account, removed at teardown),
 the data directory under ``/var/tmp`` (the accounts must reach their homes) and the hub started
@@ -47,6 +48,35 @@ def _status(pid: int) -> dict[str, str]:
     return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
 
 
+def _in_terminal(base: str, token: str, out: Path, command: str) -> str:
+    """Run ``command`` in a new terminal of the server at ``base`` (its REST API and terminado's
+    websocket, as JupyterLab does), its output into ``out`` (in the account's home); the output."""
+    import asyncio
+    import json
+
+    import httpx
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    headers = {"Authorization": f"token {token}"}
+    r = httpx.post(base + "api/terminals", headers=headers, timeout=60)
+    assert r.status_code == 200, r.text
+    url = base.replace("http://", "ws://") + f"terminals/websocket/{r.json()['name']}"
+
+    async def send() -> None:
+        conn = await websocket_connect(HTTPRequest(url, headers=headers))
+        await conn.write_message(json.dumps(["stdin", f"{command} > {out}.tmp; mv {out}.tmp {out}\r"]))
+        deadline = time.monotonic() + 60
+        while not out.exists():
+            assert time.monotonic() < deadline, "the terminal ran nothing"
+            await asyncio.sleep(0.2)
+        conn.close()
+
+    asyncio.run(send())
+    httpx.delete(base + f"api/terminals/{r.json()['name']}", headers=headers, timeout=60)
+    return out.read_text()
+
+
 def test_a_notebook_server_runs_as_the_mapped_account():
     tag = secrets.token_hex(3)
     user, admin = f"nb{tag}", f"ad{tag}"  # unique: the platform creates an account for each who logs in
@@ -89,6 +119,13 @@ def test_a_notebook_server_runs_as_the_mapped_account():
         assert account.pw_uid != 0 and account.pw_name == name
         home = stack.data_dir / "home" / user
         assert os.stat(home).st_uid == account.pw_uid and oct(os.stat(home).st_mode & 0o777) == "0o700"
+        # the workspace's terminal (JupyterLab's, the SSH gateway's way in) is the account's too, in the server's cgroup
+        base = stack.url + stack.wait_ready(token, user)["url"]
+        said = _in_terminal(base, token, home / "term.txt", "{ id -u; id -G | wc -w; cat /proc/self/cgroup; }")
+        lines = said.split()
+        assert lines[:2] == [str(account.pw_uid), "1"], said
+        if layout.kind != "none":
+            assert f"/{cgroups.parent_name(stack.data_dir)}/server-{user}" in said, said
         stack.stop_server(token, user)
         if layout.kind != "none":  # killed as a whole and removed once the hub saw it end
             deadline = time.monotonic() + 30
