@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 from typing import Any
 
 import jsonschema
@@ -120,7 +121,8 @@ def test_lint_with_a_z2jh_profile_list(chart_dir):
     """A profileList-shaped `profiles` passes `helm lint` (the schema), as the service and the hub take it."""
     import helm_python as helm
 
-    values = {"profiles": PROFILE_LIST, "vcs": {"default": {"profiles": ["cpu-small", "gpu-1", "lab-tf"]}}}
+    # (PROFILE_LIST's lab names VC vision, which the chart's values do not have: render fails, so lint does)
+    values = {"profiles": [*PROFILE_LIST[:2], LAB], "vcs": {"default": {"profiles": ["cpu-small", "gpu-1", "lab-tf"]}}}
     report = helm.lint(str(chart_dir), values, strict=True, kube_version=f"v{K8S_VERSIONS[-1]}.0")
     assert report["errors"] == [] and all(m["severity"] < 2 for m in report["messages"]), report
     bad = {"profiles": [{"display_name": "x", "kubespawner_overide": {}}]}
@@ -468,3 +470,67 @@ def test_the_platform_may_touch_every_kind_its_runner_uses(render):
         role = "yitong-jupyterhub-platform" if namespaced else "yitong-jupyterhub-platform-cluster"
         assert (group, plural) in granted[role], kind
     assert ("", "pods/log") in granted["yitong-jupyterhub-platform"]
+
+
+@pytest.mark.parametrize(
+    "patch, sentence",
+    [
+        ({"vcs": {"default": {"profiles": ["cpu-small", "nope"]}}}, "VC default offers unknown profiles: nope"),
+        ({"profiles": PROFILE_LIST[:2], "vcs": {"default": {"profiles": ["gpu-2"]}}}, "offers unknown profiles: gpu-2"),
+        ({"profiles": [{**PROFILE_LIST[2], "vcs": ["nope"]}]}, "an entry names VC nope, which is not in vcs"),
+        ({"vcs": {"default": {"quota": {"amd.com/gpu": 1}}}}, "no Kueue ResourceFlavor covers amd.com/gpu"),
+    ],
+)
+def test_lint_fails_where_render_fails(chart_dir, render, patch, sentence):
+    """Helm's lint mode turns `fail` into a log line; the chart's checks (yitong.fail) are errors there too."""
+    import helm_python as helm
+
+    with pytest.raises(helm.HelmError, match=sentence):
+        render(patch)
+    report = helm.lint(str(chart_dir), patch, kube_version=f"v{K8S_VERSIONS[-1]}.0")
+    assert any(sentence in e for e in report["errors"]), report
+
+
+def test_a_z2jh_list_of_its_own_renders_as_the_docs_say(render, tmp_path):
+    """docs/kubernetes.md: a z2jh profileList under `profiles`, with slugs of its own: the chart's VC
+    default (which named the replaced cpu-small and gpu-1) offers the list's entries; the service
+    and the hub read the rendered settings."""
+    from yitong_services.core.settings import load_settings
+
+    z2jh = [
+        {
+            "display_name": "Small",
+            "slug": "small",
+            "default": True,
+            "kubespawner_override": {"cpu_limit": 1, "mem_limit": "2G"},
+        },
+        {"display_name": "GPU", "kubespawner_override": {"extra_resource_limits": {"nvidia.com/gpu": 1}}},
+        {**LAB, "vcs": ["default"]},
+    ]
+    (secret,) = [o for o in render({"profiles": z2jh}) if o["kind"] == "Secret"]
+    path = tmp_path / "settings.yaml"
+    path.write_text(secret["stringData"]["settings.yaml"])
+    assert yaml.safe_load(path.read_text())["vcs"]["default"]["profiles"] == ["small", "gpu"]
+    service = load_settings(path, tmp_path)
+    assert service.vcs["default"].profiles[:2] == ["small", "gpu"]
+    assert all(p in service.profiles for p in service.vcs["default"].profiles)
+
+
+def test_the_chart_profile_names_are_values_yaml_s():
+    chart_names = re.search(
+        r'define "yitong.chartProfiles" -}}(.*?){{', (CHART / "templates" / "_helpers.tpl").read_text()
+    )
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert chart_names.group(1).split(",") == list(values["profiles"])
+
+
+def test_a_profile_list_left_at_the_z2jh_key_is_warned_about(render):
+    entry = {"display_name": "Small", "kubespawner_override": {"cpu_limit": 1}}
+    out = render.chart.render(
+        {"jupyterhub": {"singleuser": {"profileList": [entry]}}}, name="yitong", namespace="jupyterhub", is_install=True
+    )
+    (text,) = [t for p, t in out.items() if p.endswith("NOTES.txt")]
+    assert "WARNING: jupyterhub.singleuser.profileList is ignored" in text
+    assert "to the top-level\n`profiles`" in text
+    out = render.chart.render({}, name="yitong", namespace="jupyterhub", is_install=True)
+    assert "WARNING" not in next(t for p, t in out.items() if p.endswith("NOTES.txt"))

@@ -11,11 +11,11 @@
 {{- $unknown := list }}
 {{- range $k := keys $auth | sortAlpha }}{{ if not (has $k $allowed) }}{{ $unknown = append $unknown $k }}{{ end }}{{ end }}
 {{- if $unknown }}
-{{- fail (printf "auth: unknown key(s) for kind %s: %s. Allowed: %s" $kind (join ", " $unknown) (join ", " $allowed)) }}
+{{- include "yitong.fail" (printf "auth: unknown key(s) for kind %s: %s. Allowed: %s" $kind (join ", " $unknown) (join ", " $allowed)) }}
 {{- end }}
 {{- if ne $kind "password" }}
 {{- if not $auth.client_id }}
-{{- fail (printf "auth.client_id is required for kind %s: the id the provider gave this hub" $kind) }}
+{{- include "yitong.fail" (printf "auth.client_id is required for kind %s: the id the provider gave this hub" $kind) }}
 {{- end }}
 {{- if eq (empty $auth.client_secret) (empty $auth.client_secret_file) }}
 {{- fail "auth: give exactly one of client_secret_file (a file readable only by the hub; preferred) or client_secret (inline)" }}
@@ -24,7 +24,7 @@
 {{- $missing := list }}
 {{- range $k := list "authorize_url" "token_url" "userdata_url" }}{{ if not (index $auth $k) }}{{ $missing = append $missing $k }}{{ end }}{{ end }}
 {{- if $missing }}
-{{- fail (printf "auth: give issuer (OpenID discovery) or all of authorize_url, token_url, userdata_url; missing %s" (join ", " $missing)) }}
+{{- include "yitong.fail" (printf "auth: give issuer (OpenID discovery) or all of authorize_url, token_url, userdata_url; missing %s" (join ", " $missing)) }}
 {{- end }}
 {{- end }}
 {{- if and (eq $kind "azuread") (not $auth.tenant_id) }}
@@ -34,7 +34,7 @@
 {{- fail "auth: name allowed_groups (the provider's groups whose members may log in), or set allow_all: true to let everyone the provider knows log in" }}
 {{- end }}
 {{- if .Values.groups }}
-{{- fail (printf "groups: with auth.kind %s the provider's groups are the hub's groups (set at every login); remove the groups section and name the provider's groups in vcs.<vc>.groups" $kind) }}
+{{- include "yitong.fail" (printf "groups: with auth.kind %s the provider's groups are the hub's groups (set at every login); remove the groups section and name the provider's groups in vcs.<vc>.groups" $kind) }}
 {{- end }}
 {{- end }}
 {{- end }}

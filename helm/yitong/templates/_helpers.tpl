@@ -66,3 +66,17 @@ yitong.io/vc: {{ . | quote }}
 {{- define "yitong.slug" -}}
 {{- if .slug }}{{ toString .slug }}{{ else }}{{ regexReplaceAll "[^a-z0-9]+" (lower (toString (.display_name | default ""))) "-" | trimAll "-" }}{{ end }}
 {{- end }}
+
+{{- /*
+  Stop with a sentence, in `helm template`/`install` and in `helm lint` alike. Helm's lint mode turns
+  `fail` into a log line and renders on, so a check that only calls `fail` passes lint and fails the
+  install; after `fail` (which ends a real render with the sentence) the include of a template named
+  after the sentence, which does not exist, is an error lint reports, with the sentence quoted.
+*/}}
+{{- define "yitong.fail" -}}
+{{- fail . -}}
+{{- include (printf "yitong: %s" .) dict -}}
+{{- end }}
+
+{{- /* The names of values.yaml's own profiles (test_chart.py keeps them equal to its `profiles`). */}}
+{{- define "yitong.chartProfiles" -}}cpu-small,gpu-1{{- end }}
