@@ -296,17 +296,12 @@ def run_shell(block: Block, env: dict[str, str], cwd: Path) -> tuple[bool, str]:
     return r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("page", runnable_pages())
-def test_page_runs_as_written(page, fresh, tmp_path):
-    stack, token = fresh
-    home = tmp_path / "home"
-    home.mkdir()
-    env = terminal_env(stack, token, home)
+def run_page(path: Path, env: dict[str, str], home: Path) -> list[str]:
+    """Run a page's blocks in order in ``home``; what went wrong, one entry per block."""
     kernel: Kernel | None = None
-    failures, unexpected_passes = [], []
+    problems: list[str] = []
     try:
-        for block in blocks(ROOT / page):
+        for block in blocks(path):
             if not block.runnable or block.mark in ("skip", "setup"):
                 continue
             if block.mark == "file":
@@ -321,13 +316,45 @@ def test_page_runs_as_written(page, fresh, tmp_path):
                 ok, output = kernel.run(block.body)
             if block.mark == "xfail":
                 if ok:
-                    unexpected_passes.append(f"{block}: passes now: remove its `verbatim: xfail` ({block.reason})")
+                    problems.append(f"{block}: passes now: remove its `verbatim: xfail` ({block.reason})")
             elif not ok:
-                failures.append(f"{block}:\n{block.body}--- got:\n{output}")
+                problems.append(f"{block}:\n{block.body}--- got:\n{output}")
     finally:
         if kernel:
             kernel.close()
-    assert not failures and not unexpected_passes, "\n\n".join(failures + unexpected_passes)
+    return problems
+
+
+def test_a_page_runs_in_order_and_xfail_is_strict(tmp_path):
+    """The runner itself, on a page of plain shell (no platform): a file mark, a `cd` that holds
+    within a console block, a stated failure, a skip, and xfails that fail (fine) or pass (not)."""
+    page = tmp_path / "walk.md"
+    page.write_text(
+        "<!-- verbatim: file proj/a.txt -->\n```text\nhello\n```\n"
+        "```console\n$ cd proj   # the file above is here\n$ grep -q hello a.txt\n"
+        "$ yt-no-such-command\nyt: it fails, as the page says\n```\n"
+        "<!-- verbatim: skip — would fail: never run -->\n```bash\nexit 3\n```\n"
+        "<!-- verbatim: xfail — known broken, fails -->\n```bash\nfalse\n```\n"
+        "<!-- verbatim: xfail — fixed since, passes -->\n```bash\ntrue\n```\n"
+        "```bash\ntest -e proj/a.txt\nfalse   # the second command fails\n```\n"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home))
+    problems = run_page(page, env, home)
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("walk.md:20 (bash): passes now: remove its `verbatim: xfail` (fixed since")
+    assert problems[1].startswith("walk.md:23 (bash):") and "verbatim: failed (exit 1): false" in problems[1]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("page", runnable_pages())
+def test_page_runs_as_written(page, fresh, tmp_path):
+    stack, token = fresh
+    home = tmp_path / "home"
+    home.mkdir()
+    problems = run_page(ROOT / page, terminal_env(stack, token, home), home)
+    assert not problems, "\n\n".join(problems)
 
 
 if __name__ == "__main__":  # list what would run: python tests/e2e/test_docs_verbatim.py
