@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import logging
 import secrets
@@ -36,6 +37,7 @@ from .models import Job
 from .reconcile import reconcile_jobs
 from .spec import spec_from_dict
 from .tokens import JobTokens
+from .wrapper import os_cause
 
 log = logging.getLogger(__name__)
 #: launches prepared in the hop that admitted them: job id -> (launch, facts), or why not
@@ -396,7 +398,9 @@ class JobManager:
             return
         except Exception as e:
             log.exception("job %s could not be started", job_id)
-            await to_thread.run_sync(self.finish, job_id, Polled("failed", None, f"could not start: {e}"))
+            await to_thread.run_sync(
+                self.finish, job_id, Polled("failed", None, f"could not start: {start_failure(e)}")
+            )
             return
         await self._record_start(job_id, ref, facts)
 
@@ -610,3 +614,11 @@ def _facts(row: Sequence[Any]) -> dict[str, Any]:
         "code": dict(code),
         "visible": list((devices or {}).get("visible") or []),
     }
+
+
+def start_failure(e: BaseException) -> str:
+    """Why a launch could not start, for the job's reason (pure): a disk that takes nothing more
+    in words (the server's path it names stays in the log); anything else as it says itself."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return os_cause(e)
+    return str(e)

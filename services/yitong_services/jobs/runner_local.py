@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -76,6 +77,9 @@ def owner_of(attempt: Path) -> int:
         return os.geteuid()
 
 
+#: free bytes under which a disk counts as full for an attempt that left no trace (a pid file is
+#: a few bytes, a folder a block; root's reserve is not the job's)
+FULL_BELOW = 1 << 20
 RECORD_LIMIT = 1 << 17  # bytes of an attempt's pid file: its pid line and its exit line (a result)
 
 
@@ -125,7 +129,35 @@ def _look(ref: str, limits: AttemptLimits | None = None) -> Polled:
         return Polled("succeeded" if rc == 0 else "failed", rc, done.get("reason", ""), done.get("end"), info)
     if oom is not None:
         return Polled("failed", -signal.SIGKILL, oom)
+    if (why := setup_refused(here)) is not None:
+        return Polled("vanished", None, why)  # ended as one without an exit record, saying why
     return Polled("vanished", None, f"process {pid} vanished without an exit record")
+
+
+def setup_refused(here: Path) -> str | None:
+    """Why an attempt without a pid file was never set up: what its wrapper wrote beside the
+    folder (wrapper.setup_failure), else, on a disk with no room left, the wrapper's sentence for
+    that (it could not even write why); None when it had a pid file or the disk had room."""
+    if (here / "pid").exists():
+        return None
+    try:
+        raw = procs.read_owned(here.parent / f"{here.name}{wrapper.WHY}", owner_of(here), 512)
+    except PermissionError:
+        raw = None
+    if raw:
+        return raw.decode("utf-8", "replace").strip()
+    try:
+        st = os.statvfs(here.parent)
+        mode = os.lstat(here.parent).st_mode
+    except OSError:
+        return None
+    if st.f_flag & os.ST_RDONLY:
+        return wrapper.setup_failure(OSError(errno.EROFS, ""))
+    if st.f_bavail * st.f_frsize < FULL_BELOW or (st.f_files and st.f_favail == 0):
+        return wrapper.setup_failure(OSError(errno.ENOSPC, ""))
+    if not mode & stat.S_IWUSR:  # the job's folder is its owner's (owner_of): one it may not write
+        return wrapper.setup_failure(OSError(errno.EACCES, ""))
+    return None
 
 
 class LocalBackend(Backend):

@@ -34,6 +34,7 @@ local backend: no file to create, no round trip.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -46,6 +47,9 @@ from datetime import UTC, datetime
 from .procs import group_members, start_time, write_atomic
 
 RESULT_FD = "YITONG_RESULT_FD"
+#: beside the attempt folder (``attempt-<n>.why``): why the attempt could not be set up, where no
+#: pid file could be written (runner_local reads it, or finds the cause itself, setup_failure too)
+WHY = ".why"
 RESULT_LIMIT = 1 << 16  # bytes of one result line; a longer one is dropped
 
 #: how the local runner starts this module: ``python -I -S -c LAUNCH <services root> ARGS...``.
@@ -169,11 +173,19 @@ def main(argv: list[str], env: dict[str, str] | None = None, anchor: tuple[int, 
         if not raw.strip():  # the platform could not make them, or stopped: leave no trace, so
             return 125  # a restarted platform starts this attempt again rather than adopting it
         env = {**(os.environ if env is None else env), **json.loads(raw)}
-    os.makedirs(os.path.join(here, "logs"), exist_ok=True)
-    for d in make:
-        os.makedirs(d, exist_ok=True)
     pid, started = anchor if anchor is not None else (os.getpid(), start_time(os.getpid()))
-    write_atomic(os.path.join(here, "pid"), f"{pid} {started}\n")
+    step = "create the attempt folder"
+    try:
+        os.makedirs(os.path.join(here, "logs"), exist_ok=True)
+        step = "create the job's outputs folder"
+        for d in make:
+            os.makedirs(d, exist_ok=True)
+        step = "write the attempt's pid file"
+        write_atomic(os.path.join(here, "pid"), f"{pid} {started}\n")
+    except OSError as e:  # nothing can run: say why beside the folder, where the service looks
+        with contextlib.suppress(OSError):
+            write_atomic(here.rstrip("/") + WHY, setup_failure(e, step) + "\n")
+        return 125
     if refuse is not None:  # its cgroup could not be made: nothing runs unconfined
         _record_exit(here, {"exit_code": 126, "end": _now(), "reason": refuse})
         return 126
@@ -311,6 +323,24 @@ def spawn(command: list[str], env: dict[str, str], out: int, keep: int, cwd: str
     if denied is not None:
         raise denied
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
+def setup_failure(exc: OSError, step: str = "create the attempt folder") -> str:
+    """The reason of an attempt that could not be set up (pure): the cause in words, no path."""
+    return f"could not {step}: {os_cause(exc)}"
+
+
+def os_cause(exc: OSError) -> str:
+    """An OS error's cause in words, without the path it names (pure)."""
+    if exc.errno == errno.ENOSPC:
+        cause = "no space left on the data disk"
+    elif exc.errno == errno.EDQUOT:
+        cause = "the job owner's disk quota on the data disk is spent"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        cause = f"{os.strerror(exc.errno).lower()} (an administrator must check the job folders' disk)"
+    else:
+        cause = os.strerror(exc.errno).lower() if exc.errno else "the disk refused it"
+    return cause
 
 
 def _record_exit(here: str, record: dict) -> None:
