@@ -1,5 +1,6 @@
 """A notebook server started through the real hub (root, multi-user) runs as the person's account,
-and so does its terminal (the workspace's, and the SSH gateway's way into a server).
+and so does its terminal (the workspace's) and an SSH session into it through the gateway (a real
+OpenSSH client).
 
 Its own stack: a fresh hub user (unique name, so a unique ``yt<tag>-`` account, removed at teardown),
 the data directory under ``/var/tmp`` (the accounts must reach their homes) and the hub started
@@ -77,6 +78,33 @@ def _in_terminal(base: str, token: str, out: Path, command: str) -> str:
     return out.read_text()
 
 
+def _ssh_into(stack: Stack, work: Path, user: str, command: str) -> subprocess.CompletedProcess:
+    """``ssh <user>@gateway command`` with a key the person adds now (their own token)."""
+    import httpx
+    from ssh_helpers import key_pair
+
+    path, line = key_pair(work, f"id_{user}")
+    r = httpx.post(
+        f"{stack.platform}/me/ssh-keys",
+        json={"key": line},
+        headers={"Authorization": f"token {stack.token(user)}"},
+        timeout=60,
+    )
+    assert r.status_code == 201, r.text
+    pub = (stack.data_dir / "ssh" / "ssh_host_ed25519_key.pub").read_text().split()
+    (work / "known_hosts").write_text(f"[127.0.0.1]:{stack.ssh_port} {pub[0]} {pub[1]}\n")
+    argv = ["ssh", "-F", "/dev/null", "-p", str(stack.ssh_port), "-i", str(path), "-o", "IdentitiesOnly=yes"]
+    argv += [
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        f"UserKnownHostsFile={work / 'known_hosts'}",
+    ]
+    return subprocess.run([*argv, f"{user}@127.0.0.1", command], capture_output=True, text=True, timeout=90)
+
+
 def test_a_notebook_server_runs_as_the_mapped_account():
     tag = secrets.token_hex(3)
     user, admin = f"nb{tag}", f"ad{tag}"  # unique: the platform creates an account for each who logs in
@@ -89,8 +117,9 @@ def test_a_notebook_server_runs_as_the_mapped_account():
         "profiles": {"cpu-small": PROFILES["cpu-small"]},
         "vcs": {"team": {"quota": {"cpu": 2, "memory": "4Gi"}, "groups": ["team"], "profiles": ["cpu-small"]}},
         "groups": {"team": [user]},
+        "ssh": {},  # the gateway on a port of its own (stack.ssh_port)
     }
-    stack = Stack(work, settings, {admin: "admin-pw-cf"})
+    stack = Stack(work, settings, {admin: "admin-pw-cf", user: "user-pw-cf"})
     stack.bin_dir = shared_bin()
     try:
         stack.start()
@@ -126,6 +155,9 @@ def test_a_notebook_server_runs_as_the_mapped_account():
         assert lines[:2] == [str(account.pw_uid), "1"], said
         if layout.kind != "none":
             assert f"/{cgroups.parent_name(stack.data_dir)}/server-{user}" in said, said
+        # and SSH into the server (a real OpenSSH client through the gateway) lands there as the account
+        r = _ssh_into(stack, work, user, "id -u; id -G | wc -w")
+        assert r.returncode == 0 and r.stdout.split() == [str(account.pw_uid), "1"], (r.stdout, r.stderr)
         stack.stop_server(token, user)
         if layout.kind != "none":  # killed as a whole and removed once the hub saw it end
             deadline = time.monotonic() + 30
