@@ -238,7 +238,7 @@ class Endpoints:
         deadline = time.monotonic() + wait
         while wait and not done(e):
             if e["state"] == "failed" or " stopped: " in (e.get("reason") or ""):  # no use waiting on
-                raise YitongError(0, f"endpoint {e['name']} {e['state']}: {e.get('reason') or 'no reason given'}")
+                raise YitongError(502, f"endpoint {e['name']} {e['state']}: {e.get('reason') or 'no reason given'}")
             if time.monotonic() > deadline:
                 reason = f": {e['reason']}" if e.get("reason") else ""
                 raise YitongError(504, f"endpoint {e['name']} {what} after {wait:g} s ({e['state']}{reason})")

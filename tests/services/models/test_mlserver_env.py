@@ -85,6 +85,7 @@ def test_a_failed_build_fails_the_deploy_at_once_then_the_next_deploy_builds_and
             Endpoints(c)._wait(building, 60, lambda e: e["state"] == "ready", "is not ready")
         took = time.monotonic() - started
     words = str(failed.value)
+    assert failed.value.status == 502  # the endpoint's server failed; 504 is the wait running out
     assert "endpoint iris failed: the model server environment could not be built" in words
     assert "ERROR: Could not find a version that satisfies the requirement mlserver==1.7.1 (exit 1)" in words
     assert "mlserver-install.log" in words
