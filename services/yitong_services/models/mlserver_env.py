@@ -34,6 +34,7 @@ MEASURE_EVERY = 5.0  # seconds between walks of the environment's tree for the p
 _lock = threading.Lock()
 _measured: dict[str, tuple[float, int]] = {}  # venv -> (when, bytes)
 _service: dict[str, Any] = {}  # "settings": this service's (configure)
+_running: set[int] = set()  # pids of the builds this process waits for (_finish)
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,14 @@ def state(settings: Any) -> EnvState:
         return EnvState("ready")
     s = _read(status_file(settings))
     log = s.get("log") or str(log_file(settings))
-    if s.get("state") == "building" and _alive(s.get("pid")):
-        return EnvState("building", _percent(venv_dir()), log=log)
+    if s.get("state") == "building":
+        if s.get("pid") in _running or _alive(s.get("pid")):  # ours, or one a stopped service left running
+            return EnvState("building", _percent(venv_dir()), log=log)
+        # it ended with nobody to record how (the service stopped meanwhile): the replicas waiting
+        # on it must not wait for ever
+        reason = "the build stopped before it was recorded (the service restarted?); deploy again to build it"
+        _write(status_file(settings), {"state": "failed", "reason": reason, "log": log})
+        return EnvState("failed", reason=reason, log=log)
     if s.get("state") == "failed":
         return EnvState("failed", reason=s.get("reason", ""), log=log)
     return EnvState("absent", log=log)
@@ -187,6 +194,7 @@ def ensure(settings: Any) -> EnvState:
             return EnvState("failed", reason=reason, log=str(log))
         finally:
             out.close()
+        _running.add(child.pid)
         _write(path, {"state": "building", "pid": child.pid, "log": str(log)})
         threading.Thread(target=_finish, args=(child, path, log), name="mlserver-build", daemon=True).start()
         return EnvState("building", 0, log=str(log))
@@ -199,7 +207,13 @@ def ensure_status(settings: Any) -> Path | None:
 
 
 def _finish(child: subprocess.Popen[bytes], path: Path, log: Path) -> None:
-    code = child.wait()
+    try:
+        _record(child.wait(), path, log)
+    finally:
+        _running.discard(child.pid)
+
+
+def _record(code: int, path: Path, log: Path) -> None:
     if code == 0 and mlserver.present():
         _write(path, {"state": "ready", "log": str(log)})
         return

@@ -157,3 +157,32 @@ def test_the_default_build_is_make_mlserver_into_the_named_folder(tmp_path):
     ]
     settings = Settings.model_validate({"data_dir": str(tmp_path), "models": {"build": []}})
     assert mlserver_env.build_command(settings, venv) == []
+
+
+def test_a_build_nobody_recorded_fails_its_waiting_replicas(monkeypatch, tmp_path):
+    """A build whose service stopped before it ended (its pid gone, its end never written): the
+    status says failed, so replicas waiting on it (replica_wait.py) end rather than wait for ever."""
+    import json
+    import subprocess
+
+    from yitong_services.core.settings import Settings
+    from yitong_services.models import mlserver
+
+    monkeypatch.setitem(mlserver._configured, "mlserver", str(tmp_path / "env" / "bin" / "mlserver"))
+    settings = Settings.model_validate({"data_dir": str(tmp_path)})
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    path = mlserver_env.status_file(settings)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"state": "building", "pid": gone.pid, "log": "/l.log"}))
+    state = mlserver_env.state(settings)
+    assert state.state == "failed" and "the build stopped before it was recorded" in state.reason
+    assert json.loads(path.read_text())["state"] == "failed"
+    wait = subprocess.run(
+        [sys.executable, "-P", str(mlserver.WAIT), str(path), mlserver.executable(), mlserver.framework_python()],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert wait.returncode == 1
+    assert "the model server environment could not be built: the build stopped" in wait.stderr
