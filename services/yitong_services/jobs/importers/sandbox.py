@@ -36,7 +36,7 @@ PRIVILEGED_KEYS = ("privileged", "SYS_ADMIN", "CAP_SYS_ADMIN", "ALL")
 ROOT_NOTE = "runs {what}, which needs root; a Yitong job runs as you, never as root: use an image that already has what it sets up"
 INSTALL_NOTE = (
     "installs packages into the image ({what}), which needs root; a Yitong job runs as you: use an image "
-    "(environment.image) that has them, or pip install --user into the job's home"
+    "(environment.image) that has them, or install them into a directory of yours on PYTHONPATH (docs/hpo.md, Packages)"
 )
 PIP_NOTE = (
     "pip install {what} downloads from PyPI, which jobs on Kubernetes cannot reach (a VC reaches only the hub "
