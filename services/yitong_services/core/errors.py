@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .hub import HubError
+from .hub import HubError, HubUnavailable
 from .limits import clip_runs
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ def describe_validation(errors: list[dict]) -> str:
 
 #: seconds a client is asked to wait after the database did not answer (``Retry-After``)
 DATABASE_RETRY_AFTER = 5
+#: seconds a client waits before asking again while the hub cannot check tokens
+HUB_RETRY_AFTER = 5
 #: PostgreSQL's SQLSTATEs of a server going away or not taking connections yet (class 08, the
 #: connection; 57P01-57P03, shut down or starting) and of a full disk (53100)
 _UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03")
@@ -148,6 +150,11 @@ def install(app: FastAPI) -> None:
         return JSONResponse({"detail": sentence}, status_code=507)
 
     app.add_exception_handler(OSError, _disk)
+
+    @app.exception_handler(HubUnavailable)
+    async def _hub_unavailable(_request: Request, exc: HubUnavailable) -> JSONResponse:
+        log.warning("answered 503: %s", exc)
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": str(HUB_RETRY_AFTER)})
 
     @app.exception_handler(HubError)
     async def _hub(_request: Request, exc: HubError) -> JSONResponse:

@@ -15,6 +15,20 @@ class HubError(Exception):
     """The hub could not be asked (down, or refused the service's own token)."""
 
 
+class HubUnavailable(HubError):
+    """The hub does not answer, or answers with an error of its own (5xx; or it refuses the
+    service's own token along with a person's, as JupyterHub does when its database fails): not
+    the caller's fault, a 503 (core/errors.py)."""
+
+
+#: what a person reads when the hub cannot check their token
+UNAVAILABLE = (
+    "the hub (JupyterHub) is unavailable and could not check your token: {why}; nothing is wrong with"
+    " your token: try again in a few seconds, and if it lasts an administrator must look at the hub"
+    " (its log, its database's disk)"
+)
+
+
 class HubClient:
     """Calls ``{api_url}`` with the service's token; caches answers for ``ttl`` seconds.
 
@@ -30,6 +44,7 @@ class HubClient:
         self._cache: OrderedDict[str, tuple[float, Any]] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
         self._client: httpx.AsyncClient | None = None
+        self._self_check: tuple[float, asyncio.Future[bool]] | None = None  # (until, answer): _answers_itself
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -47,7 +62,7 @@ class HubClient:
         try:
             return await self.client.get(f"{self.api_url}{path}", headers=headers, **kwargs)
         except httpx.HTTPError as e:
-            raise HubError(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
+            raise HubUnavailable(f"cannot reach JupyterHub at {self.api_url}: {e}") from e
 
     async def _cached(self, key: str, fetch: Any) -> Any:
         """A TTL cache as HubAuth's ``cache_max_age``: answers live ``ttl`` seconds, at most
@@ -83,14 +98,42 @@ class HubClient:
         """The hub's model of whoever holds ``token`` (with its ``scopes``), None if invalid."""
 
         async def fetch() -> dict | None:
-            r = await self._get("/user", token=token)
+            try:
+                r = await self._get("/user", token=token)
+            except HubUnavailable:
+                raise HubUnavailable(UNAVAILABLE.format(why="it does not answer")) from None
             if r.status_code in (401, 403, 404):
+                if not await self._answers_itself():
+                    raise HubUnavailable(
+                        UNAVAILABLE.format(why="it refuses the platform's own token too (its database may be failing)")
+                    )
                 return None
+            if r.status_code >= 500:
+                raise HubUnavailable(UNAVAILABLE.format(why=f"it answered HTTP {r.status_code}"))
             if r.status_code != 200:
                 raise HubError(f"JupyterHub answered {r.status_code} identifying a token")
             return r.json()
 
         return await self._cached("token:" + token, fetch)
+
+    async def _answers_itself(self) -> bool:
+        """Whether the hub identifies the service's own token (a refused token is then the
+        caller's): asked once a second at most, its answer shared by the refusals of that second."""
+        if not self.token:  # no token of its own to compare with (a service run without the hub)
+            return True
+        now = time.monotonic()
+        if self._self_check is not None and self._self_check[0] > now:
+            return await asyncio.shield(self._self_check[1])
+
+        async def ask() -> bool:
+            try:
+                return (await self._get("/user")).status_code == 200
+            except HubUnavailable:
+                return False
+
+        future = asyncio.ensure_future(ask())
+        self._self_check = (now + 1.0, future)
+        return await asyncio.shield(future)
 
     async def user(self, name: str, fresh: bool = False) -> dict | None:
         """``GET /users/{name}`` with the service's token (admin flag, groups); None if unknown.
