@@ -26,6 +26,23 @@ def test_nni_config_inlines_the_space_file_and_resolves_the_code_dir(tmp_path):
         nni_config_text(tmp_path / "bad.yml")
 
 
+def test_nni_config_lists_what_the_trial_code_imports(tmp_path):
+    """NNI's auto-gbdt example shape: main.py imports nni, lightgbm, pandas, sklearn and a module
+    of its own; the standard library and the directory's own modules are left out."""
+    (tmp_path / "main.py").write_text(
+        "import logging, os\nimport lightgbm as lgb\nimport pandas as pd\nfrom sklearn.metrics import mean_squared_error\n"
+        "import nni\nfrom helpers import load\nfrom . import sibling\nfrom __future__ import annotations\n"
+    )
+    (tmp_path / "helpers.py").write_text("import numpy\n")
+    (tmp_path / "broken.py").write_text("def (:\n")
+    (tmp_path / "config.yml").write_text(
+        "searchSpace: {a: {_type: choice, _value: [1]}}\ntrialCommand: python3 main.py\ntrialCodeDirectory: .\n"
+        "yitong: {template: {cpu: 2}}\n"
+    )
+    doc = json.loads(nni_config_text(tmp_path / "config.yml"))
+    assert doc["yitong"] == {"template": {"cpu": 2}, "trial_imports": ["lightgbm", "nni", "numpy", "pandas", "sklearn"]}
+
+
 def test_cell_becomes_an_experiment(tmp_path):
     args = build_parser().parse_args(
         [

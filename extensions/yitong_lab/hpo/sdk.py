@@ -14,7 +14,8 @@ TERMINAL = ("done", "stopped")
 
 def nni_config_text(path: str | Path) -> str:
     """An NNI v2 config file as the service takes it: ``searchSpaceFile`` read and inlined as
-    ``searchSpace``, ``trialCodeDirectory`` made absolute (both relative to the file, as NNI does)."""
+    ``searchSpace``, ``trialCodeDirectory`` made absolute (both relative to the file, as NNI does),
+    and the packages the trial code imports in ``yitong.trial_imports`` (hpo/imports.py)."""
     import yaml
 
     p = Path(path).expanduser()
@@ -30,6 +31,12 @@ def nni_config_text(path: str | Path) -> str:
             raise FileNotFoundError(f"searchSpaceFile: {space_path} does not exist")
         doc["searchSpace"] = json.loads(space_path.read_text())
     doc["trialCodeDirectory"] = str((base / str(doc.get("trialCodeDirectory") or ".")).resolve())
+    # what the trial code imports: the service notes those its environment lacks
+    from yitong_lab.hpo.imports import trial_imports
+
+    extra = doc.get("yitong")
+    if extra is None or isinstance(extra, dict):
+        doc["yitong"] = {**(extra or {}), "trial_imports": trial_imports(doc["trialCodeDirectory"])}
     return json.dumps(doc)
 
 

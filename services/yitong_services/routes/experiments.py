@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import importlib.util
 from typing import Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
@@ -85,13 +86,24 @@ async def create(
         if source == "nni":
             if not vc:
                 raise Refusal(422, "vc: required with from=nni (an NNI config names no VC)")
+            # a kernel trial on the local and Slurm backends runs the platform's Python: this one
+            backend = request.app.state.jobs.backend.name
+            importable = _importable if backend in ("local", "slurm") else None
             try:
-                doc, notes = from_nni(doc, vc, name)
+                doc, notes = await run_in_threadpool(from_nni, doc, vc, name, importable)
             except NniConfigError as e:
                 raise Refusal(422, str(e)) from None
         return await _create(request, ctx, caller, doc, notes, claim)
 
     return await once(request, ctx, caller.name, "POST /experiments", make)
+
+
+def _importable(module: str) -> bool:
+    """Whether the platform's Python finds ``module`` (a top-level name: found, not imported)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @router.post("/trials/{job_id}/report")

@@ -244,6 +244,31 @@ async def test_refusals_are_sentences(svc):
     assert r.status_code == 422 and "SMAC" in r.text and "TPE" in r.text, r.text
 
 
+async def test_an_nni_config_notes_the_packages_its_trials_lack(svc):
+    """NNI's auto-gbdt example imports nni, lightgbm, pandas and sklearn (yitong.trial_imports, as
+    `yt hpo create --from` lists them): on the local backend a kernel trial runs the platform's
+    Python, which has numpy but none of those, and the answer says so before any trial fails."""
+    nni = (
+        "experimentName: auto-gbdt\nsearchSpace: {num_leaves: {_type: randint, _value: [20, 31]}}\n"
+        "trialCommand: python3 main.py\ntrialConcurrency: 1\nmaxTrialNumber: 1\n"
+        "tuner: {name: TPE, classArgs: {optimize_mode: minimize}}\ntrainingService: {platform: local}\n"
+        "yitong: {trial_imports: [lightgbm, nni, numpy, pandas, sklearn]}\n"
+    )
+    r = await svc.call(
+        "alice", "POST", "experiments?from=nni&vc=vision", content=nni, headers={"content-type": "application/yaml"}
+    )
+    assert r.status_code in (200, 201), r.text
+    exp = r.json()
+    assert exp["notes"][0] == (
+        "trialCodeDirectory: the trial code imports lightgbm, nni, pandas, sklearn, which the trials' environment"
+        " (kernel python3: the platform's Python on this backend) does not have; every trial would fail with No"
+        " module named 'lightgbm'. Install them there, or name an image that has them in"
+        ' yitong.template.environment.image (docs/hpo.md, "Packages")'
+    )
+    assert exp["notes"][1].startswith("trialCodeDirectory: without the nni package, change the trial's three NNI calls")
+    assert (await svc.call("alice", "POST", f"experiments/{exp['id']}/stop")).status_code == 200
+
+
 # fails on its first run (no marker yet), succeeds when run again
 FLAKY = """
 import os, pathlib

@@ -195,6 +195,58 @@ def test_nni_mnist_config_maps():
             from_nni(broken, "vision")
 
 
+@pytest.mark.parametrize(
+    "template, imports, heads",
+    [
+        ({}, ["numpy", "torch"], []),
+        ({}, [], []),
+        (
+            {},
+            ["lightgbm", "numpy"],
+            ["trialCodeDirectory: the trial code imports lightgbm, which the trials' environment (kernel python3"],
+        ),
+        (
+            {"environment": {"kernel": "torch"}},
+            ["nni"],
+            [
+                "trialCodeDirectory: the trial code imports nni, which the trials' environment (kernel torch",
+                "trialCodeDirectory: without the nni package",
+            ],
+        ),
+        (
+            {"environment": {"image": "pytorch/pytorch:2.5.1"}},
+            ["nni", "torch"],
+            ["trialCodeDirectory: the trial code imports nni, torch; the image pytorch/pytorch:2.5.1 must have them"],
+        ),
+        (
+            {"command": "PYTHONPATH=$HOME/trial-packages python3 main.py"},
+            ["lightgbm"],
+            [
+                "trialCodeDirectory: the trial code imports lightgbm; the PYTHONPATH the trial sets (beside the platform's"
+            ],
+        ),
+        (
+            {"command": "/opt/nni/bin/python mnist.py"},
+            ["nni"],
+            [
+                "trialCodeDirectory: the trial code imports nni; /opt/nni/bin/python, which trialCommand runs, must have them"
+            ],
+        ),
+    ],
+)
+def test_nni_package_notes(template, imports, heads):
+    """The trial code's imports against the trials' environment (here: one with numpy and torch)."""
+    config = yaml.safe_load(MNIST) | {"yitong": {"trial_imports": imports, "template": template}}
+    if "command" in template:
+        config["trialCommand"] = template.pop("command")
+    _, notes = from_nni(config, "vision", importable={"numpy", "torch"}.__contains__)
+    assert [n[: len(h)] for n, h in zip(notes, heads, strict=False)] == heads and len(notes) == len(heads), notes
+    _, notes = from_nni(config, "vision")  # the caller cannot tell (Kubernetes): the image must have them
+    assert bool(notes) == bool(imports)
+    with pytest.raises(NniConfigError, match="yitong.trial_imports: a list of module names"):
+        from_nni(yaml.safe_load(MNIST) | {"yitong": {"trial_imports": ["a b"]}}, "vision")
+
+
 def test_sdk_spaces_are_nni_spaces():
     s = sdk.space(lr=sdk.loguniform(1e-4, 1e-1), layers=sdk.randint(1, 4), act=sdk.choice("relu", "tanh"))
     assert space.check(s) == 3
