@@ -206,10 +206,11 @@ def _cell_options_given(args: Any) -> list[str]:
     return flags + (["--env"] if args.env else [])
 
 
-def submit(args: Any, client: Any, out: Any) -> None:
+def submit(args: Any, client: Any, out: Any) -> int | None:
     cell = getattr(args, "cell", None)
     if cell is not None:
-        return submit_cell(args, client, out, cell)
+        submit_cell(args, client, out, cell)
+        return None
     if not args.spec:
         raise UsageError(
             "give a spec file (yt job submit train.yaml), or in a notebook put the "
@@ -235,6 +236,7 @@ def submit(args: Any, client: Any, out: Any) -> None:
     directory = None if args.no_code or args.source else (args.dir or os.getcwd())
     job = client.submit_job(body, source=args.source, vc=args.vc, directory=directory)
     _submitted(job, args, client, out)
+    return None
 
 
 def submit_cell(args: Any, client: Any, out: Any, cell: str) -> None:

@@ -72,7 +72,7 @@ def package_notes(imports: Any, template: dict[str, Any], importable: Callable[[
     if not isinstance(imports, list) or not all(isinstance(m, str) and m.isidentifier() for m in imports):
         raise NniConfigError("yitong.trial_imports: a list of module names")
     imports = imports[:100]
-    env = template.get("environment") if isinstance(template.get("environment"), dict) else {}
+    env: dict[str, Any] = template["environment"] if isinstance(template.get("environment"), dict) else {}
     if not imports:
         return []
     words = str(template.get("command") or "").split()

@@ -263,9 +263,10 @@ async def _pass(state: Any, name: str, rest: str, request: Request, who: Person 
     else:  # a person: kept until this process commits a write (a roll, a membership change)
         key = ("endpoint", name, who.name, who.admin, frozenset(who.groups))
         reps, single, signature = await ctx.db.reads.read(key, _target, ctx, who, name)
-    body = await _body(request, name)
-    if body is None:
+    received = await _body(request, name)
+    if received is None:
         return None
+    body: bytes = received
     method = request.method
     headers = {k: v for k, v in request.headers.items() if k in PASSED}
     if method == "POST" and rest.endswith("/infer"):
