@@ -40,8 +40,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..core.auth import identify, request_token
 from ..core.authz import Person
 from ..core.context import Context
-from ..core.errors import Refusal
-from ..core.hub import HubError
+from ..core.errors import HUB_RETRY_AFTER, Refusal
+from ..core.hub import HubError, HubUnavailable
 from ..core.limits import DocumentError, load_json
 from ..core.loopback_http import LoopbackError, LoopbackPool, Refused, Reply, WrongPeer
 from ..models import endpoint_keys as keys
@@ -121,7 +121,10 @@ async def _serve(scope: Scope, receive: Receive, send: Send) -> None:
             extra = dict(refused.headers or {})
         except HubError as down:  # the hub could not say who the caller is
             log.error("%s", down)
-            reply = _error(502, str(down))
+            if isinstance(down, HubUnavailable):  # not the caller's token: ask again shortly
+                reply, extra = _error(503, str(down)), {"retry-after": str(HUB_RETRY_AFTER)}
+            else:
+                reply = _error(502, str(down))
     if reply is None:
         return  # the caller went away while sending its body
     headers = [(b"content-length", str(len(reply.body)).encode())]

@@ -78,6 +78,10 @@ async def test_a_hub_that_cannot_check_tokens_is_a_503(service):
             await stack.enter_async_context(hub_at(service, url))
             _unavailable(await service.call("alice", "GET", "vcs"), why)
             _unavailable(await service.call("alice", "POST", "datasets", json={"vc": "vision", "name": "x"}), why)
+            # the endpoints' /v2 pass-through (routes/endpoints_v2.py) answers in its own shape
+            r = await service.call("alice", "GET", "endpoints/iris/v2/health/ready")
+            assert r.status_code == 503 and r.headers["retry-after"] == "5", r.text
+            assert r.json()["error"].startswith("the hub (JupyterHub) is unavailable") and why in r.json()["error"]
         assert (await service.call("alice", "GET", "vcs")).status_code == 200
         r = await service.call(None, "GET", "vcs", headers={"Authorization": "token not-a-token"})
         assert r.status_code == 401 and r.json()["detail"].startswith("authentication required"), r.text
