@@ -140,6 +140,15 @@ def quota(cpu: float) -> int:
     return max(MIN_QUOTA, round(float(cpu) * PERIOD))
 
 
+def weight(cpu: float, v2: bool) -> int:
+    """``cpu`` cores as the cgroup's scheduling weight among its siblings, so that when the CPUs
+    are contended each workload's share follows its request (as the kubelet sets a pod's): v2's
+    ``cpu.weight`` 100 a core (1-10000), v1's ``cpu.shares`` 1024 a core (2-262144)."""
+    if v2:
+        return min(10_000, max(1, round(float(cpu) * 100)))
+    return min(262_144, max(2, round(float(cpu) * 1024)))
+
+
 def files_v2(limits: dict[str, Any]) -> dict[str, str]:
     """The v2 files to write for ``limits`` (``cpu`` cores, ``memory`` bytes, ``pids``), in order."""
     out: dict[str, str] = {}
@@ -148,6 +157,7 @@ def files_v2(limits: dict[str, Any]) -> dict[str, str]:
         out["memory.swap.max"] = "0"
     if limits.get("cpu"):
         out["cpu.max"] = f"{quota(limits['cpu'])} {PERIOD}"
+        out["cpu.weight"] = str(weight(limits["cpu"], v2=True))
     if limits.get("pids"):
         out["pids.max"] = str(int(limits["pids"]))
     return out
@@ -160,7 +170,11 @@ def files_v1(limits: dict[str, Any]) -> dict[str, dict[str, str]]:
         size = str(int(limits["memory"]))
         out["memory"] = {"memory.limit_in_bytes": size, "memory.memsw.limit_in_bytes": size}
     if limits.get("cpu"):
-        out["cpu"] = {"cpu.cfs_period_us": str(PERIOD), "cpu.cfs_quota_us": str(quota(limits["cpu"]))}
+        out["cpu"] = {
+            "cpu.cfs_period_us": str(PERIOD),
+            "cpu.cfs_quota_us": str(quota(limits["cpu"])),
+            "cpu.shares": str(weight(limits["cpu"], v2=False)),
+        }
     if limits.get("pids"):
         out["pids"] = {"pids.max": str(int(limits["pids"]))}
     return out

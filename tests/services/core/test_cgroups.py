@@ -71,11 +71,12 @@ def test_the_files_a_workload_gets():
         "memory.max": "268435456",
         "memory.swap.max": "0",
         "cpu.max": "20000 100000",
+        "cpu.weight": "20",
         "pids.max": "100",
     }
     assert cgroups.files_v1(limits) == {
         "memory": {"memory.limit_in_bytes": "268435456", "memory.memsw.limit_in_bytes": "268435456"},
-        "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000"},
+        "cpu": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "20000", "cpu.shares": "205"},
         "pids": {"pids.max": "100"},
         "freezer": {},
     }
@@ -87,15 +88,34 @@ def test_cpu_is_a_hard_quota_of_each_period(cpu, quota):
     assert cgroups.quota(cpu) == quota
 
 
+@pytest.mark.parametrize(
+    "cpu, v2, v1",
+    [(1, 100, 1024), (0.5, 50, 512), (0.2, 20, 205), (0.001, 1, 2), (64, 6400, 65536), (512, 10000, 262144)],
+)
+def test_a_workloads_weight_follows_its_request(cpu, v2, v1):
+    # contended CPUs are shared by request among the instance's workloads (the kubelet's rule),
+    # not equally per cgroup: one person's many small jobs do not crowd out another's large one
+    assert (cgroups.weight(cpu, v2=True), cgroups.weight(cpu, v2=False)) == (v2, v1)
+
+
 def test_plans_name_one_directory_per_hierarchy_under_the_instance(tmp_path):
     v2 = cgroups.Layout("v2", {"": "/cg"}, ["pids"])
     assert cgroups.plan(v2, "yitong-abc", "job-7-0", {"cpu": 1, "memory": MiB, "pids": 9}) == {
-        "/cg/yitong-abc/job-7-0": {"memory.max": "1048576", "memory.swap.max": "0", "cpu.max": "100000 100000"}
+        "/cg/yitong-abc/job-7-0": {
+            "memory.max": "1048576",
+            "memory.swap.max": "0",
+            "cpu.max": "100000 100000",
+            "cpu.weight": "100",
+        }
     }
     v1 = cgroups.Layout("v1", {"memory": "/m", "cpu": "/c", "freezer": "/f"}, ["pids"])
     assert cgroups.plan(v1, "yitong-abc", "server-alice", {"cpu": 0.5, "memory": MiB, "pids": 9}) == {
         "/m/yitong-abc/server-alice": {"memory.limit_in_bytes": "1048576", "memory.memsw.limit_in_bytes": "1048576"},
-        "/c/yitong-abc/server-alice": {"cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "50000"},
+        "/c/yitong-abc/server-alice": {
+            "cpu.cfs_period_us": "100000",
+            "cpu.cfs_quota_us": "50000",
+            "cpu.shares": "512",
+        },
         "/f/yitong-abc/server-alice": {},
     }
     assert cgroups.plan(cgroups.Layout("none", {}), "p", "n", {"cpu": 1}) == {}
@@ -134,7 +154,7 @@ def test_io_on_a_fake_tree(tmp_path):
     layout = cgroups.Layout("v1", {"memory": str(tmp_path / "memory"), "cpu": str(tmp_path / "cpu")}, [])
     planned = cgroups.plan(layout, "yitong-x", "job-1-0", {"cpu": 0.5, "memory": 64 * MiB})
     # what the kernel makes in a new cgroup (a kernel without swap accounting: no memsw file)
-    kernel = ["cgroup.procs", "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us"]
+    kernel = ["cgroup.procs", "memory.limit_in_bytes", "cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.shares"]
     for directory in planned:
         os.makedirs(directory, mode=0o700)
         for name in kernel:
