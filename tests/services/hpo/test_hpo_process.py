@@ -144,7 +144,8 @@ def test_nni_config_and_unchanged_nni_trial_through_yt(proc, tmp_path):
     assert r.returncode == 0, (r.stdout, r.stderr, proc.log.read_text()[-3000:])
     assert "done; 4 complete; best" in r.stdout, r.stdout
     assert "4/4" in r.stderr  # the progress bar
-    exp_id = int(r.stdout.split()[1])
+    # notes (what the trial code imports) and warnings come first; the summary is the last line
+    exp_id = int(r.stdout.splitlines()[-1].split()[1])
     exp = proc.call("alice", "GET", f"experiments/{exp_id}").json()
     for t in exp["trials"]:
         assert set(t["params"]) == {"batch_size", "lr", "momentum"}
