@@ -424,6 +424,7 @@ class JobPreview(TypedDict):
     "A dry run (``POST /jobs/preview``): the spec the document became, every note, what it holds; nothing queued."
 
     notes: list[str]
+    refused: NotRequired[str | None]
     resources: dict[str, float | int]
     spec: dict[str, Any]
 
@@ -629,6 +630,21 @@ class NodeReport(TypedDict):
     services: NotRequired[list[ServiceHealth]]
     source: NotRequired[str]
     used: NotRequired[dict[str, float | int]]
+
+
+class PersonIn(TypedDict):
+    groups: NotRequired[list[str]]
+    name: str
+    password: NotRequired[str | None]
+    vcs: NotRequired[list[str]]
+
+
+class PersonOut(TypedDict):
+    created: bool
+    groups: list[str]
+    name: str
+    password: NotRequired[str | None]
+    vcs: list[str]
 
 
 class Placement(TypedDict):
@@ -1080,6 +1096,8 @@ __all__ = [
     "ModelVersionOut",
     "NodeOut",
     "NodeReport",
+    "PersonIn",
+    "PersonOut",
     "Placement",
     "ProfileIn",
     "ProfileOption",

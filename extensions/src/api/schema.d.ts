@@ -739,7 +739,7 @@ export interface paths {
         put?: never;
         /**
          * Create
-         * @description Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does.
+         * @description Create an experiment: a search space (NNI's format), tuner, optional assessor, objective, concurrency, max_trials, max_duration and a trial ``template`` (a job spec without name and vc); or with ``?from=nni&vc=`` an NNI v2 config whose ``searchSpace`` is inlined. Trials start at once. ``warnings``: sentences such as ``concurrency`` trials that cannot run at once within the VC's quota and the caller's per-user caps beside their running server. 422 names what is wrong (an unsupported tuner names the nearest supported one); 404 unknown VC or not a member. Accepts ``Idempotency-Key`` as ``POST /jobs`` does.
          */
         post: operations["create_services_yitong_api_v1_experiments_post"];
         delete?: never;
@@ -967,7 +967,7 @@ export interface paths {
         put?: never;
         /**
          * Preview
-         * @description A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, quota fit, devices, datasets); nothing is queued. ``yt job submit --dry-run`` shows this.
+         * @description A dry run of ``POST /jobs`` (same body and parameters): the spec the document becomes, every note and what the job would hold, after every check a submit makes (VC membership, datasets); nothing is queued. A job this cluster or VC could never run (its devices, node count, quota, user cap) still gets its spec, with the reason a submit would be refused in ``refused``. ``yt job submit --dry-run`` shows this.
          */
         post: operations["preview_services_yitong_api_v1_jobs_preview_post"];
         delete?: never;
@@ -1444,6 +1444,29 @@ export interface paths {
         patch: operations["upload_chunk_services_yitong_api_v1_objects__hash__upload_patch"];
         trace?: never;
     };
+    "/services/yitong/api/v1/people": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add Person
+         * @description Admin: make ``name`` a hub user with a password (given, or generated and answered once) and
+         *     a member of ``vcs`` (each VC's first hub group) and ``groups``. An existing user gets the new
+         *     password and the groups. 422 for a name JupyterHub refuses or a VC without groups, 404 for an
+         *     unknown VC, 409 when logins come from an identity provider (people are the provider's).
+         */
+        post: operations["add_person_services_yitong_api_v1_people_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/services/yitong/api/v1/profiles": {
         parameters: {
             query?: never;
@@ -1690,7 +1713,7 @@ export interface paths {
         };
         /**
          * List Vcs
-         * @description The VCs the caller belongs to (admins: all), each with quota, used and free.
+         * @description The VCs the caller belongs to (admins: all), each with quota, used and free (the quota left, each device capped by what the cluster has unused: the picker's "free now").
          */
         get: operations["list_vcs_services_yitong_api_v1_vcs_get"];
         put?: never;
@@ -2700,6 +2723,11 @@ export interface components {
              */
             notes: string[];
             /**
+             * Refused
+             * @description why a submit of this spec would be refused here (e.g. 'this cluster has no nvidia.com/gpu'); null when it would be queued
+             */
+            refused?: string | null;
+            /**
              * Resources
              * @description what the whole job holds against the VC's quota
              */
@@ -3199,6 +3227,48 @@ export interface components {
                 [key: string]: number;
             };
         };
+        /** PersonIn */
+        PersonIn: {
+            /**
+             * Groups
+             * @description hub groups the person joins
+             */
+            groups?: string[];
+            /**
+             * Name
+             * @description a hub user name (lower-cased as JupyterHub does)
+             */
+            name: string;
+            /**
+             * Password
+             * @description at least 8 characters; null: generate one (answered once)
+             */
+            password?: string | null;
+            /**
+             * Vcs
+             * @description VCs the person joins, through each VC's first group
+             */
+            vcs?: string[];
+        };
+        /** PersonOut */
+        PersonOut: {
+            /**
+             * Created
+             * @description false: the hub had this user already (the password is new, the groups added)
+             */
+            created: boolean;
+            /** Groups */
+            groups: string[];
+            /** Name */
+            name: string;
+            /**
+             * Password
+             * @description the generated password, shown this once; null when one was given
+             */
+            password?: string | null;
+            /** Vcs */
+            vcs: string[];
+        };
         /**
          * Placement
          * @description Where a server with this accelerator goes on each backend: the settings' ``devices`` table.
@@ -3483,7 +3553,7 @@ export interface components {
             for_seconds: number;
             /**
              * Kind
-             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, storage_quota, service_down or expression (docs/operations.md)
+             * @description node_memory, node_cpu, accelerator_utilization, accelerator_idle, job_failed, quota_exhausted, storage_quota, disk_full, disk_free, service_down or expression (docs/operations.md)
              */
             kind: string;
             /** Name */
@@ -3496,7 +3566,7 @@ export interface components {
             severity: "info" | "warning" | "critical";
             /**
              * Threshold
-             * @description percent for utilisation and quota kinds, jobs for job_failed
+             * @description percent for utilisation, quota and disk_full kinds, jobs for job_failed, GiB for disk_free
              */
             threshold?: number | null;
             /**
@@ -3978,7 +4048,10 @@ export interface components {
              * @default
              */
             description: string;
-            /** Free */
+            /**
+             * Free
+             * @description what could start: the quota left, each device capped by what the cluster has unused
+             */
             free: {
                 [key: string]: number;
             };
@@ -7789,6 +7862,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UploadState"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description refused, with a sentence why */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    add_person_services_yitong_api_v1_people_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PersonIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonOut"];
                 };
             };
             /** @description Validation Error */
