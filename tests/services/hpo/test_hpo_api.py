@@ -163,15 +163,17 @@ sys.exit("ValueError: the loss is nan")
 
 
 async def test_a_trial_waits_with_its_job_and_a_failed_one_says_why(svc, tmp_path):
-    """Two 5-cpu trials at once in vision (8 cpu): the create warns that only one fits; the
-    second shows ``waiting`` with its job's reason (not ``running``) and no start while the first
-    runs; each failed trial's reason ends with its log's last lines."""
+    """Two 5-cpu trials at once in vision (8 cpu) beside her 1-cpu server: the create warns that
+    only one fits; the second shows ``waiting`` with its job's reason (not ``running``) and no
+    start while the first runs; each failed trial's reason ends with its log's last lines."""
     body = experiment("wait", HOLD_THEN_FAIL, max_trials=2)
     body["template"].update(cpu=5, env={**body["template"]["env"], "GO": str(tmp_path / "go")})
+    assert (await svc.allocate("alice", "vision", "cpu-small", "alice/")).status_code == 201  # her server: 1 cpu
     r = await svc.call("alice", "POST", "experiments", json=body)
     assert r.status_code == 201, r.text
     assert r.json()["warnings"] == [
-        "at most 1 trial can run at once: VC vision's quota is 8 cpu, each trial asks 5 (concurrency 2)"
+        "at most 1 trial can run at once: VC vision's quota is 8 cpu, your server holds 1, each trial asks 5"
+        " (concurrency 2)"
     ]
     exp_id = r.json()["id"]
     deadline = time.monotonic() + 60
@@ -183,7 +185,7 @@ async def test_a_trial_waits_with_its_job_and_a_failed_one_says_why(svc, tmp_pat
         assert time.monotonic() < deadline, exp
         await asyncio.sleep(0.1)
     waiting = next(t for t in exp["trials"] if t["state"] == "waiting")
-    assert waiting["reason"].startswith("waiting: VC vision: 5 of 8 cpu in use"), waiting
+    assert waiting["reason"].startswith("waiting: VC vision: 6 of 8 cpu in use, 5 asked"), waiting
     assert waiting["started"] is None and waiting["job_state"] == "queued"
     assert exp["counts"] == {"running": 1, "waiting": 1}, exp
     brief = (await svc.call("alice", "GET", f"experiments/{exp_id}?trials=false")).json()
