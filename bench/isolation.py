@@ -22,8 +22,8 @@ falls on both. Cases (each prints one line starting with its letter and ending w
       cgroup's kill and removal); created -> started is printed too. ratio = off / on (>= 0.95).
   (c) endpoint request: one keep-alive connection, V2 infer of a 1x4 FP32 scikit-learn model
       through the platform's route, --requests a side. ratio = off / on of the medians (>= 0.95).
-      Needs MLServer: ``.venv-mlserver`` (``make mlserver``) or $YITONG_MLSERVER; without it
-      the line says it was skipped.
+      Needs MLServer: ``.venv-mlserver`` (``make mlserver``) or $YITONG_MLSERVER (given to the
+      platforms as ``models.mlserver``); without it the line says it was skipped.
   (d) two people, confinement on: ana abuses for --seconds (a job that allocates past its
       256Mi until the kernel kills it, again and again, and a fork bomb that forks up to the
       process limit with every process spinning), while ben runs the same short CPU job
@@ -126,18 +126,9 @@ class Platform:
         self.work = work / ("on" if confined else "off")
         self.work.mkdir()
         self.work.chmod(0o711)
-        self.stack = Stack(self.work, settings(confined), {p: secrets.token_hex(8) for p in PEOPLE})
+        configured = settings(confined) | ({"models": {"mlserver": mlserver_exe}} if mlserver_exe else {})
+        self.stack = Stack(self.work, configured, {p: secrets.token_hex(8) for p in PEOPLE})
         self.stack.bin_dir = shared_bin()
-        if mlserver_exe:  # the hub passes its services only their own environment: wrap its config
-            wrapper = self.work / "jupyterhub_config.py"
-            wrapper.write_text(
-                f"real = {str(ROOT / 'jupyterhub_config.py')!r}\n"
-                "exec(compile(open(real).read(), real, 'exec'), {'get_config': get_config, '__file__': real})\n"
-                "for s in get_config().JupyterHub.services:\n"
-                "    if s['name'] == 'yitong':\n"
-                f"        s['environment']['YITONG_MLSERVER'] = {mlserver_exe!r}\n"
-            )
-            self.stack.config_file = wrapper
         self.tokens: dict[str, str] = {}
 
     @property

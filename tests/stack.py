@@ -56,7 +56,6 @@ class Stack:
         self.log_path = self.workdir / "hub.log"
         self.admin_token: str | None = None
         self.bin_dir = VENV_BIN  # where `jupyterhub` comes from (tests/shared_python.py for multi-user)
-        self.config_file = ROOT / "jupyterhub_config.py"  # the hub's config (a bench may wrap it)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float = 90) -> Stack:
@@ -72,7 +71,7 @@ class Stack:
         env = dict(os.environ, YITONG_SETTINGS=str(settings_path), YITONG_DATA_DIR=str(self.data_dir))
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [str(self.bin_dir / "jupyterhub"), "-f", str(self.config_file)],
+            [str(self.bin_dir / "jupyterhub"), "-f", str(ROOT / "jupyterhub_config.py")],
             cwd=self.cwd,
             env=env,
             stdout=self.log,
