@@ -53,6 +53,8 @@ MATRIX: dict[tuple[str, str], tuple[object, dict[str, int]]] = {
     # the VC holds alice's model (its backing dataset): the admin passes and meets the 409 check
     ("DELETE", "api/v1/vcs/{vc}"): (None, row(403, 403, 409)),
     ("GET", "api/v1/profiles"): (None, ALL),
+    # admin only; an unknown VC is refused before the hub is asked (test_console.py adds a real person)
+    ("POST", "api/v1/people"): ({"name": "n-{role}", "vcs": ["no-such-vc"]}, row(403, 403, 404)),
     ("POST", "api/v1/profiles"): ({"name": "q-{role}", "cpu": 1, "memory": "1Gi"}, row(403, 403, 201)),
     ("GET", "api/v1/profiles/{name}"): (None, MEMBER_SEES),
     ("PATCH", "api/v1/profiles/{name}"): ({"cpu": 1}, ADMIN_ONLY),
