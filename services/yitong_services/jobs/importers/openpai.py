@@ -16,11 +16,11 @@ from typing import Any
 
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
-from . import sandbox
 from .common import ImportRefused
 from .forever import never_ends
 from .openpai_env import MAX_PORTS, Role, is_set, job_lines, roles_in_order, task_lines
 from .openpai_hooks import Hooks, role_hooks
+from .sandbox import command_notes, host_name_notes
 
 TEMPLATE_RE = re.compile(r"<%\s*\$([A-Za-z_]+)((?:\.[A-Za-z0-9_\-~]+|\[\d+\])*)\s*%>")
 LEFT_RE = re.compile(r"<%.*?%>")
@@ -228,15 +228,15 @@ def import_openpai(
             if roles[r.name].get(kind) is not None:
                 _prerequisite(doc, roles[r.name], kind, f"taskRoles.{r.name}.{kind}")
         around = hooks[r.name].pre + hooks[r.name].succeeded + hooks[r.name].post
-        notes += sandbox.command_notes(
+        notes += command_notes(
             _params(doc, "\n".join(around), f"taskRoles.{r.name}", roles[r.name]),
             f"taskRoles.{r.name} (pre/post commands)",
         )
         where = f"taskRoles.{r.name}.commands"
         texts[r.name] = _params(doc, "\n".join(str(c) for c in roles[r.name]["commands"]), where, roles[r.name])
         _unset_vars(texts[r.name], order, notes, where)
-        notes += sandbox.command_notes(texts[r.name], where)
-        notes += sandbox.host_name_notes(texts[r.name], list(roles), {o.name: o.instances for o in order}, where)
+        notes += command_notes(texts[r.name], where)
+        notes += host_name_notes(texts[r.name], list(roles), {o.name: o.instances for o in order}, where)
     _completion_notes(doc, order, texts, notes)
     lines = job_lines(str(doc.get("name", "")), order)
     for r in order:

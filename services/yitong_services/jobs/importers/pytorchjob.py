@@ -16,9 +16,9 @@ from typing import Any
 from ...vcs.quantities import parse_amount
 from ..spec import JobSpec, spec_from_dict
 from ..spec_errors import JobSpecError
-from . import sandbox
 from .common import ImportRefused
 from .forever import never_ends
+from .sandbox import command_notes, privilege_notes
 
 LAUNCH_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 VALUE_OPTS = {
@@ -83,7 +83,7 @@ def _container(name: str, replica: dict[str, Any], notes: list[str]) -> dict[str
     notes += [
         f"{where}.template.spec.{k}: no counterpart, ignored" for k in pod if k not in ("containers", "securityContext")
     ]
-    notes += sandbox.privilege_notes(pod.get("securityContext"), f"{where}.template.spec.securityContext")
+    notes += privilege_notes(pod.get("securityContext"), f"{where}.template.spec.securityContext")
     notes += [
         f"{where}.{k}: no counterpart, ignored" for k in replica if k not in ("replicas", "template", "restartPolicy")
     ]
@@ -97,7 +97,7 @@ def _container(name: str, replica: dict[str, Any], notes: list[str]) -> dict[str
         for k in c
         if k not in CONTAINER_MAPPED and k != "securityContext"
     ]
-    notes += sandbox.privilege_notes(c.get("securityContext"), f"{where}.containers[0].securityContext")
+    notes += privilege_notes(c.get("securityContext"), f"{where}.containers[0].securityContext")
     return c
 
 
@@ -178,7 +178,7 @@ def import_pytorchjob(doc: dict[str, Any], vc: str | None = None) -> tuple[JobSp
             f"{where}.resources: {first.get('image')} is a ROCm image for AMD GPUs but asks for nvidia.com/gpu; "
             "ask for amd.com/gpu (or use a CUDA image)"
         )
-    notes += sandbox.command_notes(" ".join(argv), f"{where}.command")
+    notes += command_notes(" ".join(argv), f"{where}.command")
     if what := never_ends(" ".join(argv)):
         notes.append(
             f"{where}.command: {what} never ends, and the job succeeds only when every replica has: "
