@@ -20,7 +20,7 @@ run: install code-server-background
 test: install lint mlserver kserve
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# The inner loop (under 10 minutes): no whole-platform, browser or Slurm tests, SQLite only, stop
+# The inner loop (about half the suite's time; under 10 minutes is the goal): no whole-platform, browser or Slurm tests, SQLite only, stop
 # at the first failure. `make test` (and .ci/run) runs everything; both end with the ten slowest
 # tests and each area's total (tests/conftest.py).
 QUICK_SELECTION := -m "not e2e and not browser and not slurm" -k "not postgresql" -x -q
