@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +169,16 @@ def ipython(*lines: str, cwd=None, drop: tuple[str, ...] = (), **env: str):
     ]
     environ = {k: v for k, v in os.environ.items() if k not in drop}
     return subprocess.run(argv, capture_output=True, text=True, env={**environ, **env}, timeout=60, cwd=cwd)
+
+
+@contextlib.contextmanager
+def tmpfs_disk(where: Path, size: str, mode: str = "0755") -> Iterator[Path]:
+    """A tmpfs of ``size`` (``8m``) mounted on the new folder ``where``, for a disk that fills up
+    for real (ENOSPC); unmounted at the end. Needs root: CI runs as root."""
+    require("root", os.geteuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode={mode}", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

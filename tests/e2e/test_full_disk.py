@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import time
 
 import pytest
-from helpers import require
+from helpers import tmpfs_disk
 from stack import Stack
 
 SETTINGS = {
@@ -42,14 +41,8 @@ def fill(path) -> None:
 
 @pytest.fixture
 def small_disk(tmp_path):
-    require("root", os.geteuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m,mode=0755", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs_disk(tmp_path / "disk", "96m", "0755") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_full_data_disk_is_a_clear_507_and_passes(small_disk, tmp_path):

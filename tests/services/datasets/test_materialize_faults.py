@@ -8,10 +8,9 @@ the kernel's PATH_MAX (ENAMETOOLONG), and a 1 MiB tmpfs (root, as CI is) that fi
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
-from helpers import require
+from helpers import tmpfs_disk
 from jobs_helpers import py_job, wait_state
 
 from yitong_services.datasets.tree_errors import TREES, refusal
@@ -55,14 +54,8 @@ async def test_a_path_too_long_for_the_disk_is_a_422_naming_it(service_factory, 
 
 @pytest.fixture
 def tiny_disk(tmp_path):
-    require("root", os.geteuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
-    disk = tmp_path / "tiny"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs_disk(tmp_path / "tiny", "1m", "0700") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 async def test_a_full_materialisation_disk_is_a_507(service_factory, tiny_disk):

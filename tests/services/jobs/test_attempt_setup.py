@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import require
+from helpers import tmpfs_disk
 from jobs_helpers import py_job, wait_state
 
 from yitong_services.jobs import wrapper
@@ -20,14 +20,8 @@ from yitong_services.jobs import wrapper
 
 @pytest.fixture
 def tiny_data_dir(tmp_path):
-    require("root", os.geteuid() == 0, "mounting a small filesystem needs root (CI runs as root)")
-    disk = tmp_path / "tiny"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0755", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs_disk(tmp_path / "tiny", "8m", "0755") as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def _fill(path) -> None:
