@@ -17,6 +17,8 @@ import pytest
 from helpers import tmpfs_disk
 from stack import Stack
 
+pytestmark = pytest.mark.e2e
+
 SETTINGS = {
     "backend": "local",
     "hub": {"admin_users": ["admin"]},

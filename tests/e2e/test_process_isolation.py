@@ -30,7 +30,10 @@ from stack import Stack
 
 from yitong_services.datasets import materialize
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(os.geteuid() != 0, reason="multi-user mode needs a root hub (CI runs as root)"),
+]
 
 SNOOP = r"""
 import json, os, subprocess

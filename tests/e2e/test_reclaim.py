@@ -27,6 +27,8 @@ from e2e.conftest import PASSWORDS, SETTINGS
 from e2e.test_console import execute
 from stack import Stack
 
+pytestmark = pytest.mark.e2e
+
 FAKE_NVML = Path(__file__).resolve().parents[1] / "fake_nvml"
 
 
