@@ -182,3 +182,15 @@ def tmpfs_disk(where: Path, size: str, mode: str = "0755") -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(path) -> None:
+    """Write ``path`` until the disk takes nothing more (unbuffered: the last pages too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for block in (1 << 20, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * block)
+    finally:
+        os.close(fd)

@@ -9,12 +9,11 @@ directory (hub and platform databases, store, logs), filled by a file until ENOS
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
 import pytest
-from helpers import tmpfs_disk
+from helpers import fill, tmpfs_disk
 from stack import Stack
 
 pytestmark = pytest.mark.e2e
@@ -27,18 +26,6 @@ SETTINGS = {
     "vcs": {"default": {"groups": ["everyone"], "profiles": ["cpu-small"], "quota": {"cpu": 4, "memory": "8Gi"}}},
     "groups": {"everyone": ["admin", "alice"]},
 }
-
-
-def fill(path) -> None:
-    """Write ``path`` until the disk takes nothing more (unbuffered: the last pages too)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for block in (1 << 20, 4096, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"\0" * block)
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture

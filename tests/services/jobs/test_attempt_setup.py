@@ -5,14 +5,13 @@ service's data directory, filled by a file until ENOSPC."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import subprocess
 import sys
 
 import pytest
-from helpers import tmpfs_disk
+from helpers import fill, tmpfs_disk
 from jobs_helpers import py_job, wait_state
 
 from yitong_services.jobs import wrapper
@@ -24,24 +23,13 @@ def tiny_data_dir(tmp_path):
         yield disk
 
 
-def _fill(path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for block in (1 << 20, 4096, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"\0" * block)
-    finally:
-        os.close(fd)
-
-
 async def test_a_full_disk_fails_the_attempt_saying_so(service_factory, tiny_data_dir):
     """With a hub token the service's own record of it cannot be written: "could not start: no
     space ..."; without one the wrapper starts and cannot set its attempt up: "could not create
     ...". Neither names a path of the server's."""
     async with service_factory(data_dir="tiny", jobs={"poll_interval": 0.1}) as svc:
         filler = tiny_data_dir / "filler"
-        _fill(filler)
+        fill(filler)
         reasons = {}
         for name, extra in (("token", {}), ("bare", {"hub_token": False})):
             r = await svc.call("alice", "POST", "jobs", json=py_job(name, "vision", "print('ran')", **extra))
